@@ -1,0 +1,160 @@
+"""Per-job overhead of kcoral against a bare ``docker run --rm`` of the same image and command.
+
+    python bench/overhead.py [--image kcoral-job:cpu] [--runs 20] [--clients 4] [--jobs-per-client 5]
+
+Starts a server on a temporary data dir (or uses --remote URL), then measures, in one run:
+  bare     docker run --rm IMAGE python3 -c pass                  (the docker CLI, as a person would)
+  library  submit + upload + follow the log to the end + final status through cli.client
+  cli      the whole `kcoral python --send DIR -c pass` command as a subprocess
+and the throughput of --clients concurrent clients each running --jobs-per-client jobs.
+Target: the library's median at most 1.5x the bare median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cli.client import KcoralClient  # noqa: E402
+from cli.tarball import build_tarball  # noqa: E402
+from runner.models import JobSpec  # noqa: E402
+
+COMMAND = ["python3", "-c", "pass"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(image: str, slots: int, data_dir: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "runner", "--port", str(port), "--data-dir", str(data_dir),
+                             "--image", image, "--gpus", "none", "--cpu-slots", str(slots), "--log-level", "warning"],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    with KcoralClient(url) as client:
+        for _ in range(300):
+            try:
+                client.health()
+                return proc, url
+            except Exception:
+                time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("the server did not start")
+
+
+def bare_run(image: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(["docker", "run", "--rm", image, *COMMAND], check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def library_run(client: KcoralClient, tar_path: Path) -> float:
+    t0 = time.perf_counter()
+    job = client.submit(JobSpec(argv=COMMAND[1:], timeout_s=60), tar_path)
+    for _ in client.follow_log(job.id):
+        pass
+    final = client.status(job.id)
+    elapsed = time.perf_counter() - t0
+    if final.verdict != "ok":
+        raise SystemExit(f"job {job.id} ended {final.verdict}: {final.reason}")
+    return elapsed
+
+
+def cli_run(url: str, send: Path) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "cli", "python", "--remote", url, "--send", str(send), "-c", "pass"],
+                   check=True, capture_output=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return time.perf_counter() - t0
+
+
+def throughput(url: str, tar_path: Path, clients: int, per_client: int) -> float:
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            with KcoralClient(url, timeout=120) as client:
+                for _ in range(per_client):
+                    library_run(client, tar_path)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit(f"throughput run failed: {errors[0]}")
+    return clients * per_client / (time.perf_counter() - t0)
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {"median_s": statistics.median(ordered), "min_s": ordered[0], "max_s": ordered[-1],
+            "p90_s": ordered[int(0.9 * (len(ordered) - 1))], "n": len(ordered)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--image", default="kcoral-job:cpu")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--jobs-per-client", type=int, default=5)
+    parser.add_argument("--slots", type=int, default=4, help="server CPU slots (concurrent jobs)")
+    parser.add_argument("--remote", help="use a running server instead of starting one")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        send = Path(tmp) / "send"
+        send.mkdir()
+        tarball = build_tarball(send, tmp)
+        proc, url = (None, args.remote) if args.remote else start_server(args.image, args.slots, Path(tmp) / "data")
+        try:
+            with KcoralClient(url, timeout=120) as client:
+                bare_run(args.image)
+                library_run(client, tarball.path)
+                bare, library, cli = [], [], []
+                for _ in range(args.runs):  # interleaved, so drift hits all three alike
+                    bare.append(bare_run(args.image))
+                    library.append(library_run(client, tarball.path))
+                    cli.append(cli_run(url, send))
+            jobs_per_s = throughput(url, tarball.path, args.clients, args.jobs_per_client)
+        finally:
+            if proc is not None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(20)
+
+    result = {"image": args.image, "bare": summary(bare), "library": summary(library), "cli": summary(cli),
+              "ratio_library": statistics.median(library) / statistics.median(bare),
+              "ratio_cli": statistics.median(cli) / statistics.median(bare),
+              "throughput_jobs_per_s": jobs_per_s, "clients": args.clients, "jobs_per_client": args.jobs_per_client}
+    print(f"{'':10}{'median':>10}{'min':>10}{'p90':>10}{'max':>10}   (seconds, n={args.runs})")
+    for name in ("bare", "library", "cli"):
+        s = result[name]
+        print(f"{name:10}{s['median_s']:10.3f}{s['min_s']:10.3f}{s['p90_s']:10.3f}{s['max_s']:10.3f}")
+    print(f"ratio library/bare {result['ratio_library']:.2f}x   cli/bare {result['ratio_cli']:.2f}x   (target <= 1.5x)")
+    print(f"throughput, {args.clients} concurrent clients: {jobs_per_s:.2f} jobs/s")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,308 @@
+"""HTTP client for the kcoral server API (``/v1``). No typer here: usable from plain Python.
+
+    with KcoralClient("http://127.0.0.1:8901", token="...") as kc:
+        view = kc.submit(JobSpec(argv=["bench.py"]), tarball.path)
+        for chunk in kc.follow_log(view.id):
+            sys.stdout.buffer.write(chunk)
+        final = kc.status(view.id)
+
+Every HTTP or transport failure becomes a :mod:`cli.errors` class in one place, :meth:`_translated`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import quote, urlsplit
+
+import httpx
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from cli.errors import (
+    BadRequest,
+    KcoralError,
+    NotFound,
+    ServerError,
+    ServerUnreachable,
+    Unauthorized,
+    UsageError,
+)
+from cli.paths import output_destination, safe_output_path
+from runner.models import JobSpec, JobView, OutputFile
+
+__all__ = ["KcoralClient", "ProgressCallback", "normalise_base_url"]
+
+ProgressCallback = Callable[[int, int], None]
+"""Called as ``progress(bytes_sent, bytes_total)`` while the input tar is uploaded."""
+
+CHUNK = 256 * 1024
+USER_AGENT = "kcoral-cli/0.1"
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def normalise_base_url(url: str) -> str:
+    """``url`` without trailing slashes; UsageError unless it is an http(s) URL with a host."""
+    url = (url or "").strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"bad server URL {url!r}: expected http://HOST:PORT or https://HOST")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    return url
+
+
+class KcoralClient:
+    """A connection to one kcoral server. Use as a context manager or call :meth:`close`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout: float = 30.0,
+        *,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = normalise_base_url(base_url)
+        self.timeout = timeout
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> KcoralClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- the one place where HTTP failures become cli.errors -------------------------------------------
+
+    @contextlib.contextmanager
+    def _translated(self, what: str) -> Iterator[None]:
+        """Run a request; turn transport errors and non-2xx answers into :mod:`cli.errors` classes."""
+        try:
+            yield
+        except httpx.HTTPStatusError as exc:
+            raise _error_from_response(exc.response, what) from None
+        except httpx.TimeoutException:
+            raise ServerUnreachable(f"{what}: timed out waiting for {self.base_url}") from None
+        except httpx.TransportError as exc:
+            detail = str(exc) or type(exc).__name__
+            raise ServerUnreachable(f"{what}: cannot reach {self.base_url}: {detail}") from None
+
+    @staticmethod
+    def _check(response: httpx.Response) -> None:
+        """Raise httpx.HTTPStatusError (translated by :meth:`_translated`) unless the answer is a 2xx."""
+        if not response.is_success:
+            response.read()
+            raise httpx.HTTPStatusError("status", request=response.request, response=response)
+
+    def _call(self, method: str, path: str, what: str, **kwargs: Any) -> Any:
+        """One request with a JSON answer; returns the decoded JSON."""
+        with self._translated(what):
+            response = self._http.request(method, path, **kwargs)
+            self._check(response)
+        try:
+            return response.json()
+        except ValueError:
+            raise ServerError(f"{what}: answer is not JSON", status=response.status_code) from None
+
+    # ---- API ---------------------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """GET /v1/health: docker status, gpus, gpu_mode, slots, images, drained GPUs."""
+        data = self._call("GET", "/v1/health", "health")
+        if not isinstance(data, dict):
+            raise ServerError("health: expected a JSON object")
+        return data
+
+    def gpus(self) -> list[dict[str, Any]]:
+        """The ``gpus`` list of /v1/health, entries as the server sends them."""
+        gpus = self.health().get("gpus") or []
+        return [g if isinstance(g, dict) else {"gpu": g} for g in gpus]
+
+    def create_job(self, spec: JobSpec) -> JobView:
+        """POST /v1/jobs: the job exists in state ``created``, waiting for its input."""
+        data = self._call("POST", "/v1/jobs", "submit", json=spec.model_dump(mode="json"))
+        return _parse(JobView, data, "submit")
+
+    def upload_input(
+        self, job_id: str, tar_path: str | Path, progress: ProgressCallback | None = None
+    ) -> JobView:
+        """PUT /v1/jobs/{id}/input: stream the tar; the job becomes ``queued``."""
+        size = os.path.getsize(tar_path)
+
+        def body() -> Iterator[bytes]:
+            sent = 0
+            with open(tar_path, "rb") as f:
+                while chunk := f.read(CHUNK):
+                    sent += len(chunk)
+                    yield chunk
+                    if progress is not None:
+                        progress(sent, size)
+
+        headers = {"Content-Type": "application/x-tar", "Content-Length": str(size)}
+        # The server validates the tar before answering: allow it more than the usual read timeout.
+        timeout = httpx.Timeout(self.timeout, read=max(self.timeout, 300.0))
+        data = self._call(
+            "PUT", f"/v1/jobs/{_q(job_id)}/input", "upload", content=body(), headers=headers, timeout=timeout
+        )
+        return _parse(JobView, data, "upload")
+
+    def submit(
+        self,
+        spec: JobSpec,
+        tar_path: str | Path,
+        progress: ProgressCallback | None = None,
+        on_created: Callable[[JobView], None] | None = None,
+    ) -> JobView:
+        """Create the job and upload its input; if the upload fails the job is cancelled (best effort)."""
+        view = self.create_job(spec)
+        if on_created is not None:
+            on_created(view)
+        try:
+            return self.upload_input(view.id, tar_path, progress)
+        except BaseException:
+            with contextlib.suppress(KcoralError):
+                self.cancel(view.id)
+            raise
+
+    def status(self, job_id: str) -> JobView:
+        """GET /v1/jobs/{id}."""
+        return _parse(JobView, self._call("GET", f"/v1/jobs/{_q(job_id)}", "status"), "status")
+
+    def jobs(self) -> list[JobView]:
+        """GET /v1/jobs: the caller's jobs."""
+        data = self._call("GET", "/v1/jobs", "jobs")
+        return _parse_list(JobView, data, "jobs")
+
+    def cancel(self, job_id: str) -> JobView:
+        """POST /v1/jobs/{id}/cancel."""
+        return _parse(JobView, self._call("POST", f"/v1/jobs/{_q(job_id)}/cancel", "cancel"), "cancel")
+
+    def outputs(self, job_id: str) -> list[OutputFile]:
+        """GET /v1/jobs/{id}/outputs."""
+        data = self._call("GET", f"/v1/jobs/{_q(job_id)}/outputs", "outputs")
+        return _parse_list(OutputFile, data, "outputs")
+
+    def follow_log(
+        self, job_id: str, offset: int = 0, *, follow: bool = True, reconnects: int = 5
+    ) -> Iterator[bytes]:
+        """The job's combined stdout+stderr from byte ``offset``, chunk by chunk.
+
+        With ``follow`` the stream ends when the job has finished and everything was sent; a connection
+        that drops midway is reopened at the right offset (up to ``reconnects`` times in a row).
+        """
+        left = reconnects
+        opened = [False]  # set once the server has answered 200: only then is a drop worth retrying
+        while True:
+            try:
+                for chunk in self._log_stream(job_id, offset, follow, opened):
+                    left = reconnects
+                    offset += len(chunk)
+                    yield chunk
+                return
+            except ServerUnreachable:
+                if not (follow and opened[0]) or left <= 0:
+                    raise
+                left -= 1
+                time.sleep(min(2.0 ** (reconnects - left - 1), 10.0))
+
+    def _log_stream(self, job_id: str, offset: int, follow: bool, opened: list[bool]) -> Iterator[bytes]:
+        params = {"offset": str(offset)}
+        if follow:
+            params["follow"] = "true"
+        kwargs: dict[str, Any] = {"params": params}
+        if follow:  # a quiet job sends nothing for a long time: no read timeout
+            kwargs["timeout"] = httpx.Timeout(self.timeout, read=None)
+        with (
+            self._translated("log"),
+            self._http.stream("GET", f"/v1/jobs/{_q(job_id)}/log", **kwargs) as response,
+        ):
+            self._check(response)
+            opened[0] = True
+            yield from response.iter_bytes()
+
+    def download(
+        self, job_id: str, path: str, dest_dir: str | Path, expected_sha256: str | None = None
+    ) -> Path:
+        """Stream output ``path`` to ``dest_dir/path``; verify its sha256 when given. Returns the file.
+
+        Paths with ``..`` or absolute ones are refused (ServerError); the file appears only once complete.
+        """
+        target = output_destination(Path(dest_dir), path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        url = f"/v1/jobs/{_q(job_id)}/outputs/{quote(str(safe_output_path(path)), safe='/')}"
+        fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+        digest = hashlib.sha256()
+        try:
+            with (
+                os.fdopen(fd, "wb") as out,
+                self._translated(f"download {path}"),
+                self._http.stream("GET", url) as response,
+            ):
+                self._check(response)
+                for chunk in response.iter_bytes(CHUNK):
+                    out.write(chunk)
+                    digest.update(chunk)
+            got = digest.hexdigest()
+            if expected_sha256 and got != expected_sha256.lower():
+                raise ServerError(
+                    f"download {path}: sha256 mismatch (got {got[:12]}, expected {expected_sha256[:12]})"
+                )
+            os.replace(tmp_name, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+            raise
+        return target
+
+
+def _q(job_id: str) -> str:
+    return quote(job_id, safe="")
+
+
+def _error_from_response(response: httpx.Response, what: str) -> KcoralError:
+    """The cli.errors class for a non-2xx answer, with the server's own message when it sent one."""
+    status = response.status_code
+    code, message = "", ""
+    try:
+        body = response.json()
+        if isinstance(body, dict):
+            code = str(body.get("error") or "")
+            message = str(body.get("message") or body.get("detail") or "")
+    except ValueError:
+        message = response.text.strip()[:300]
+    text = f"{what}: {message or response.reason_phrase or 'error'} (HTTP {status})"
+    if status in (401, 403):
+        return Unauthorized(text, hint="pass --token or set KCORAL_TOKEN")
+    if status == 404:
+        return NotFound(text, code=code or "not_found")
+    if 400 <= status < 500:
+        return BadRequest(text, status=status, code=code)
+    return ServerError(text, status=status)
+
+
+def _parse(model: type[_M], data: Any, what: str) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ServerError(f"{what}: unexpected answer from the server: {exc.errors()[0]['msg']}") from None
+
+
+def _parse_list(model: type[_M], data: Any, what: str) -> list[_M]:
+    try:
+        return TypeAdapter(list[model]).validate_python(data)  # type: ignore[valid-type]
+    except ValidationError as exc:
+        raise ServerError(f"{what}: unexpected answer from the server: {exc.errors()[0]['msg']}") from None

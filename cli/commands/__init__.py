@@ -1,0 +1,1 @@
+"""One module per ``kcoral`` command; :mod:`cli.main` registers them."""

@@ -1,0 +1,96 @@
+"""``kcoral python [OPTIONS] [--] SCRIPT [ARGS...]`` (or ``-c CODE`` / ``-m MODULE``): run it remotely.
+
+Everything after ``--`` or after the first word that is not one of kcoral's options goes to the program
+untouched: ``kcoral python --send d -- bench.py --iters 10``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from cli.argv import build_argv
+from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from cli.envvars import parse_env_options
+from cli.errors import UsageError
+from cli.output import note
+from cli.runflow import PythonRun, RunOptions
+from runner.models import JobSpec
+
+OPTIONS_METAVAR = "[OPTIONS] [--] SCRIPT|-c CODE|-m MODULE [ARGS]..."
+CONTEXT_SETTINGS = {
+    "allow_extra_args": True,
+    "ignore_unknown_options": True,
+    "allow_interspersed_args": False,
+}
+
+
+def build_spec(
+    args: list[str],
+    code: str | None,
+    module: str | None,
+    env_options: list[str],
+    timeout: float | None,
+    gpus: int,
+) -> JobSpec:
+    """The JobSpec for the command line's pieces (UsageError for anything the spec refuses)."""
+    fields: dict[str, object] = {
+        "argv": build_argv(args, code, module),
+        "env": parse_env_options(env_options, os.environ),
+        "gpus": gpus,
+    }
+    if timeout is not None:
+        fields["timeout_s"] = timeout
+    try:
+        return JobSpec.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UsageError(f"bad job spec: {where}: {first['msg']}") from None
+
+
+def python(
+    ctx: typer.Context,
+    send: Annotated[
+        Path, typer.Option("--send", "-s", help="directory to send (the job's working directory)")
+    ] = Path("."),
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", "-e", help="NAME=VALUE, or NAME to copy the local value; repeatable"),
+    ] = None,
+    code: Annotated[str | None, typer.Option("-c", help="program passed in as a string")] = None,
+    module: Annotated[str | None, typer.Option("-m", help="run a library module as a script")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs to lease")] = 1,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", "-o", help="where outputs go [default: ./kcoral-out/JOB_ID]"),
+    ] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", "-d", help="exit after the upload; print the job id")
+    ] = False,
+    json: JsonOption = False,
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Run SCRIPT [ARGS...] (or -c CODE / -m MODULE) with python on the server; stream its output back.
+
+    Everything after -- (or after SCRIPT) goes to the program untouched.
+
+    Exit status: the job's own, or 124 timeout, 137 memory limit, 123 output limit, 125 infrastructure
+    error, 130 cancelled; 2 bad input, 69 server unreachable, 70 server error, 77 unauthorized.
+    """
+    spec = build_spec(list(ctx.args), code, module, env or [], timeout, gpus)
+    if not send.is_dir():
+        raise UsageError(f"--send {send}: not a directory")
+    script = spec.argv[0]
+    if not script.startswith("-") and not Path(script).is_absolute() and not (send / script).exists():
+        note(f"kcoral: warning: {script} is not in {send}")
+    options = RunOptions(spec=spec, send_dir=send, output_dir=output_dir, json=json, detach=detach)
+    with connect(remote, token) as client:
+        code_ = PythonRun(client, options).run()
+    raise typer.Exit(code_)

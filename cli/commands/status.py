@@ -1,0 +1,19 @@
+"""``kcoral status ID``: one job's state, verdict, times and outputs."""
+
+from __future__ import annotations
+
+from cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
+from cli.output import emit_json, job_json, stdout
+from cli.render import job_details
+
+
+def status(
+    job_id: JobIdArgument, remote: RemoteOption = None, token: TokenOption = None, json: JsonOption = False
+) -> None:
+    """Show a job (exit status 0 whatever its verdict)."""
+    with connect(remote, token) as client:
+        view = client.status(job_id)
+    if json:
+        emit_json(job_json(view))
+    else:
+        stdout().print(job_details(view))

@@ -1,0 +1,147 @@
+"""The ``kcoral`` command: the typer app, and THE one place where errors become messages + exit codes.
+
+``serve`` (runner.serve_command) and ``images`` (images.cli) belong to the server side; they are added
+only when importable, so the client works on a machine without the server's dependencies.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+
+from cli.commands.cancel import cancel
+from cli.commands.gpus import gpus
+from cli.commands.jobs import jobs
+from cli.commands.logs import logs
+from cli.commands.python_cmd import CONTEXT_SETTINGS, OPTIONS_METAVAR, python
+from cli.commands.status import status
+from cli.errors import KcoralError
+from cli.output import EXIT_INTERRUPTED, EXIT_SERVER_ERROR, EXIT_USAGE, exit_code_for_error, print_error
+
+__all__ = ["app", "main", "register_optional_commands", "run"]
+
+VERSION = "0.1.0"
+
+app = typer.Typer(
+    name="kcoral",
+    help="Run Python on a remote kcoral GPU server: send a directory and a script, stream the output back.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"kcoral {VERSION}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version")
+    ] = False,
+) -> None:
+    """Run Python on a remote kcoral GPU server: send a directory and a script, stream the output back.
+
+    The server comes from --remote or $KCORAL_REMOTE, the token from --token or $KCORAL_TOKEN.
+    """
+
+
+app.command("python", context_settings=CONTEXT_SETTINGS, options_metavar=OPTIONS_METAVAR)(python)
+app.command("jobs")(jobs)
+app.command("status")(status)
+app.command("logs")(logs)
+app.command("cancel")(cancel)
+app.command("gpus")(gpus)
+
+CORE_COMMANDS = frozenset({"python", "jobs", "status", "logs", "cancel", "gpus"})
+_optional_registered = False
+
+
+def _debug() -> bool:
+    return bool(os.environ.get("KCORAL_DEBUG"))
+
+
+def register_optional_commands(target: typer.Typer = app) -> None:
+    """Add ``serve`` and ``images`` to ``target`` when their modules import (once)."""
+    global _optional_registered
+    if _optional_registered:
+        return
+    _optional_registered = True
+    try:
+        from runner.serve_command import serve
+    except ImportError as exc:
+        if _debug():
+            print(f"kcoral: debug: no serve command: {exc}", file=sys.stderr)
+    else:
+        target.command("serve")(serve)
+    try:
+        from images.cli import images_app
+    except ImportError as exc:
+        if _debug():
+            print(f"kcoral: debug: no images command: {exc}", file=sys.stderr)
+    else:
+        target.add_typer(images_app, name="images")
+
+
+def _is_parse_error(err: Exception) -> bool:
+    """A command-line parsing error from typer (which vendors click in recent versions) or click."""
+    bases = [getattr(typer, "TyperException", None)]
+    try:
+        import click
+
+        bases.append(click.ClickException)
+    except ImportError:
+        pass
+    return isinstance(err, tuple(b for b in bases if b is not None)) and callable(getattr(err, "show", None))
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run kcoral with ``argv`` (default: sys.argv[1:]) and return the exit code; never a traceback."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in CORE_COMMANDS:  # importing the server side costs time: only when needed
+        register_optional_commands()
+    try:
+        rv = app(args=args, prog_name="kcoral", standalone_mode=False)
+    except KcoralError as err:
+        print_error(err)
+        return exit_code_for_error(err)
+    except (typer.Abort, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as err:
+        if _is_parse_error(err):  # bad option, missing argument...: click's own message
+            err.show()  # type: ignore[attr-defined]
+            return EXIT_USAGE
+        if _debug():
+            raise
+        print_error(f"internal error: {type(err).__name__}: {err} (set KCORAL_DEBUG=1 for a traceback)")
+        return EXIT_SERVER_ERROR
+    return rv if isinstance(rv, int) else 0
+
+
+def _quiet_broken_stdout() -> None:
+    """After a closed pipe on stdout, keep the interpreter from complaining at exit."""
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def main() -> None:
+    """Console-script entry point (``kcoral = "cli.main:main"``)."""
+    code = run()
+    _quiet_broken_stdout()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""Where the CLI's words go (stdout for results, stderr for everything else) and THE exit-code table.
+
+Exit codes of ``kcoral`` (the job's verdict for ``kcoral python``, else how the request went):
+
+    verdict ok                          0
+    verdict exit                        the job's own exit code (1 when it reported none or 0)
+    verdict output_limit                123
+    verdict timeout                     124
+    verdict infrastructure_error        125
+    verdict cancelled, or Ctrl-C        130
+    verdict memory_limit                137
+    bad input, usage error, other 4xx   2
+    server unreachable                  69
+    unexpected server error, 5xx        70
+    unauthorized (401, 403)             77
+
+Commands other than ``python`` exit 0 when their request succeeded, whatever the job's verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from cli.errors import BadRequest, KcoralError, ServerError, ServerUnreachable, Unauthorized, UsageError
+from runner.models import JobView, Verdict
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 69
+EXIT_SERVER_ERROR = 70
+EXIT_UNAUTHORIZED = 77
+EXIT_INTERRUPTED = 130
+
+VERDICT_EXIT_CODES: dict[Verdict, int | None] = {
+    Verdict.ok: 0,
+    Verdict.exit: None,  # the job's own exit code
+    Verdict.output_limit: 123,
+    Verdict.timeout: 124,
+    Verdict.infrastructure_error: 125,
+    Verdict.cancelled: 130,
+    Verdict.memory_limit: 137,
+}
+
+# Checked in order: the first class the error is an instance of decides.
+ERROR_EXIT_CODES: tuple[tuple[type[KcoralError], int], ...] = (
+    (Unauthorized, EXIT_UNAUTHORIZED),
+    (ServerUnreachable, EXIT_UNREACHABLE),
+    (ServerError, EXIT_SERVER_ERROR),
+    (UsageError, EXIT_USAGE),
+    (BadRequest, EXIT_USAGE),
+)
+
+
+def exit_code_for_verdict(verdict: Verdict | str | None, exit_code: int | None = None) -> int:
+    """The exit code for a finished job; 0 for ``None`` (not finished)."""
+    if verdict is None:
+        return EXIT_OK
+    code = VERDICT_EXIT_CODES[Verdict(verdict)]
+    if code is not None:
+        return code
+    own = (exit_code or 0) & 0xFF
+    return own if own else 1
+
+
+def exit_code_for_job(view: JobView) -> int:
+    return exit_code_for_verdict(view.verdict, view.exit_code)
+
+
+def exit_code_for_error(err: BaseException) -> int:
+    """The exit code for an error raised by the client (anything unknown counts as a server error)."""
+    if isinstance(err, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    for cls, code in ERROR_EXIT_CODES:
+        if isinstance(err, cls):
+            return code
+    return EXIT_SERVER_ERROR
+
+
+def stdout() -> Console:
+    """A console on the current stdout (made per call so test runners that swap sys.stdout work).
+
+    Not a terminal: 200 columns rather than rich's 80, so piped tables keep one row per line.
+    """
+    console = Console(file=sys.stdout, highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 200
+    return console
+
+
+def stderr() -> Console:
+    return Console(file=sys.stderr, highlight=False)
+
+
+def note(message: str) -> None:
+    """A line for the user on stderr (never markup-interpreted)."""
+    stderr().print(message, markup=False, soft_wrap=True)
+
+
+def print_error(err: KcoralError | str) -> None:
+    """``kcoral: error: MESSAGE`` (+ a hint line) on stderr."""
+    console = stderr()
+    message = err.message if isinstance(err, KcoralError) else err
+    console.print(f"kcoral: error: {message}", style="red", markup=False, soft_wrap=True)
+    hint = err.hint if isinstance(err, KcoralError) else ""
+    if hint:
+        console.print(f"kcoral: hint: {hint}", markup=False, soft_wrap=True)
+
+
+def emit_json(document: Any) -> None:
+    """One JSON document on stdout (the only thing --json commands print there)."""
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def job_json(view: JobView) -> dict[str, Any]:
+    return view.public().model_dump(mode="json")

@@ -1,0 +1,161 @@
+"""Human-readable views (rich renderables and one-line summaries) of jobs and of the server's health."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from runner.models import JobView
+
+
+def short_digest(digest: str, length: int = 12) -> str:
+    """``sha256:0123...`` -> ``sha256:0123456789ab``."""
+    algo, sep, hexpart = digest.partition(":")
+    return f"{algo}:{hexpart[:length]}" if sep else digest[:length]
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+def fmt_time(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def run_time(view: JobView) -> float | None:
+    started, finished = view.times.started, view.times.finished
+    if started is None:
+        return None
+    return (finished if finished is not None else time.time()) - started
+
+
+def fmt_argv(view: JobView, limit: int = 60) -> str:
+    """The command on one line (newlines in -c code shown as ``\\n``), cut at ``limit`` characters."""
+    text = ("python " + shlex.join(view.spec.argv)).replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def state_text(view: JobView) -> str:
+    """``queued (#3)``, ``running``, ``ok``, ``exit 1``, ``timeout``..."""
+    if view.state == "queued" and view.queue_position is not None:
+        return f"queued (#{view.queue_position})"
+    if view.verdict is None:
+        return str(view.state)
+    if view.verdict == "exit":
+        return f"exit {view.exit_code}"
+    return str(view.verdict)
+
+
+def summary_line(view: JobView) -> str:
+    """The one line printed on stderr when ``kcoral python`` is done."""
+    parts = [f"kcoral: job {view.id}: {view.verdict or view.state}"]
+    if view.exit_code is not None:
+        parts.append(f"exit code {view.exit_code}")
+    parts.append(f"ran {fmt_duration(run_time(view))}")
+    if view.image is not None:
+        parts.append(f"image {short_digest(view.image.digest) if view.image.digest else view.image.ref}")
+    line = ", ".join(parts)
+    if view.reason and view.verdict != "ok":
+        line += f" ({view.reason})"
+    return line
+
+
+def jobs_table(views: list[JobView]) -> Table:
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("ID", "STATE", "CREATED", "RAN", "GPUS", "COMMAND"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis")
+    for view in sorted(views, key=lambda v: v.times.created):
+        gpus = ",".join(str(g.index) for g in view.gpus) or str(view.spec.gpus)
+        table.add_row(
+            view.id,
+            state_text(view),
+            fmt_time(view.times.created),
+            fmt_duration(run_time(view)),
+            gpus,
+            fmt_argv(view),
+        )
+    return table
+
+
+def job_details(view: JobView) -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    rows: list[tuple[str, str]] = [
+        ("id", view.id),
+        ("owner", view.owner),
+        ("state", state_text(view)),
+        ("command", fmt_argv(view, limit=200)),
+        ("env", ", ".join(view.env_names) or "-"),
+        ("timeout", fmt_duration(view.spec.timeout_s)),
+        ("created", fmt_time(view.times.created)),
+        ("started", fmt_time(view.times.started)),
+        ("finished", fmt_time(view.times.finished)),
+        ("ran", fmt_duration(run_time(view))),
+    ]
+    if view.verdict is not None:
+        rows.append(("exit code", "-" if view.exit_code is None else str(view.exit_code)))
+    if view.reason:
+        rows.append(("reason", view.reason))
+    if view.image is not None:
+        rows.append(("image", f"{view.image.ref} {short_digest(view.image.digest)}".strip()))
+    if view.gpus:
+        rows.append(("gpus", "; ".join(f"{g.index}: {g.name} ({g.memory_total_mib} MiB)" for g in view.gpus)))
+    if view.slot:
+        rows.append(("slot", view.slot))
+    rows.append(("input", f"{view.input_bytes} bytes {view.input_sha256[:12]}".strip()))
+    rows.append(("log", f"{view.log_bytes} bytes"))
+    for out in view.outputs:
+        rows.append(("output", f"{out.path} ({out.size} bytes)"))
+    for key, value in rows:
+        table.add_row(key, Text(value))
+    return table
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(_scalar(v) for v in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_scalar(v)}" for k, v in value.items()) or "-"
+    return "-" if value is None or value == "" else str(value)
+
+
+def _dict_table(rows: list[dict[str, Any]]) -> Table:
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in columns:
+        table.add_column(column.upper())
+    for row in rows:
+        table.add_row(*(Text(_scalar(row.get(c))) for c in columns))
+    return table
+
+
+def health_view(health: dict[str, Any]) -> RenderableType:
+    """The /v1/health object: scalars as ``key: value`` lines, lists of objects as tables."""
+    parts: list[RenderableType] = []
+    for key, value in health.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            parts += [Text(f"{key}:", style="bold"), _dict_table(value)]
+        elif isinstance(value, list):
+            parts.append(Text(f"{key}: {', '.join(_scalar(v) for v in value) or '-'}"))
+        elif isinstance(value, dict):
+            parts.append(Text(f"{key}:", style="bold"))
+            parts += [Text(f"  {k}: {_scalar(v)}") for k, v in value.items()]
+        else:
+            parts.append(Text(f"{key}: {_scalar(value)}"))
+    return Group(*parts)

@@ -1,0 +1,164 @@
+"""``kcoral python``'s flow: pack, submit, upload, wait in the queue, stream the log, fetch outputs.
+
+Ctrl-C at any point after the job exists cancels it on the server and exits 130.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cli import output
+from cli.client import KcoralClient
+from cli.errors import KcoralError
+from cli.logsink import LOG_KEEP_BYTES, LogSink
+from cli.output import emit_json, job_json, note
+from cli.progress import upload_progress
+from cli.render import summary_line
+from cli.tarball import Tarball, build_tarball
+from runner.models import JobSpec, JobState, JobView
+
+WAITING = (JobState.created, JobState.queued)
+CANCEL_WAIT_S = 15.0
+
+
+@dataclass
+class RunOptions:
+    spec: JobSpec
+    send_dir: Path
+    output_dir: Path | None = None  # default: ./kcoral-out/JOB_ID
+    json: bool = False
+    detach: bool = False
+    poll_s: float = 1.0
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+class PythonRun:
+    """One ``kcoral python`` invocation against ``client``; :meth:`run` returns the exit code."""
+
+    def __init__(self, client: KcoralClient, options: RunOptions) -> None:
+        self.client = client
+        self.opts = options
+        self.job_id = ""
+        keep = LOG_KEEP_BYTES if options.json else 0
+        self.sink = LogSink(None if options.json else sys.stdout.buffer, keep=keep)
+
+    def run(self) -> int:
+        tar = build_tarball(self.opts.send_dir)
+        try:
+            view = self.client.create_job(self.opts.spec)
+            self.job_id = view.id
+            try:
+                return self._after_create(view, tar)
+            except KeyboardInterrupt:
+                return self._interrupted()
+            except KcoralError as err:
+                if not err.hint:
+                    err.hint = f"job {view.id} may still be on the server: kcoral status {view.id}"
+                raise
+        finally:
+            tar.remove()
+
+    def _after_create(self, view: JobView, tar: Tarball) -> int:
+        note(f"kcoral: job {view.id}: sending {tar.files} files ({human_bytes(tar.content_bytes)})")
+        try:
+            with upload_progress(tar.size) as progress:
+                view = self.client.upload_input(view.id, tar.path, progress)
+        except KcoralError:
+            with contextlib.suppress(KcoralError):
+                self.client.cancel(view.id)
+            raise
+        if self.opts.detach:
+            if self.opts.json:
+                emit_json(job_json(view))
+            else:
+                print(view.id, flush=True)
+            return output.EXIT_OK
+        self._wait_until_started(view)
+        view = self._follow_log()
+        return self._finish(view)
+
+    def _wait_until_started(self, view: JobView) -> JobView:
+        shown: int | None = None
+        delay = 0.02  # short jobs start within tens of ms: poll fast first, then back off to poll_s
+        while view.state in WAITING:
+            position = view.queue_position
+            if view.state == JobState.queued and position is not None and position != shown:
+                shown = position
+                note(f"queued: position {position}")
+            time.sleep(delay)
+            delay = min(delay * 2, self.opts.poll_s)
+            view = self.client.status(self.job_id)
+        return view
+
+    def _follow_log(self) -> JobView:
+        """Stream the log until the job has finished; returns the final view."""
+        while True:
+            for chunk in self.client.follow_log(self.job_id, self.sink.total):
+                self.sink.write(chunk)
+            view = self.client.status(self.job_id)
+            if view.state == JobState.finished:
+                if view.log_bytes > self.sink.total:  # the stream ended early: fetch the rest
+                    for chunk in self.client.follow_log(self.job_id, self.sink.total, follow=False):
+                        self.sink.write(chunk)
+                return view
+            time.sleep(self.opts.poll_s)
+
+    def _finish(self, view: JobView) -> int:
+        output_dir: Path | None = None
+        error: KcoralError | None = None
+        if view.outputs:
+            output_dir = self.opts.output_dir or Path("kcoral-out") / view.id
+            try:
+                for out in view.outputs:
+                    self.client.download(view.id, out.path, output_dir, out.sha256)
+                note(f"kcoral: {len(view.outputs)} output file(s) in {output_dir}")
+            except KcoralError as err:
+                if not self.opts.json:
+                    raise
+                error = err
+        note(summary_line(view))
+        if self.opts.json:
+            emit_json(self._document(view, output_dir, error))
+        if error is not None:
+            return output.exit_code_for_error(error)
+        return output.exit_code_for_job(view)
+
+    def _document(self, view: JobView, output_dir: Path | None, error: KcoralError | None) -> dict[str, Any]:
+        doc = job_json(view)
+        doc["log"] = self.sink.text()
+        doc["log_truncated"] = self.sink.truncated
+        doc["output_dir"] = str(output_dir) if output_dir is not None else None
+        if error is not None:
+            doc["error"] = {"type": type(error).__name__, "message": error.message}
+        return doc
+
+    def _interrupted(self) -> int:
+        """Ctrl-C: cancel the job, wait a little for it to end (a second Ctrl-C stops waiting), exit 130."""
+        note(f"\nkcoral: interrupted: cancelling job {self.job_id}")
+        try:
+            view = self.client.cancel(self.job_id)
+            deadline = time.monotonic() + CANCEL_WAIT_S
+            while view.state != JobState.finished and time.monotonic() < deadline:
+                time.sleep(min(self.opts.poll_s, 0.5))
+                view = self.client.status(self.job_id)
+        except KcoralError as err:
+            note(f"kcoral: could not cancel job {self.job_id}: {err.message}")
+            return output.EXIT_INTERRUPTED
+        if view.state == JobState.finished:
+            note(summary_line(view))
+        if self.opts.json:
+            emit_json(self._document(view, None, None))
+        return output.EXIT_INTERRUPTED

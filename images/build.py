@@ -1,0 +1,110 @@
+"""Build the local kcoral images: ``build_images(client, ["cpu", "toolchain"])``.
+
+CLI: ``python -m images.build [--force] [cpu|toolchain|base ...]`` prints ``REF IMAGE_ID`` lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+import docker
+import docker.errors
+
+from images.base import build_base_image
+from images.cpu import build_cpu_image
+from images.errors import ImageBuildError
+from images.refs import IMAGE_REFS
+from images.toolchain import build_toolchain_image
+from images.util import image_id
+
+__all__ = ["IMAGE_REFS", "ImageBuildError", "build_images", "image_digest", "main"]
+
+Builder = Callable[[docker.DockerClient, bool, Callable[[str], None]], str]
+# Build order matters: cpu is FROM base.
+BUILDERS: dict[str, Builder] = {
+    "base": build_base_image,
+    "cpu": build_cpu_image,
+    "toolchain": build_toolchain_image,
+}
+DEFAULT_IMAGES = ["cpu", "toolchain"]
+
+
+def image_digest(client: docker.DockerClient, ref: str) -> str | None:
+    """The local image id (``sha256:...``) of ``ref``, or None if it is not built.
+
+    Local images have no registry digest, so the content-addressed image id identifies them.
+    """
+    return image_id(client, ref)
+
+
+def build_images(
+    client: docker.DockerClient,
+    which: list[str],
+    force: bool = False,
+    log: Callable[[str], None] = print,
+) -> dict[str, str]:
+    """Build the images named in ``which`` ("cpu", "toolchain"; "base" too) that are missing.
+
+    "cpu" implies the base image, which is built only when missing unless "base" itself is named.
+    ``force`` rebuilds the named images even when present. Returns {image ref: image id} for every
+    image ensured (the base included when "cpu" is named). Raises ImageBuildError.
+    """
+    unknown = sorted(set(which) - set(BUILDERS))
+    if unknown:
+        raise ImageBuildError(f"unknown image(s) {unknown}: choose from {sorted(BUILDERS)}")
+    wanted = set(which)
+    if "cpu" in wanted:
+        wanted.add("base")
+    try:
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise ImageBuildError(
+            f"cannot reach the Docker engine ({exc}): start it, e.g. .ci/start-docker.sh"
+        ) from exc
+    result: dict[str, str] = {}
+    for name, builder in BUILDERS.items():
+        if name in wanted:
+            result[IMAGE_REFS[name]] = builder(client, force and name in which, log)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m images.build", description="Build local kcoral images.")
+    parser.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    parser.add_argument(
+        "images",
+        nargs="*",
+        metavar="IMAGE",
+        help=f"images to build: {', '.join(BUILDERS)} (default: {' '.join(DEFAULT_IMAGES)})",
+    )
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.images) - set(BUILDERS))
+    if unknown:
+        parser.error(f"unknown image(s) {', '.join(unknown)}: choose from {', '.join(BUILDERS)}")
+    try:
+        client = docker.from_env(timeout=600)
+    except docker.errors.DockerException as exc:
+        print(
+            f"error: cannot reach the Docker engine ({exc}): start it, e.g. .ci/start-docker.sh",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        built = build_images(
+            client,
+            args.images or DEFAULT_IMAGES,
+            args.force,
+            log=lambda msg: print(msg, file=sys.stderr, flush=True),
+        )
+    except (ImageBuildError, docker.errors.DockerException) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for ref, digest in built.items():
+        print(ref, digest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Profiling jobs (``kcoral ncu``, ``kcoral iket``): argv building and report/trace summaries."""

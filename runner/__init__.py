@@ -1,0 +1,1 @@
+"""kcoral server: job API, queue, GPU leases, job store and the Docker executor."""

@@ -1,0 +1,80 @@
+"""GPUs through NVML. NVML errors are translated here; a host without NVML simply has no GPUs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from runner.models import GpuInfo
+
+log = logging.getLogger("kcoral.gpus")
+
+try:
+    import pynvml
+except ImportError:  # pragma: no cover - nvidia-ml-py is a dependency, but be explicit
+    pynvml = None
+
+
+@dataclass(frozen=True)
+class GpuUsage:
+    processes: tuple[int, ...]
+    memory_used_mib: int
+
+
+class Nvml:
+    """A small view of NVML: list GPUs, and what is running on one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.error = ""
+        self.available = False
+        if pynvml is None:
+            self.error = "nvidia-ml-py is not installed"
+            return
+        try:
+            pynvml.nvmlInit()
+            self.available = True
+        except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ...
+            self.error = f"NVML unavailable: {exc}"
+
+    def list(self) -> list[GpuInfo]:
+        if not self.available:
+            return []
+        with self._lock:
+            try:
+                driver = _text(pynvml.nvmlSystemGetDriverVersion())
+                out = []
+                for i in range(pynvml.nvmlDeviceGetCount()):
+                    h = pynvml.nvmlDeviceGetHandleByIndex(i)
+                    out.append(GpuInfo(
+                        index=i,
+                        minor=pynvml.nvmlDeviceGetMinorNumber(h),
+                        uuid=_text(pynvml.nvmlDeviceGetUUID(h)),
+                        name=_text(pynvml.nvmlDeviceGetName(h)),
+                        memory_total_mib=pynvml.nvmlDeviceGetMemoryInfo(h).total >> 20,
+                        driver=driver,
+                    ))
+                return out
+            except pynvml.NVMLError as exc:
+                self.error = f"NVML error: {exc}"
+                log.warning("listing GPUs failed: %s", exc)
+                return []
+
+    def usage(self, index: int) -> GpuUsage | None:
+        """Processes and memory on one GPU; None if NVML cannot tell."""
+        if not self.available:
+            return None
+        with self._lock:
+            try:
+                h = pynvml.nvmlDeviceGetHandleByIndex(index)
+                procs = pynvml.nvmlDeviceGetComputeRunningProcesses(h)
+                procs += pynvml.nvmlDeviceGetGraphicsRunningProcesses(h)
+                return GpuUsage(tuple(p.pid for p in procs), pynvml.nvmlDeviceGetMemoryInfo(h).used >> 20)
+            except pynvml.NVMLError as exc:
+                log.warning("reading GPU %d failed: %s", index, exc)
+                return None
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,99 @@
+"""Exclusive leases on execution slots: one slot per GPU, plus CPU slots for jobs without a GPU.
+
+On a host without GPUs the CPU slots stand in for GPU jobs, so everything runs on a CPU-only
+machine. ``Placement`` is the seam for placing jobs elsewhere (many hosts): the scheduler only
+needs ``try_acquire``, ``release``, ``drain`` and ``describe``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from runner.errors import BadRequest
+from runner.models import GpuInfo
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    gpu: GpuInfo | None = None
+
+
+@dataclass(frozen=True)
+class Lease:
+    slots: tuple[Slot, ...]
+
+    @property
+    def gpus(self) -> list[GpuInfo]:
+        return [s.gpu for s in self.slots if s.gpu is not None]
+
+    @property
+    def name(self) -> str:
+        return ",".join(s.name for s in self.slots)
+
+
+class Placement(Protocol):
+    def check(self, gpus: int) -> None: ...
+    def try_acquire(self, gpus: int) -> Lease | None: ...
+    def release(self, lease: Lease) -> None: ...
+    def drain(self, slot_name: str, reason: str) -> None: ...
+    def describe(self) -> dict[str, object]: ...
+
+
+@dataclass
+class LeasePool:
+    """Slots on this host. GPU jobs take GPU slots; jobs asking for no GPU take CPU slots."""
+
+    gpus: list[GpuInfo]
+    cpu_slots: int
+    _free: set[str] = field(default_factory=set)
+    _drained: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._slots = {f"gpu{g.index}": Slot(f"gpu{g.index}", g) for g in self.gpus}
+        self._slots.update({f"cpu{i}": Slot(f"cpu{i}") for i in range(self.cpu_slots)})
+        self._free = set(self._slots)
+
+    def check(self, gpus: int) -> None:
+        """Refuse at submit time what this host can never run."""
+        if self.gpus and gpus > len(self.gpus):
+            raise BadRequest(f"the job asks for {gpus} GPUs; this server has {len(self.gpus)}")
+        if not self.gpus and self.cpu_slots < 1:
+            raise BadRequest("this server has no GPUs and no CPU slots")
+
+    def try_acquire(self, gpus: int) -> Lease | None:
+        with self._lock:
+            usable = sorted(self._free - set(self._drained))
+            if gpus > 0 and self.gpus:
+                pick = [n for n in usable if n.startswith("gpu")][:gpus]
+                if len(pick) < gpus:
+                    return None
+            else:
+                pick = [n for n in usable if n.startswith("cpu")][:1]
+                if not pick:
+                    return None
+            self._free -= set(pick)
+            return Lease(tuple(self._slots[n] for n in pick))
+
+    def release(self, lease: Lease) -> None:
+        with self._lock:
+            self._free |= {s.name for s in lease.slots}
+
+    def drain(self, slot_name: str, reason: str) -> None:
+        with self._lock:
+            self._drained[slot_name] = reason
+
+    def undrain(self, slot_name: str) -> None:
+        with self._lock:
+            self._drained.pop(slot_name, None)
+
+    def describe(self) -> dict[str, object]:
+        with self._lock:
+            return {
+                "slots": sorted(self._slots),
+                "free": sorted(self._free - set(self._drained)),
+                "drained": dict(self._drained),
+            }

@@ -1,0 +1,91 @@
+"""The hardened container profile: a pure function from (settings, job, lease) to docker-py
+``containers.create`` keyword arguments. Nothing here talks to Docker.
+
+Profile (../shared/notes/threat-model.md): uid 65534, every capability dropped,
+no-new-privileges, Docker's default seccomp, read-only root filesystem, size-capped tmpfs for
+/tmp (HOME lives there), no network, private IPC, pids/memory/nofile limits with swap equal to
+memory, OOM-kill this container first, no core dumps, an init process, capped logs. The sent
+directory is mounted read-only as the working directory; /job/out is the only writable mount.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from docker.types import DeviceRequest, LogConfig, Ulimit
+
+from runner.leases import Lease
+from runner.settings import Settings
+
+JOB_USER = "65534:65534"
+INPUT_MOUNT = "/job/input"
+OUTPUT_MOUNT = "/job/out"
+LABEL_JOB = "kcoral.job"
+LABEL_INSTANCE = "kcoral.instance"
+NVIDIA_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+
+
+@dataclass(frozen=True)
+class JobMounts:
+    input_dir: Path
+    output_dir: Path
+
+
+def container_options(settings: Settings, job_id: str, command: list[str], env: dict[str, str],
+                      mounts: JobMounts, lease: Lease, gpu_mode: str) -> dict[str, object]:
+    """Keyword arguments for ``client.containers.create`` for one job."""
+    limits = settings.limits
+    volumes: dict[str, dict[str, str]] = {
+        str(mounts.input_dir): {"bind": INPUT_MOUNT, "mode": "ro"},
+        str(mounts.output_dir): {"bind": OUTPUT_MOUNT, "mode": "rw"},
+    }
+    for path in settings.toolchain_mounts:
+        volumes[path] = {"bind": path, "mode": "ro"}
+    if lease.gpus and gpu_mode == "devices":
+        for path in settings.driver_mounts:
+            volumes[path] = {"bind": path, "mode": "ro"}
+    options: dict[str, object] = dict(
+        image=settings.image,
+        command=command,
+        environment=env,
+        working_dir=INPUT_MOUNT,
+        user=JOB_USER,
+        labels={LABEL_JOB: job_id, LABEL_INSTANCE: settings.instance},
+        hostname="kcoral-job",
+        detach=True,
+        init=True,
+        read_only=True,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        network_mode="none",
+        ipc_mode="private",
+        pids_limit=limits.pids,
+        mem_limit=limits.memory_bytes,
+        memswap_limit=limits.memory_bytes,
+        oom_score_adj=1000,
+        shm_size=limits.shm_bytes,
+        tmpfs={"/tmp": f"size={limits.tmpfs_bytes},mode=1777,exec,nosuid,nodev"},
+        ulimits=[Ulimit(name="core", soft=0, hard=0),
+                 Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
+        log_config=LogConfig(type="json-file", config={"max-size": str(limits.log_bytes), "max-file": "2"}),
+        volumes=volumes,
+        stop_signal="SIGKILL",
+    )
+    if limits.cpus > 0:
+        options["nano_cpus"] = int(limits.cpus * 1e9)
+    options.update(gpu_options(lease, gpu_mode))
+    return options
+
+
+def gpu_options(lease: Lease, gpu_mode: str) -> dict[str, object]:
+    """Hand exactly the leased GPUs to the container, by UUID where the runtime supports it."""
+    gpus = lease.gpus
+    if not gpus:
+        return {}
+    if gpu_mode == "runtime":
+        return {"device_requests": [DeviceRequest(device_ids=[g.uuid for g in gpus], capabilities=[["gpu"]])]}
+    devices = [f"/dev/nvidia{g.minor if g.minor >= 0 else g.index}" for g in gpus]
+    devices += [node for node in NVIDIA_CONTROL_NODES if os.path.exists(node)]
+    return {"devices": [f"{d}:{d}:rw" for d in devices]}

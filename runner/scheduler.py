@@ -1,0 +1,190 @@
+"""The scheduler: queued jobs onto leases, fairly across tokens, one worker thread per running job.
+
+The loop reads as its steps: recover (once), then repeatedly wait, pick, claim, run, finish.
+Each exit of a job is logged. Outcomes are data (RunResult), never exceptions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+
+from runner.executor import DockerExecutor, RunResult
+from runner.gpus import GpuUsage, Nvml
+from runner.leases import Lease, Placement
+from runner.models import JobState, JobView, Verdict
+from runner.store import JobStore
+
+log = logging.getLogger("kcoral.scheduler")
+
+#: GPU memory a finished job may leave in use above the lease-time baseline (driver noise)
+GPU_MEMORY_SLACK_MIB = 64
+
+
+def fair_order(queued: list[JobView], running: list[JobView]) -> list[JobView]:
+    """Round-robin over owners, FIFO within one owner; owners with fewer running jobs go first.
+
+    ``queued`` is in submission order. The result is the order in which jobs will be tried,
+    which is also each job's queue position.
+    """
+    by_owner: dict[str, list[JobView]] = defaultdict(list)
+    for job in queued:
+        by_owner[job.owner].append(job)
+    busy: dict[str, int] = defaultdict(int)
+    for job in running:
+        busy[job.owner] += 1
+    order: list[JobView] = []
+    queues = sorted(by_owner.values(), key=lambda jobs: (busy[jobs[0].owner], queued.index(jobs[0])))
+    depth = 0
+    while len(order) < len(queued):
+        for jobs in queues:
+            if depth < len(jobs):
+                order.append(jobs[depth])
+        depth += 1
+    return order
+
+
+class Scheduler:
+    def __init__(self, store: JobStore, placement: Placement, executor: DockerExecutor, nvml: Nvml) -> None:
+        self.store = store
+        self.placement = placement
+        self.executor = executor
+        self.nvml = nvml
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._cancels: dict[str, threading.Event] = {}
+        self._workers: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    # --- life cycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.recover()
+        self._thread = threading.Thread(target=self._loop, name="kcoral-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(timeout)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def recover(self) -> None:
+        """After a restart: jobs that were running are lost (say so); their containers go."""
+        for job in self.store.in_state(JobState.running):
+            self.store.finish(job.id, Verdict.infrastructure_error,
+                              reason="the server stopped while this job was running; its container was removed")
+            log.warning("job %s was running when the server stopped: marked failed", job.id)
+        try:
+            removed = self.executor.remove_orphans()
+            if removed:
+                log.warning("removed %d job container(s) left by an earlier run", removed)
+        except Exception as exc:  # Docker down at start-up: /health reports it; jobs will fail clearly
+            log.error("orphan clean-up failed: %s", exc)
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(1.0)
+            self._wake.clear()
+            try:
+                self._dispatch()
+            except Exception:
+                log.exception("dispatch failed; retrying")
+                time.sleep(1.0)
+
+    def queue_order(self) -> list[JobView]:
+        return fair_order(self.store.in_state(JobState.queued), self.store.in_state(JobState.running))
+
+    def _dispatch(self) -> None:
+        for job in self.queue_order():
+            lease = self.placement.try_acquire(job.spec.gpus)
+            if lease is None:
+                continue
+            if not self._claim(job, lease):
+                self.placement.release(lease)
+                continue
+            worker = threading.Thread(target=self._run, args=(job, lease), name=f"job-{job.id}", daemon=True)
+            with self._lock:
+                self._workers[job.id] = worker
+            worker.start()
+
+    def _claim(self, job: JobView, lease: Lease) -> bool:
+        with self._lock:
+            current = self.store.get(job.id)
+            if current.state != JobState.queued:
+                return False
+            self._cancels[job.id] = threading.Event()
+            self.store.mark_running(job.id, lease.name, lease.gpus)
+        log.info("job %s claimed %s", job.id, lease.name)
+        return True
+
+    def _run(self, job: JobView, lease: Lease) -> None:
+        baseline = {g.index: self.nvml.usage(g.index) for g in lease.gpus}
+        result = RunResult(Verdict.infrastructure_error, reason="the executor crashed")
+        try:
+            result = self.executor.run(job, lease, self.store.paths(job.id), self._cancels[job.id],
+                                       on_image=lambda image: self.store.set_image(job.id, image))
+        except Exception as exc:
+            log.exception("job %s: executor crashed", job.id)
+            result = RunResult(Verdict.infrastructure_error, reason=f"executor crashed: {exc}")
+        finally:
+            self.store.finish(job.id, result.verdict, result.exit_code, result.reason, result.outputs,
+                              result.log_bytes)
+            log.info("job %s finished: %s %s", job.id, result.verdict, result.exit_code)
+            self._check_gpus_clean(lease, baseline)
+            self.placement.release(lease)
+            with self._lock:
+                self._cancels.pop(job.id, None)
+                self._workers.pop(job.id, None)
+            self.wake()
+
+    def _check_gpus_clean(self, lease: Lease, baseline: dict[int, GpuUsage | None]) -> None:
+        """No process left on the job's GPUs and memory back to baseline, else drain the GPU."""
+        for gpu in lease.gpus:
+            before = baseline.get(gpu.index)
+            reason = ""
+            for _ in range(20):
+                after = self.nvml.usage(gpu.index)
+                if after is None or before is None:
+                    return
+                if after.processes:
+                    reason = f"processes {list(after.processes)} still on GPU {gpu.index} after the job"
+                elif after.memory_used_mib > before.memory_used_mib + GPU_MEMORY_SLACK_MIB:
+                    reason = (f"GPU {gpu.index} memory in use {after.memory_used_mib} MiB after the job, "
+                              f"{before.memory_used_mib} MiB before")
+                else:
+                    return
+                time.sleep(0.1)
+            log.error("draining gpu%d: %s", gpu.index, reason)
+            self.placement.drain(f"gpu{gpu.index}", reason)
+
+    # --- requests from the API ------------------------------------------------------------------
+
+    def cancel(self, job_id: str) -> JobView:
+        job = self.store.get(job_id)
+        if job.state in (JobState.queued, JobState.created):
+            self.store.finish_if(job.id, job.state, Verdict.cancelled, "cancelled before it ran")
+        elif job.state == JobState.running:
+            with self._lock:
+                event = self._cancels.get(job.id)
+            if event:
+                event.set()
+        return self.store.get(job_id)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once no worker runs (used on shutdown and by tests)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._workers:
+                    return True
+            time.sleep(0.05)
+        return False

@@ -1,0 +1,74 @@
+"""``kcoral serve``: parse options into Settings, refuse unsafe binds, run uvicorn."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import typer
+
+from runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
+
+
+def _parse_gpus(value: str) -> str | tuple[int, ...]:
+    if value in ("auto", "none"):
+        return value
+    try:
+        return tuple(int(x) for x in value.split(",") if x.strip())
+    except ValueError:
+        raise typer.BadParameter("use auto, none, or GPU indices like 0,1") from None
+
+
+def _parse_env(pairs: list[str]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"--job-env takes NAME=VALUE, got {pair!r}")
+        env[name] = value
+    return env
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="address to listen on; non-loopback needs --tokens-file"),
+    port: int = typer.Option(8901, help="TCP port"),
+    data_dir: Path = typer.Option(Path("kcoral-data"), help="SQLite file and job folders live here"),
+    gpus: str = typer.Option("auto", help="auto | none | comma-separated NVML indices"),
+    cpu_slots: int = typer.Option(2, min=0, help="concurrent jobs without a GPU"),
+    tokens_file: Path | None = typer.Option(None, help="bearer tokens, one 'NAME TOKEN' per line"),
+    image: str = typer.Option(
+        "", help="job image (default kcoral-job:cpu; kcoral-toolchain:latest with --host-toolchain)"),
+    host_toolchain: bool = typer.Option(False, help="mount the host's /usr /lib /lib64 /bin /opt /etc read-only "
+                                                    "into a near-empty image (GPU hosts without a registry)"),
+    toolchain_mount: list[str] = typer.Option([], help="with --host-toolchain: mount these instead of the defaults"),
+    gpu_mode: str = typer.Option("auto", help="auto | runtime (NVIDIA container runtime) | devices (device nodes)"),
+    driver_mount: list[str] = typer.Option([], help="in devices mode: driver library dirs to mount read-only"),
+    python: str = typer.Option("python3", help="interpreter inside the job container"),
+    job_env: list[str] = typer.Option([], help="NAME=VALUE added to every job's environment"),
+    log_level: str = typer.Option("info", help="debug | info | warning"),
+) -> None:
+    """Run the kcoral job server."""
+    if gpu_mode not in ("auto", "runtime", "devices"):
+        raise typer.BadParameter("--gpu-mode must be auto, runtime or devices")
+    settings = Settings(
+        host=host, port=port, data_dir=data_dir, gpus=_parse_gpus(gpus), cpu_slots=cpu_slots,
+        tokens_file=tokens_file,
+        image=image or ("kcoral-toolchain:latest" if host_toolchain else "kcoral-job:cpu"),
+        toolchain_mounts=tuple(toolchain_mount or DEFAULT_TOOLCHAIN_MOUNTS) if host_toolchain else (),
+        gpu_mode=gpu_mode, driver_mounts=tuple(driver_mount), python=python, job_env=_parse_env(job_env),
+    )
+    if not settings.is_loopback and settings.tokens_file is None:
+        typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)
+        raise typer.Exit(2)
+    import uvicorn
+
+    from runner.app import create_app
+    from runner.errors import KcoralError
+
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        app = create_app(settings)
+    except (KcoralError, ValueError) as exc:
+        typer.echo(f"kcoral serve: {getattr(exc, 'message', exc)}", err=True)
+        raise typer.Exit(2) from None
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

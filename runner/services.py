@@ -1,0 +1,50 @@
+"""The server's collaborators, built once from Settings and handed to the routes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runner.auth import Authenticator, load_tokens
+from runner.executor import DockerExecutor
+from runner.gpus import Nvml
+from runner.leases import LeasePool, Placement
+from runner.models import GpuInfo
+from runner.scheduler import Scheduler
+from runner.settings import Settings
+from runner.store import JobStore
+
+
+@dataclass
+class Services:
+    settings: Settings
+    store: JobStore
+    nvml: Nvml
+    gpus: list[GpuInfo]
+    placement: Placement
+    executor: DockerExecutor
+    scheduler: Scheduler
+    auth: Authenticator
+
+    @classmethod
+    def build(cls, settings: Settings) -> Services:
+        store = JobStore(settings.data_dir)
+        nvml = Nvml()
+        gpus = select_gpus(nvml.list(), settings.gpus)
+        placement = LeasePool(gpus, settings.cpu_slots)
+        executor = DockerExecutor(settings)
+        scheduler = Scheduler(store, placement, executor, nvml)
+        tokens = load_tokens(settings.tokens_file) if settings.tokens_file else None
+        return cls(settings, store, nvml, gpus, placement, executor, scheduler, Authenticator(tokens))
+
+
+def select_gpus(found: list[GpuInfo], wanted: str | tuple[int, ...]) -> list[GpuInfo]:
+    """The GPUs this server leases: all ("auto"), none, or the NVML indices given."""
+    if wanted == "auto":
+        return found
+    if wanted == "none":
+        return []
+    by_index = {g.index: g for g in found}
+    missing = [i for i in wanted if i not in by_index]
+    if missing:
+        raise ValueError(f"GPU indices {missing} not found; NVML sees {sorted(by_index)}")
+    return [by_index[i] for i in wanted]

@@ -1,0 +1,64 @@
+"""Server settings: one value object, built once by ``kcoral serve`` and passed in (never a global)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.limits import Limits
+
+#: Host directories mounted read-only into the toolchain image on GPU hosts whose CUDA and
+#: PyTorch live on the host rather than in an image (see ../shared/gpu-host/README.md).
+#: Not /sbin: Docker puts its init there (--init), and a mount over /sbin would hide it.
+DEFAULT_TOOLCHAIN_MOUNTS = ("/usr", "/lib", "/lib64", "/bin", "/opt", "/etc")
+
+#: Environment every job gets. Clients cannot override these names (see runner.envpolicy).
+BASE_JOB_ENV = {
+    "HOME": "/tmp/home",
+    "TMPDIR": "/tmp",
+    "PATH": "/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "PYTHONUNBUFFERED": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "XDG_CACHE_HOME": "/tmp/home/.cache",
+    "MPLCONFIGDIR": "/tmp/home/.config/matplotlib",
+    "KCORAL_OUTPUT_DIR": "/job/out",
+    # NVLink multicast can take a shared host's GPUs out of service: keep it off in every job.
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8901
+    data_dir: Path = Path("kcoral-data")
+    #: "auto" (every GPU NVML sees), "none", or explicit NVML indices
+    gpus: str | tuple[int, ...] = "auto"
+    #: concurrent jobs without a GPU (the only slots on a host without GPUs)
+    cpu_slots: int = 2
+    tokens_file: Path | None = None
+    #: the job image; in toolchain mode a near-empty image that host directories are mounted into
+    image: str = "kcoral-job:cpu"
+    #: host directories mounted read-only into every job (toolchain mode); empty = image mode
+    toolchain_mounts: tuple[str, ...] = ()
+    #: how GPUs reach containers: "auto", "runtime" (NVIDIA runtime, --gpus) or "devices"
+    gpu_mode: str = "auto"
+    #: driver user-space libraries mounted read-only in "devices" mode (image mode only)
+    driver_mounts: tuple[str, ...] = ()
+    #: the interpreter run inside the job container
+    python: str = "python3"
+    #: operator-chosen additions to every job's environment (may set what clients cannot)
+    job_env: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+
+    @property
+    def instance(self) -> str:
+        """Label value that marks this server's containers (one per data directory)."""
+        return hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:16]
+
+    @property
+    def is_loopback(self) -> bool:
+        return self.host in ("127.0.0.1", "::1", "localhost")

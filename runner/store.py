@@ -1,0 +1,215 @@
+"""The job store: one SQLite file plus a folder per job (input, raw job output, returned files, log).
+
+SQLite errors are translated here and nowhere else. Every write is one short transaction under
+a lock, so a crash leaves each job in one of its states, never between two.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from runner.errors import InfrastructureError, NotFound
+from runner.models import GpuInfo, ImageInfo, JobSpec, JobState, JobTimes, JobView, OutputFile, Verdict
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT UNIQUE NOT NULL,
+    owner TEXT NOT NULL,
+    state TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    verdict TEXT,
+    exit_code INTEGER,
+    reason TEXT NOT NULL DEFAULT '',
+    image TEXT,
+    gpus TEXT NOT NULL DEFAULT '[]',
+    slot TEXT NOT NULL DEFAULT '',
+    input_sha256 TEXT NOT NULL DEFAULT '',
+    input_bytes INTEGER NOT NULL DEFAULT 0,
+    log_bytes INTEGER NOT NULL DEFAULT 0,
+    outputs TEXT NOT NULL DEFAULT '[]',
+    created REAL NOT NULL,
+    queued REAL,
+    started REAL,
+    finished REAL
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
+"""
+
+
+@dataclass(frozen=True)
+class JobPaths:
+    """Where one job's files live on the server."""
+
+    root: Path
+
+    @property
+    def tar(self) -> Path:
+        return self.root / "input.tar"
+
+    @property
+    def input(self) -> Path:
+        return self.root / "input"
+
+    @property
+    def raw_out(self) -> Path:
+        """Bind-mounted writable into the container as /job/out."""
+        return self.root / "out"
+
+    @property
+    def outputs(self) -> Path:
+        """Files checked and copied out of raw_out after the container is gone."""
+        return self.root / "outputs"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "log"
+
+
+class JobStore:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.jobs_dir = data_dir / "jobs"
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(data_dir / "kcoral.sqlite3", check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise InfrastructureError(f"cannot open the job database in {data_dir}: {exc}") from None
+        self._db.row_factory = sqlite3.Row
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                yield self._db
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise InfrastructureError(f"job database error: {exc}") from None
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def paths(self, job_id: str) -> JobPaths:
+        return JobPaths(self.jobs_dir / job_id)
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def create(self, owner: str, spec: JobSpec) -> JobView:
+        job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(4)
+        self.paths(job_id).root.mkdir(parents=True)
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO jobs (id, owner, state, spec, created) VALUES (?, ?, ?, ?, ?)",
+                (job_id, owner, JobState.created, spec.model_dump_json(), time.time()),
+            )
+        return self.get(job_id)
+
+    def mark_queued(self, job_id: str, sha256: str, size: int) -> None:
+        self._update(job_id, state=JobState.queued, input_sha256=sha256, input_bytes=size, queued=time.time())
+
+    def mark_running(self, job_id: str, slot: str, gpus: list[GpuInfo]) -> None:
+        self._update(job_id, state=JobState.running, slot=slot,
+                     gpus=json.dumps([g.model_dump() for g in gpus]), started=time.time())
+
+    def set_image(self, job_id: str, image: ImageInfo) -> None:
+        self._update(job_id, image=image.model_dump_json())
+
+    def finish(self, job_id: str, verdict: Verdict, exit_code: int | None = None, reason: str = "",
+               outputs: list[OutputFile] | None = None, log_bytes: int | None = None) -> None:
+        fields: dict[str, object] = dict(state=JobState.finished, verdict=verdict, exit_code=exit_code,
+                                         reason=reason, finished=time.time())
+        if outputs is not None:
+            fields["outputs"] = json.dumps([o.model_dump() for o in outputs])
+        if log_bytes is not None:
+            fields["log_bytes"] = log_bytes
+        self._update(job_id, **fields)
+
+    def finish_if(self, job_id: str, state: JobState, verdict: Verdict, reason: str) -> bool:
+        """Finish the job only if it is still in ``state``; True when it was."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE jobs SET state=?, verdict=?, reason=?, finished=? WHERE id=? AND state=?",
+                (JobState.finished, verdict, reason, time.time(), job_id, state),
+            )
+            return cur.rowcount == 1
+
+    def delete(self, job_id: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
+        shutil.rmtree(self.paths(job_id).root, ignore_errors=True)
+
+    def _update(self, job_id: str, **fields: object) -> None:
+        cols = ", ".join(f"{k}=?" for k in fields)
+        with self._tx() as db:
+            cur = db.execute(f"UPDATE jobs SET {cols} WHERE id=?", (*fields.values(), job_id))
+            if cur.rowcount != 1:
+                raise NotFound(f"no job {job_id}")
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def get(self, job_id: str) -> JobView:
+        rows = self._select("WHERE id=?", (job_id,))
+        if not rows:
+            raise NotFound(f"no job {job_id}")
+        return rows[0]
+
+    def list(self, owner: str | None = None, limit: int = 50) -> list[JobView]:
+        if owner is None:
+            return self._select("ORDER BY seq DESC LIMIT ?", (limit,))
+        return self._select("WHERE owner=? ORDER BY seq DESC LIMIT ?", (owner, limit))
+
+    def in_state(self, state: JobState) -> list[JobView]:
+        return self._select("WHERE state=? ORDER BY seq", (state,))
+
+    def count(self, owner: str, states: tuple[JobState, ...]) -> int:
+        marks = ",".join("?" * len(states))
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT COUNT(*) FROM jobs WHERE owner=? AND state IN ({marks})", (owner, *states)
+            ).fetchone()
+        return int(row[0])
+
+    def _select(self, where: str, args: tuple[object, ...]) -> list[JobView]:
+        try:
+            with self._lock:
+                rows = self._db.execute(f"SELECT * FROM jobs {where}", args).fetchall()
+        except sqlite3.Error as exc:
+            raise InfrastructureError(f"job database error: {exc}") from None
+        return [_to_view(r) for r in rows]
+
+
+def _to_view(row: sqlite3.Row) -> JobView:
+    return JobView(
+        id=row["id"],
+        owner=row["owner"],
+        state=JobState(row["state"]),
+        spec=JobSpec.model_validate_json(row["spec"]),
+        env_names=sorted(json.loads(row["spec"]).get("env", {})),
+        verdict=Verdict(row["verdict"]) if row["verdict"] else None,
+        exit_code=row["exit_code"],
+        reason=row["reason"],
+        image=ImageInfo.model_validate_json(row["image"]) if row["image"] else None,
+        gpus=[GpuInfo(**g) for g in json.loads(row["gpus"])],
+        slot=row["slot"],
+        input_sha256=row["input_sha256"],
+        input_bytes=row["input_bytes"],
+        log_bytes=row["log_bytes"],
+        times=JobTimes(created=row["created"], queued=row["queued"], started=row["started"],
+                       finished=row["finished"]),
+        outputs=[OutputFile(**o) for o in json.loads(row["outputs"])],
+    )

@@ -1,0 +1,14 @@
+#!/bin/bash
+# The main job end to end on the embedded defaults: local Docker engine, SQLite job store, CPU
+# slots when there is no GPU. Starts `kcoral serve`, runs examples/hello through `kcoral python`,
+# stops the server. The job's result file lands in ./kcoral-out/JOB_ID/.
+set -euo pipefail
+source "$(dirname "$0")/install.sh"
+data=$(mktemp -d /tmp/kcoral-demo.XXXXXX)
+port=${KCORAL_PORT:-8901}
+"$KCORAL" serve --data-dir "$data" --port "$port" >"$data/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
+export KCORAL_REMOTE=http://127.0.0.1:$port
+for _ in $(seq 1 100); do "$KCORAL" gpus >/dev/null 2>&1 && break; sleep 0.2; done
+"$KCORAL" python --send examples/hello --timeout 600 -- main.py

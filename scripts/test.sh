@@ -1,0 +1,7 @@
+#!/bin/bash
+# The test suite on the real Docker engine (GPU tests are marked `gpu` and run on the GPU host:
+# see scripts/gpu-host-e2e.sh). Lint first: a ruff finding fails the run.
+set -euo pipefail
+source "$(dirname "$0")/install.sh"
+ruff check .
+python3 -m pytest -q -p no:cacheprovider "$@"

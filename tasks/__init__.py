@@ -1,0 +1,1 @@
+"""Server-owned evaluation tasks (``kcoral eval``): definitions, evaluators and holdouts."""

@@ -1,0 +1,51 @@
+"""cli.argv and the python command's spec building."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.argv import build_argv
+from cli.commands.python_cmd import build_spec
+from cli.errors import UsageError
+
+
+def test_script_and_args_untouched() -> None:
+    assert build_argv(["bench.py", "--flag", "x", "-e", "A=1"]) == ["bench.py", "--flag", "x", "-e", "A=1"]
+
+
+def test_dash_c() -> None:
+    assert build_argv(["a", "--b"], code="print(1)") == ["-c", "print(1)", "a", "--b"]
+
+
+def test_dash_m() -> None:
+    assert build_argv(["--n", "3"], module="pkg.bench") == ["-m", "pkg.bench", "--n", "3"]
+
+
+def test_nothing_to_run() -> None:
+    with pytest.raises(UsageError, match="nothing to run"):
+        build_argv([])
+
+
+def test_c_and_m_together() -> None:
+    with pytest.raises(UsageError, match="not both"):
+        build_argv([], code="x", module="y")
+
+
+def test_unknown_option_before_script() -> None:
+    with pytest.raises(UsageError, match="unknown option '--wat'"):
+        build_argv(["--wat", "s.py"])
+
+
+def test_build_spec() -> None:
+    spec = build_spec(["s.py", "1"], None, None, ["A=1"], 30.0, 0)
+    assert spec.argv == ["s.py", "1"] and spec.env == {"A": "1"} and spec.timeout_s == 30.0 and spec.gpus == 0
+    assert spec.kind == "python"
+
+
+def test_build_spec_defaults_timeout_from_model() -> None:
+    assert build_spec(["s.py"], None, None, [], None, 1).timeout_s > 0
+
+
+def test_build_spec_refuses_bad_timeout() -> None:
+    with pytest.raises(UsageError, match="timeout_s"):
+        build_spec(["s.py"], None, None, [], 0.0, 1)

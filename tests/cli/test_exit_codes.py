@@ -1,0 +1,60 @@
+"""cli.output: THE exit-code table."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.errors import (
+    BadRequest,
+    InputError,
+    NotFound,
+    ServerError,
+    ServerUnreachable,
+    Unauthorized,
+    UsageError,
+)
+from cli.output import VERDICT_EXIT_CODES, exit_code_for_error, exit_code_for_verdict
+from runner.models import Verdict
+
+
+@pytest.mark.parametrize(
+    ("verdict", "exit_code", "expected"),
+    [
+        ("ok", 0, 0),
+        ("exit", 3, 3),
+        ("exit", 255, 255),
+        ("exit", None, 1),
+        ("exit", 0, 1),
+        ("exit", 256, 1),
+        ("timeout", None, 124),
+        ("infrastructure_error", None, 125),
+        ("cancelled", None, 130),
+        ("memory_limit", 137, 137),
+        ("output_limit", None, 123),
+        (None, None, 0),
+    ],
+)
+def test_verdicts(verdict: str | None, exit_code: int | None, expected: int) -> None:
+    assert exit_code_for_verdict(verdict, exit_code) == expected
+
+
+def test_every_verdict_has_an_entry() -> None:
+    assert set(VERDICT_EXIT_CODES) == set(Verdict)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (UsageError("x"), 2),
+        (InputError("x"), 2),
+        (BadRequest("x", status=409), 2),
+        (NotFound("x"), 2),
+        (Unauthorized("x"), 77),
+        (ServerUnreachable("x"), 69),
+        (ServerError("x", status=500), 70),
+        (RuntimeError("x"), 70),
+        (KeyboardInterrupt(), 130),
+    ],
+)
+def test_errors(error: BaseException, expected: int) -> None:
+    assert exit_code_for_error(error) == expected

@@ -1,0 +1,153 @@
+"""Shared fixtures: the real Docker engine, the CPU job image, and kcoral servers on loopback.
+
+Tests run against a real engine and a real server (uvicorn in a thread, real HTTP, a real
+SQLite file in a temporary data dir). Containers a test leaves are removed by label.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import tarfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import docker
+import httpx
+import pytest
+import uvicorn
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+from runner.app import create_app  # noqa: E402
+from runner.limits import Limits  # noqa: E402
+from runner.sandbox import LABEL_INSTANCE  # noqa: E402
+from runner.services import Services  # noqa: E402
+from runner.settings import Settings  # noqa: E402
+
+JOB_IMAGE = os.environ.get("KCORAL_TEST_IMAGE", "kcoral-job:cpu")
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> docker.DockerClient:
+    client = docker.from_env()
+    client.ping()
+    return client
+
+
+@pytest.fixture(scope="session")
+def job_image(docker_client: docker.DockerClient) -> str:
+    try:
+        docker_client.images.get(JOB_IMAGE)
+    except docker.errors.ImageNotFound:
+        from images.build import build_images
+
+        build_images(docker_client, ["cpu"])
+    return JOB_IMAGE
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_tar(files: dict[str, str | bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, content in sorted(files.items()):
+            data = content.encode() if isinstance(content, str) else content
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+@dataclass
+class RunningServer:
+    settings: Settings
+    services: Services
+    url: str
+    http: httpx.Client
+    _server: uvicorn.Server = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        self.http.close()
+
+    def submit(self, files: dict[str, str | bytes], argv: list[str], **spec: Any) -> dict[str, Any]:
+        """Create a job and upload its files; return the JobView JSON after the upload."""
+        r = self.http.post("/v1/jobs", json={"argv": argv, **spec})
+        assert r.status_code == 201, r.text
+        job_id = r.json()["id"]
+        r = self.http.put(f"/v1/jobs/{job_id}/input", content=make_tar(files))
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def wait(self, job_id: str, timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            job = self.http.get(f"/v1/jobs/{job_id}").json()
+            if job["state"] == "finished":
+                return job
+            time.sleep(0.1)
+        raise AssertionError(f"job {job_id} did not finish in {timeout} s")
+
+    def log(self, job_id: str) -> str:
+        return self.http.get(f"/v1/jobs/{job_id}/log").content.decode(errors="replace")
+
+    def run(self, files: dict[str, str | bytes], argv: list[str], timeout: float = 120,
+            **spec: Any) -> tuple[dict[str, Any], str]:
+        job = self.wait(self.submit(files, argv, **spec)["id"], timeout)
+        return job, self.log(job["id"])
+
+
+def start_server(settings: Settings) -> RunningServer:
+    services = Services.build(settings)
+    app = create_app(settings, services)
+    server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://{settings.host}:{settings.port}"
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("test server did not start")
+        time.sleep(0.02)
+    return RunningServer(settings, services, url, httpx.Client(base_url=url, timeout=60), server, thread)
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path, request: pytest.FixtureRequest,
+                   docker_client: docker.DockerClient) -> Iterator[Callable[..., RunningServer]]:
+    """Start servers with Settings overrides; stop them and remove their containers afterwards."""
+    started: list[RunningServer] = []
+
+    def factory(limits: Limits | None = None, **overrides: Any) -> RunningServer:
+        image = overrides.pop("image", None) or request.getfixturevalue("job_image")
+        settings = Settings(data_dir=tmp_path / f"data{len(started)}", port=free_port(), image=image,
+                            gpus="none", cpu_slots=2)
+        settings = replace(settings, limits=limits or Limits(), **overrides)
+        srv = start_server(settings)
+        started.append(srv)
+        return srv
+
+    yield factory
+    for srv in started:
+        srv.stop()
+        label = f"{LABEL_INSTANCE}={srv.settings.instance}"
+        for c in docker_client.containers.list(all=True, filters={"label": label}):
+            c.remove(force=True)
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., RunningServer]) -> RunningServer:
+    return server_factory()

@@ -1,0 +1,123 @@
+"""The job API: upload validation, cancel, auth, caps and queue positions, over real HTTP."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+
+import pytest
+
+from runner.limits import Limits
+
+
+def _tar(add) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        add(tar)
+    return buf.getvalue()
+
+
+def _member(tar: tarfile.TarFile, name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"x", link: str = "") -> None:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    info.size = len(data) if kind == tarfile.REGTYPE else 0
+    tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+
+
+BAD_UPLOADS = {
+    "absolute": (lambda t: _member(t, "/etc/evil"), "absolute path"),
+    "dotdot": (lambda t: _member(t, "a/../../evil"), "leaving the sent directory"),
+    "symlink-out": (lambda t: _member(t, "l", tarfile.SYMTYPE, link="../../etc/passwd"), "link leading outside"),
+    "symlink-abs": (lambda t: _member(t, "l", tarfile.SYMTYPE, link="/etc/passwd"), "link leading outside"),
+    "hardlink": (lambda t: (_member(t, "a"), _member(t, "b", tarfile.LNKTYPE, link="a")), "hard link"),
+    "device": (lambda t: _member(t, "dev", tarfile.CHRTYPE), "device, FIFO"),
+    "fifo": (lambda t: _member(t, "p", tarfile.FIFOTYPE), "device, FIFO"),
+    "through-link": (lambda t: (_member(t, "d", tarfile.SYMTYPE, link="."), _member(t, "d/x")), "through a symbolic"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_UPLOADS))
+def test_malformed_uploads_get_4xx_and_no_job(server, case):
+    build, message = BAD_UPLOADS[case]
+    job = server.http.post("/v1/jobs", json={"argv": ["m.py"]}).json()
+    r = server.http.put(f"/v1/jobs/{job['id']}/input", content=_tar(build))
+    assert r.status_code == 400, r.text
+    assert message in r.json()["message"]
+    assert server.http.get(f"/v1/jobs/{job['id']}").status_code == 404
+
+
+def test_not_a_tar_and_budgets(server_factory):
+    srv = server_factory(limits=Limits(upload_bytes=64 << 10, upload_files=10))
+    job = srv.http.post("/v1/jobs", json={"argv": ["m.py"]}).json()
+    r = srv.http.put(f"/v1/jobs/{job['id']}/input", content=b"this is not a tar archive" * 100)
+    assert r.status_code == 400 and "not a readable tar" in r.json()["message"]
+    job = srv.http.post("/v1/jobs", json={"argv": ["m.py"]}).json()
+    r = srv.http.put(f"/v1/jobs/{job['id']}/input", content=_tar(lambda t: [_member(t, f"f{i}") for i in range(20)]))
+    assert r.status_code == 413 and "more than 10 entries" in r.json()["message"]
+    job = srv.http.post("/v1/jobs", json={"argv": ["m.py"]}).json()
+    r = srv.http.put(f"/v1/jobs/{job['id']}/input", content=_tar(lambda t: _member(t, "big", data=b"0" * (100 << 10))))
+    assert r.status_code == 413
+
+
+def test_zip_bomb_is_refused_by_unpacked_size(server_factory):
+    srv = server_factory(limits=Limits(unpacked_bytes=10 << 20))
+    import gzip
+
+    bomb = gzip.compress(_tar(lambda t: _member(t, "zeros", data=b"\0" * (50 << 20))))
+    assert len(bomb) < 200 << 10
+    job = srv.http.post("/v1/jobs", json={"argv": ["m.py"]}).json()
+    r = srv.http.put(f"/v1/jobs/{job['id']}/input", content=bomb)
+    assert r.status_code == 413 and "unpacks to more than" in r.json()["message"]
+
+
+def test_bad_specs_get_400(server):
+    for body, message in [
+        ({"argv": []}, "argv is empty"),
+        ({"argv": "m.py"}, "argv"),
+        ({"argv": ["m.py"], "timeout_s": -1}, "timeout_s"),
+        ({"argv": ["m.py"], "timeout_s": 1e9}, "over this server's limit"),
+        ({"argv": ["m.py"], "kind": "rm -rf"}, "unknown job kind"),
+        ({"argv": ["a\x00b"]}, "NUL"),
+    ]:
+        r = server.http.post("/v1/jobs", json=body)
+        assert r.status_code == 400, (body, r.text)
+        assert message in r.json()["message"], (body, r.json())
+    r = server.http.post("/v1/jobs", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert server.http.get("/v1/jobs/nope").status_code == 404
+    job = server.submit({"m.py": "pass"}, ["m.py"])
+    assert server.http.put(f"/v1/jobs/{job['id']}/input", content=b"").status_code == 409
+
+
+def test_cancel_running_and_queued(server_factory):
+    srv = server_factory(cpu_slots=1)
+    running = srv.submit({"m.py": "import time\nprint('go', flush=True)\ntime.sleep(60)"}, ["m.py"])
+    queued = srv.submit({"m.py": "print('never')"}, ["m.py"])
+    deadline = time.monotonic() + 30
+    while srv.http.get(f"/v1/jobs/{running['id']}").json()["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert srv.http.get(f"/v1/jobs/{queued['id']}").json()["queue_position"] == 1
+    assert srv.http.post(f"/v1/jobs/{queued['id']}/cancel").json()["verdict"] == "cancelled"
+    srv.http.post(f"/v1/jobs/{running['id']}/cancel")
+    job = srv.wait(running["id"], timeout=20)
+    assert job["verdict"] == "cancelled"
+    assert srv.wait(queued["id"])["log_bytes"] == 0
+
+
+def test_auth_and_per_token_cap(server_factory, tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text("# team tokens\nalice aaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbbbbb\n")
+    srv = server_factory(tokens_file=tokens, limits=Limits(queued_per_token=2))
+    assert srv.http.get("/v1/jobs").status_code == 401
+    assert srv.http.get("/v1/jobs", headers={"Authorization": "Bearer wrong-token-xxxxxxxx"}).status_code == 401
+    alice = {"Authorization": "Bearer aaaaaaaaaaaaaaaaaaaa"}
+    bob = {"Authorization": "Bearer bbbbbbbbbbbbbbbbbbbbbbb"}
+    created = [srv.http.post("/v1/jobs", json={"argv": ["m.py"]}, headers=alice) for _ in range(3)]
+    assert [r.status_code for r in created] == [201, 201, 429]
+    assert created[0].json()["owner"] == "alice"
+    # one owner cannot see another's jobs
+    assert srv.http.get(f"/v1/jobs/{created[0].json()['id']}", headers=bob).status_code == 404
+    assert srv.http.get("/v1/jobs", headers=bob).json() == []

@@ -1,0 +1,59 @@
+"""A plain job end to end through the HTTP API on the real engine."""
+
+from __future__ import annotations
+
+import hashlib
+
+SCRIPT = """
+import os, sys
+print("args", sys.argv[1:])
+print("uid", os.getuid(), "cwd", os.getcwd())
+with open(os.path.join(os.environ["KCORAL_OUTPUT_DIR"], "result.txt"), "w") as f:
+    f.write("42")
+sys.stderr.write("to stderr\\n")
+"""
+
+
+def test_job_runs_and_returns_output_and_files(server):
+    job, log = server.run({"main.py": SCRIPT}, ["main.py", "a", "--b"])
+    assert job["verdict"] == "ok" and job["exit_code"] == 0, job
+    assert "args ['a', '--b']" in log
+    assert "uid 65534 cwd /job/input" in log
+    assert "to stderr" in log
+    assert [o["path"] for o in job["outputs"]] == ["result.txt"]
+    body = server.http.get(f"/v1/jobs/{job['id']}/outputs/result.txt").content
+    assert body == b"42" and job["outputs"][0]["sha256"] == hashlib.sha256(b"42").hexdigest()
+
+
+def test_job_records_what_ran(server):
+    job, _ = server.run({"m.py": "pass"}, ["m.py"], env={"FOO": "1"})
+    assert job["image"]["ref"] == server.settings.image
+    assert job["image"]["digest"].startswith("sha256:")
+    assert len(job["input_sha256"]) == 64 and job["input_bytes"] > 0
+    assert job["env_names"] == ["FOO"] and job["spec"]["env"] == {}
+    times = job["times"]
+    assert times["created"] <= times["queued"] <= times["started"] <= times["finished"]
+    assert job["slot"].startswith("cpu")
+
+
+def test_nonzero_exit_is_the_jobs_own_code(server):
+    job, _ = server.run({"m.py": "import sys; sys.exit(7)"}, ["m.py"])
+    assert job["verdict"] == "exit" and job["exit_code"] == 7
+
+
+def test_dash_c_and_dash_m(server):
+    job, log = server.run({"pkg/__init__.py": "", "pkg/__main__.py": "print('module ran')"}, ["-m", "pkg"])
+    assert job["verdict"] == "ok" and "module ran" in log
+    job, log = server.run({}, ["-c", "print(6*7)"])
+    assert job["verdict"] == "ok" and "42" in log
+
+
+def test_log_follow_streams_until_the_end(server):
+    script = "import time\nfor i in range(5):\n    print('line', i, flush=True)\n    time.sleep(0.1)\n"
+    job = server.submit({"m.py": script}, ["m.py"])
+    with server.http.stream("GET", f"/v1/jobs/{job['id']}/log", params={"follow": True}) as resp:
+        text = b"".join(resp.iter_bytes()).decode()
+    assert text.splitlines() == [f"line {i}" for i in range(5)]
+    assert server.http.get(f"/v1/jobs/{job['id']}").json()["state"] == "finished"
+    tail = server.http.get(f"/v1/jobs/{job['id']}/log", params={"offset": len("line 0\n")}).text
+    assert tail.startswith("line 1")

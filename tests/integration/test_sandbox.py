@@ -1,0 +1,203 @@
+"""The container profile holds against hostile jobs (threat model: escape, bombs, floods, network)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from testcontainers.core.container import DockerContainer
+
+from runner.limits import Limits, MiB
+
+
+def test_uid_capabilities_and_hardening(server):
+    script = """
+import os
+status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+print("uid", os.getuid(), os.getgid())
+for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
+    print(k, status[k].strip())
+"""
+    job, log = server.run({"m.py": script}, ["m.py"])
+    assert job["verdict"] == "ok", (job, log)
+    assert "uid 65534 65534" in log
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert f"{cap} 0000000000000000" in log
+    assert "NoNewPrivs 1" in log and "Seccomp 2" in log
+
+
+def test_escape_attempts_fail(server):
+    script = """
+import os, subprocess, ctypes
+def attempt(name, fn):
+    try:
+        fn()
+        print(name, "SUCCEEDED")
+    except Exception as e:
+        print(name, "refused", type(e).__name__)
+libc = ctypes.CDLL(None, use_errno=True)
+def check(rc):
+    if rc != 0:
+        raise OSError(ctypes.get_errno(), "failed")
+attempt("mount", lambda: check(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)))
+attempt("unshare", lambda: check(libc.unshare(0x10000000)))
+attempt("mknod", lambda: os.mknod("/tmp/dev", 0o600 | 0o020000, os.makedev(1, 3)))
+attempt("write-sys", lambda: open("/sys/kernel/mm/transparent_hugepage/enabled", "w").write("never"))
+attempt("docker-sock", lambda: open("/var/run/docker.sock", "rb"))
+attempt("setuid", lambda: os.setuid(0))
+attempt("root-fs", lambda: open("/usr/evil", "w"))
+attempt("etc-shadow", lambda: open("/etc/shadow").read())
+"""
+    job, log = server.run({"m.py": script}, ["m.py"])
+    assert job["verdict"] == "ok", (job, log)
+    assert "SUCCEEDED" not in log, log
+    assert log.count("refused") == 8, log
+
+
+def test_sent_dir_is_read_only_and_tmp_is_private(server):
+    script = """
+import os
+try:
+    open("new.txt", "w")
+    print("wrote sent dir")
+except OSError as e:
+    print("sent dir read-only", e.errno)
+os.makedirs(os.environ["HOME"], exist_ok=True)
+open("/tmp/x", "w").write("tmp ok")
+print(open("/tmp/x").read())
+"""
+    job, log = server.run({"m.py": script}, ["m.py"])
+    assert "sent dir read-only 30" in log and "tmp ok" in log, log
+
+
+def test_env_passthrough_and_refusals(server):
+    job, log = server.run({"m.py": "import os; print(os.environ['GREETING'], os.environ['KCORAL_JOB_ID'])"},
+                          ["m.py"], env={"GREETING": "hi there"})
+    assert log.strip() == f"hi there {job['id']}"
+    for name in ("LD_PRELOAD", "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "KCORAL_OUTPUT_DIR", "PYTHONPATH",
+                 "PYTHONHOME", "PYTHONSTARTUP", "PATH", "HOME", "1BAD", "A-B", "NCCL_NVLS_ENABLE"):
+        r = server.http.post("/v1/jobs", json={"argv": ["m.py"], "env": {name: "x"}})
+        assert r.status_code == 400, name
+        assert name in r.json()["message"]
+
+
+def test_timeout_kills_within_deadline_and_keeps_partial_output(server):
+    script = """
+import os, time
+print("started", flush=True)
+open(os.path.join(os.environ["KCORAL_OUTPUT_DIR"], "partial.txt"), "w").write("half")
+import signal
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while True:
+    time.sleep(0.1)
+"""
+    t0 = time.monotonic()
+    job, log = server.run({"m.py": script}, ["m.py"], timeout_s=2)
+    elapsed = job["times"]["finished"] - job["times"]["started"]
+    assert job["verdict"] == "timeout", job
+    assert elapsed < 2 + 2, elapsed
+    assert time.monotonic() - t0 < 15
+    assert "started" in log
+    assert [o["path"] for o in job["outputs"]] == ["partial.txt"]
+
+
+def test_memory_limit_verdict(server_factory):
+    srv = server_factory(limits=Limits(memory_bytes=256 * MiB))
+    job, _ = srv.run({"m.py": "x = []\nwhile True:\n    x.append(bytearray(64 << 20))\n"}, ["m.py"], timeout_s=60)
+    assert job["verdict"] == "memory_limit", job
+
+
+@pytest.mark.parametrize("flood", [
+    "sys.stdout.write('y' * 1000 + '\\n')",
+    "sys.stdout.write('z' * 100000)",
+    "sys.stderr.buffer.write(b'\\xff\\xfe' * 5000)",
+])
+def test_output_flood_is_capped(server_factory, flood):
+    srv = server_factory(limits=Limits(log_bytes=1 * MiB))
+    job, log = srv.run({"m.py": f"import sys\nwhile True:\n    {flood}\n"}, ["m.py"], timeout_s=60)
+    assert job["verdict"] == "output_limit", job
+    assert job["log_bytes"] == 1 * MiB
+    assert len(srv.http.get(f"/v1/jobs/{job['id']}/log").content) == 1 * MiB
+
+
+def test_fork_bomb_is_contained(server_factory):
+    srv = server_factory(limits=Limits(pids=64))
+    script = """
+import os, time
+n = 0
+try:
+    while True:
+        os.fork()
+        n += 1
+except OSError as e:
+    print("fork refused", e.errno, flush=True)
+time.sleep(1)
+"""
+    job, log = srv.run({"m.py": script}, ["m.py"], timeout_s=10)
+    assert job["verdict"] in ("ok", "timeout", "exit"), job
+    assert "fork refused 11" in log
+    # The server and engine are still healthy: another job runs normally.
+    again, out = srv.run({"m.py": "print('alive')"}, ["m.py"])
+    assert again["verdict"] == "ok" and "alive" in out
+
+
+def test_no_network(server, job_image):
+    with DockerContainer(job_image).with_command("python3 -m http.server 8000") as listener:
+        listener.get_wrapped_container().reload()
+        address = listener.get_wrapped_container().attrs["NetworkSettings"]["IPAddress"]
+        assert address, "the listener has an address on the bridge"
+        script = f"""
+import socket
+for host, port in [("{address}", 8000), ("1.1.1.1", 53), ("172.17.0.1", {server.settings.port})]:
+    try:
+        socket.create_connection((host, port), timeout=2)
+        print("CONNECTED", host)
+    except OSError as e:
+        print("blocked", host, type(e).__name__)
+try:
+    socket.getaddrinfo("pypi.org", 443)
+    print("DNS RESOLVED")
+except OSError:
+    print("dns blocked")
+print([n for n in open("/proc/net/dev").read().split() if n.endswith(":")])
+"""
+        job, log = server.run({"m.py": script}, ["m.py"])
+    assert "CONNECTED" not in log and "DNS RESOLVED" not in log, log
+    assert log.count("blocked") == 4
+    assert "['lo:']" in log
+
+
+def test_output_links_and_fifos_are_refused(server):
+    script = """
+import os
+out = os.environ["KCORAL_OUTPUT_DIR"]
+os.symlink("/etc/passwd", os.path.join(out, "passwd"))
+os.symlink("/job/input/m.py", os.path.join(out, "source"))
+os.mkfifo(os.path.join(out, "pipe"))
+os.makedirs(os.path.join(out, "sub"))
+open(os.path.join(out, "sub", "ok.txt"), "w").write("fine")
+"""
+    job, _ = server.run({"m.py": script}, ["m.py"])
+    assert job["verdict"] == "ok", job
+    assert [o["path"] for o in job["outputs"]] == ["sub/ok.txt"]
+    assert "passwd: not a regular file" in job["reason"] and "pipe: not a regular file" in job["reason"]
+    assert server.http.get(f"/v1/jobs/{job['id']}/outputs/passwd").status_code == 404
+    assert server.http.get(f"/v1/jobs/{job['id']}/outputs/..%2Flog").status_code == 404
+
+
+def test_output_dir_budget(server_factory):
+    srv = server_factory(limits=Limits(output_bytes=8 * MiB, output_files=50))
+    script = """
+import os
+out = os.environ["KCORAL_OUTPUT_DIR"]
+with open(os.path.join(out, "big"), "wb") as f:
+    while True:
+        f.write(b"x" * (1 << 20))
+"""
+    job, _ = srv.run({"m.py": script}, ["m.py"], timeout_s=60)
+    assert job["verdict"] == "output_limit", job
+    assert job["outputs"] == []
+    many = "import os\nout = os.environ['KCORAL_OUTPUT_DIR']\nfor i in range(100000):\n    open(f'{out}/f{i}', 'w')\n"
+    job, _ = srv.run({"m.py": many}, ["m.py"], timeout_s=60)
+    assert job["verdict"] == "output_limit", job
+    assert len(job["outputs"]) <= 50

@@ -1,0 +1,23 @@
+"""Pure logic: the fair order of the queue."""
+
+from runner.models import JobSpec, JobState, JobTimes, JobView
+from runner.scheduler import fair_order
+
+
+def _job(job_id: str, owner: str, state: JobState = JobState.queued) -> JobView:
+    return JobView(id=job_id, owner=owner, state=state, spec=JobSpec(argv=["m.py"]), times=JobTimes(created=0))
+
+
+def test_round_robin_across_owners_fifo_within():
+    queued = [_job("a1", "a"), _job("a2", "a"), _job("a3", "a"), _job("b1", "b"), _job("c1", "c"), _job("b2", "b")]
+    assert [j.id for j in fair_order(queued, [])] == ["a1", "b1", "c1", "a2", "b2", "a3"]
+
+
+def test_owners_with_running_jobs_go_after_idle_owners():
+    queued = [_job("a1", "a"), _job("b1", "b")]
+    running = [_job("a0", "a", JobState.running)]
+    assert [j.id for j in fair_order(queued, running)] == ["b1", "a1"]
+
+
+def test_empty_queue():
+    assert fair_order([], []) == []
