@@ -27,7 +27,7 @@ from runner.envpolicy import job_environment
 from runner.errors import InfrastructureError
 from runner.leases import Lease
 from runner.models import ImageInfo, JobView, OutputFile, Verdict
-from runner.sandbox import LABEL_INSTANCE, JobMounts, container_options
+from runner.sandbox import LABEL_INSTANCE, ContainerStep, container_options, python_step
 from runner.settings import Settings
 from runner.store import JobPaths
 
@@ -43,6 +43,16 @@ class RunResult:
     reason: str = ""
     log_bytes: int = 0
     outputs: list[OutputFile] = field(default_factory=list)
+
+
+@dataclass
+class StepOutcome:
+    """How one container ended: killed for a breach (verdict, reason), or its exit code."""
+
+    killed: tuple[Verdict, str] | None
+    exit_code: int | None
+    oom_killed: bool
+    log_bytes: int
 
 
 @dataclass
@@ -114,40 +124,71 @@ class DockerExecutor:
 
     def run(self, job: JobView, lease: Lease, paths: JobPaths, cancel: threading.Event,
             on_image: Callable[[ImageInfo], None]) -> RunResult:
+        """A ``kcoral python`` job: one step, then its outputs collected."""
+        try:
+            on_image(self.image_info(self.settings.image))
+            env = job_environment(self.settings.job_env, job.spec.env, job.id)
+            step = python_step(self.settings, self.settings.image, job.spec.argv, env, paths.input, paths.raw_out)
+            outcome = self.run_step(job.id, step, lease, time.monotonic() + job.spec.timeout_s, cancel, paths.log)
+        except InfrastructureError as exc:
+            return RunResult(Verdict.infrastructure_error, reason=exc.message)
+        collected = collect_outputs(paths.raw_out, paths.outputs, self.settings.limits)
+        shutil.rmtree(paths.raw_out, ignore_errors=True)
+        result = self.judge_step(outcome)
+        notes = "; ".join(f"output refused: {r}" for r in collected.refused[:20])
+        result.reason = "; ".join(x for x in (result.reason, notes) if x)
+        result.outputs = collected.files
+        return result
+
+    def run_step(self, job_id: str, step: ContainerStep, lease: Lease, deadline: float, cancel: threading.Event,
+                 log_path: Path) -> StepOutcome:
+        """Run one container to its end (or kill it at the deadline, a cancel or a breach) and remove it.
+
+        The container's output is appended to ``log_path`` within the log budget. Raises
+        InfrastructureError when Docker fails.
+        """
         container = None
         watch = _Watch()
         try:
-            on_image(self.image_info(self.settings.image))
-            _prepare_output_dir(paths.raw_out)
-            command = [self.settings.python, *job.spec.argv]
-            env = job_environment(self.settings.job_env, job.spec.env, job.id)
-            options = container_options(self.settings, job.id, command, env,
-                                        JobMounts(paths.input, paths.raw_out), lease, self.gpu_mode())
+            if step.output_dir is not None:
+                _prepare_output_dir(step.output_dir)
+            options = container_options(self.settings, job_id, step, lease, self.gpu_mode())
             container = self._api().containers.create(**options)
             container.start()
-            started = time.monotonic()
+            budget = self.settings.limits.log_bytes - (log_path.stat().st_size if log_path.exists() else 0)
             threads = [threading.Thread(target=_wait_exit, args=(container, watch), daemon=True),
-                       threading.Thread(target=_copy_log, args=(container, paths.log, self.settings.limits.log_bytes,
-                                                                watch), daemon=True)]
+                       threading.Thread(target=_copy_log, args=(container, log_path, budget, watch), daemon=True)]
             for t in threads:
                 t.start()
-            killed = self._watch(container, watch, started + job.spec.timeout_s, cancel, paths)
+            killed = self._watch(container, watch, deadline, cancel, step.output_dir)
             watch.exited.wait(30)
             for t in threads:
                 t.join(10)
             container.reload()
             state = container.attrs.get("State", {})
-            return self._finish(killed, state, watch, job, paths)
-        except InfrastructureError as exc:
-            return RunResult(Verdict.infrastructure_error, reason=exc.message, log_bytes=watch.log_bytes)
+            exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
+            return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes)
         except _DOCKER_ERRORS as exc:
-            return RunResult(Verdict.infrastructure_error, reason=f"Docker error: {exc}", log_bytes=watch.log_bytes)
+            raise InfrastructureError(f"Docker error: {exc}") from None
         finally:
             if container is not None:
                 _remove(container)
 
+    def judge_step(self, outcome: StepOutcome) -> RunResult:
+        """The verdict of one step: a breach we killed it for, the OOM killer, or its exit code."""
+        if outcome.killed:
+            verdict, reason = outcome.killed
+        elif outcome.oom_killed:
+            limit = self.settings.limits.memory_bytes
+            verdict, reason = Verdict.memory_limit, f"killed at the memory limit ({limit} bytes)"
+        elif outcome.exit_code == 0:
+            verdict, reason = Verdict.ok, ""
+        else:
+            verdict, reason = Verdict.exit, f"exited with code {outcome.exit_code}"
+        return RunResult(verdict, outcome.exit_code, reason, outcome.log_bytes)
+
     def _watch(self, container: Any, watch: _Watch, deadline: float, cancel: threading.Event,
-               paths: JobPaths) -> tuple[Verdict, str] | None:
+               output_dir: Path | None) -> tuple[Verdict, str] | None:
         """Wait for the exit; kill on a breach and say which. None when the job ended by itself."""
         limits = self.settings.limits
         while not watch.exited.wait(limits.output_poll_s):
@@ -158,8 +199,8 @@ class DockerExecutor:
                 breach = (Verdict.timeout, "the job ran past its timeout and was killed")
             elif watch.log_over:
                 breach = (Verdict.output_limit, f"the job printed more than {limits.log_bytes} bytes and was killed")
-            else:
-                usage = dir_usage(paths.raw_out, limits.output_files * 2)
+            elif output_dir is not None:
+                usage = dir_usage(output_dir, limits.output_files * 2)
                 if usage.bytes > limits.output_bytes or usage.entries > limits.output_files * 2:
                     breach = (Verdict.output_limit,
                               f"the output directory passed its budget ({limits.output_bytes} bytes, "
@@ -168,24 +209,6 @@ class DockerExecutor:
                 _kill(container)
                 return breach
         return None
-
-    def _finish(self, killed: tuple[Verdict, str] | None, state: dict[str, Any], watch: _Watch,
-                job: JobView, paths: JobPaths) -> RunResult:
-        collected = collect_outputs(paths.raw_out, paths.outputs, self.settings.limits)
-        shutil.rmtree(paths.raw_out, ignore_errors=True)
-        exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
-        notes = "; ".join(f"output refused: {r}" for r in collected.refused[:20])
-        if killed:
-            verdict, reason = killed
-        elif state.get("OOMKilled"):
-            limit = self.settings.limits.memory_bytes
-            verdict, reason = Verdict.memory_limit, f"killed at the memory limit ({limit} bytes)"
-        elif exit_code == 0:
-            verdict, reason = Verdict.ok, ""
-        else:
-            verdict, reason = Verdict.exit, f"exited with code {exit_code}"
-        reason = "; ".join(x for x in (reason, notes) if x)
-        return RunResult(verdict, exit_code, reason, watch.log_bytes, collected.files)
 
 
 def _prepare_output_dir(path: Path) -> None:

@@ -11,7 +11,7 @@ directory is mounted read-only as the working directory; /job/out is the only wr
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from docker.types import DeviceRequest, LogConfig, Ulimit
@@ -24,35 +24,52 @@ INPUT_MOUNT = "/job/input"
 OUTPUT_MOUNT = "/job/out"
 LABEL_JOB = "kcoral.job"
 LABEL_INSTANCE = "kcoral.instance"
+LABEL_STEP = "kcoral.step"
 NVIDIA_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
 
 
 @dataclass(frozen=True)
-class JobMounts:
-    input_dir: Path
-    output_dir: Path
+class ContainerStep:
+    """One container run of a job. A python job is one step; an evaluation has several."""
+
+    image: str
+    command: list[str]
+    env: dict[str, str]
+    #: host path -> (path in the container, "ro" | "rw")
+    mounts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    working_dir: str = INPUT_MOUNT
+    #: host directory bound writable at /job/out, watched against the output budget
+    output_dir: Path | None = None
+    name: str = "job"
 
 
-def container_options(settings: Settings, job_id: str, command: list[str], env: dict[str, str],
-                      mounts: JobMounts, lease: Lease, gpu_mode: str) -> dict[str, object]:
-    """Keyword arguments for ``client.containers.create`` for one job."""
+def python_step(settings: Settings, image: str, argv: list[str], env: dict[str, str], input_dir: Path,
+                output_dir: Path) -> ContainerStep:
+    """The one step of a ``kcoral python`` job: the sent directory read-only as the working directory."""
+    return ContainerStep(image=image, command=[settings.python, *argv], env=env,
+                         mounts={str(input_dir): (INPUT_MOUNT, "ro")}, output_dir=output_dir)
+
+
+def container_options(settings: Settings, job_id: str, step: ContainerStep, lease: Lease,
+                      gpu_mode: str) -> dict[str, object]:
+    """Keyword arguments for ``client.containers.create`` for one step of a job."""
     limits = settings.limits
-    volumes: dict[str, dict[str, str]] = {
-        str(mounts.input_dir): {"bind": INPUT_MOUNT, "mode": "ro"},
-        str(mounts.output_dir): {"bind": OUTPUT_MOUNT, "mode": "rw"},
-    }
+    volumes: dict[str, dict[str, str]] = {host: {"bind": inside, "mode": mode}
+                                          for host, (inside, mode) in step.mounts.items()}
+    if step.output_dir is not None:
+        volumes[str(step.output_dir)] = {"bind": OUTPUT_MOUNT, "mode": "rw"}
     for path in settings.toolchain_mounts:
         volumes[path] = {"bind": path, "mode": "ro"}
     if lease.gpus and gpu_mode == "devices":
         for path in settings.driver_mounts:
             volumes[path] = {"bind": path, "mode": "ro"}
     options: dict[str, object] = dict(
-        image=settings.image,
-        command=command,
-        environment=env,
-        working_dir=INPUT_MOUNT,
+        image=step.image,
+        command=step.command,
+        environment=step.env,
+        working_dir=step.working_dir,
         user=JOB_USER,
-        labels={LABEL_JOB: job_id, LABEL_INSTANCE: settings.instance},
+        labels={LABEL_JOB: job_id, LABEL_INSTANCE: settings.instance, LABEL_STEP: step.name},
         hostname="kcoral-job",
         detach=True,
         init=True,
