@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from runner.archive import extract_upload, safe_output_path
 from runner.envpolicy import validate_client_env
 from runner.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, RequestError, TooManyJobs
+from runner.jobkinds import kind_for
 from runner.models import JobSpec, JobState, JobView, OutputFile
 from runner.services import Services
 
@@ -73,11 +74,9 @@ def health(request: Request) -> dict[str, object]:
 def submit(spec: JobSpec, request: Request, response: Response, who: str = Depends(owner)) -> JobView:
     svc = services(request)
     limits = svc.settings.limits
-    if spec.kind != "python":
-        raise BadRequest(f"unknown job kind {spec.kind!r}; this server runs: python")
-    if not spec.argv:
-        raise BadRequest("argv is empty: give a script, -c CODE or -m MODULE")
-    if sum(len(a.encode()) + 1 for a in spec.argv) > limits.argv_bytes or any("\x00" in a for a in spec.argv):
+    kind_for(spec.kind).validate(spec, svc)
+    words = [*spec.argv, *spec.command]
+    if sum(len(a.encode()) + 1 for a in words) > limits.argv_bytes or any("\x00" in a for a in words):
         raise BadRequest(f"argv must be under {limits.argv_bytes} bytes with no NUL bytes")
     if spec.timeout_s > limits.max_timeout_s:
         raise BadRequest(f"timeout {spec.timeout_s:g} s is over this server's limit of {limits.max_timeout_s:g} s")

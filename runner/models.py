@@ -35,8 +35,12 @@ class Verdict(StrEnum):
 class JobSpec(BaseModel):
     """What a client submits (POST /v1/jobs). The sent directory follows as a tar (PUT .../input)."""
 
-    kind: str = Field("python", description="job kind; only 'python' for now")
-    argv: list[str] = Field(..., description="arguments after 'python': SCRIPT ARGS, -c CODE, -m MOD")
+    kind: str = Field("python", description="python | eval | ncu | iket")
+    argv: list[str] = Field(default_factory=list,
+                            description="python: the arguments after 'python' (SCRIPT ARGS, -c CODE, -m MOD); "
+                                        "ncu/iket: the tool's own options")
+    command: list[str] = Field(default_factory=list, description="ncu/iket: the profiled command")
+    task: str | None = Field(None, description="eval: the task id, e.g. demo/softmax")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment, validated")
     timeout_s: float = Field(600.0, gt=0, description="wall-clock limit for the job, seconds")
     gpus: int = Field(1, ge=0, description="GPUs to lease; CPU slots stand in on a host without GPUs")

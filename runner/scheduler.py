@@ -13,6 +13,7 @@ from collections import defaultdict
 
 from runner.executor import DockerExecutor, RunResult
 from runner.gpus import GpuUsage, Nvml
+from runner.jobkinds import RunContext, run_job
 from runner.leases import Lease, Placement
 from runner.models import JobState, JobView, Verdict
 from runner.store import JobStore
@@ -130,8 +131,10 @@ class Scheduler:
         baseline = {g.index: self.nvml.usage(g.index) for g in lease.gpus}
         result = RunResult(Verdict.infrastructure_error, reason="the executor crashed")
         try:
-            result = self.executor.run(job, lease, self.store.paths(job.id), self._cancels[job.id],
-                                       on_image=lambda image: self.store.set_image(job.id, image))
+            ctx = RunContext(job, lease, self.store.paths(job.id), self._cancels[job.id], self.executor,
+                             self.executor.settings, lambda image: self.store.set_image(job.id, image),
+                             time.monotonic())
+            result = run_job(ctx)
         except Exception as exc:
             log.exception("job %s: executor crashed", job.id)
             result = RunResult(Verdict.infrastructure_error, reason=f"executor crashed: {exc}")
