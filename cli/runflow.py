@@ -99,7 +99,7 @@ class PythonRun:
                 shown = position
                 note(f"queued: position {position}")
             time.sleep(delay)
-            delay = min(delay * 2, self.opts.poll_s)
+            delay = min(delay * 1.5, self.opts.poll_s)
             view = self.client.status(self.job_id)
         return view
 

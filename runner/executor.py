@@ -164,6 +164,7 @@ class DockerExecutor:
             watch.exited.wait(30)
             for t in threads:
                 t.join(10)
+            _catch_up_log(container, log_path, budget, watch)
             container.reload()
             state = container.attrs.get("State", {})
             exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
@@ -249,6 +250,24 @@ def _copy_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
                     watch.log_over = True
     except _DOCKER_ERRORS as exc:
         log.warning("log stream of %s ended: %s", container.id[:12], exc)
+
+
+def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
+    """Append what the follow stream missed (seen: a last line without a newline) from the stored log."""
+    if watch.log_over:
+        return
+    try:
+        full = container.logs(stdout=True, stderr=True)
+    except _DOCKER_ERRORS as exc:
+        log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
+        return
+    missing = full[watch.log_bytes:cap]
+    if missing:
+        with open(path, "ab") as out:
+            out.write(missing)
+        watch.log_bytes += len(missing)
+    if len(full) > cap:
+        watch.log_over = True
 
 
 def _kill(container: Any) -> None:

@@ -86,7 +86,7 @@ def container_options(settings: Settings, job_id: str, step: ContainerStep, leas
         tmpfs={"/tmp": f"size={limits.tmpfs_bytes},mode=1777,exec,nosuid,nodev"},
         ulimits=[Ulimit(name="core", soft=0, hard=0),
                  Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
-        log_config=LogConfig(type="json-file", config={"max-size": str(limits.log_bytes), "max-file": "2"}),
+        log_config=LogConfig(type="local", config={"max-size": str(limits.log_bytes), "max-file": "2"}),
         volumes=volumes,
         stop_signal="SIGKILL",
     )

@@ -57,3 +57,12 @@ def test_log_follow_streams_until_the_end(server):
     assert server.http.get(f"/v1/jobs/{job['id']}").json()["state"] == "finished"
     tail = server.http.get(f"/v1/jobs/{job['id']}/log", params={"offset": len("line 0\n")}).text
     assert tail.startswith("line 1")
+
+
+def test_log_is_byte_exact_including_an_unterminated_last_line(server):
+    script = "import sys\nsys.stdout.buffer.write(b'a\\xff\\xfe\\x00b\\r\\n\\xe2\\x82\\xac no newline')\n"
+    for _ in range(3):
+        job, _ = server.run({"m.py": script}, ["m.py"])
+        raw = server.http.get(f"/v1/jobs/{job['id']}/log").content
+        assert raw == b"a\xff\xfe\x00b\r\n\xe2\x82\xac no newline"
+        assert job["log_bytes"] == len(raw)
