@@ -74,6 +74,8 @@ def health(request: Request) -> dict[str, object]:
 def submit(spec: JobSpec, request: Request, response: Response, who: str = Depends(owner)) -> JobView:
     svc = services(request)
     limits = svc.settings.limits
+    if spec.image is not None:
+        raise BadRequest("the image is chosen by the server; pin an earlier job's image with rerun")
     kind_for(spec.kind).validate(spec, svc)
     words = [*spec.argv, *spec.command]
     if sum(len(a.encode()) + 1 for a in words) > limits.argv_bytes or any("\x00" in a for a in words):
@@ -120,6 +122,34 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
     svc.store.mark_queued(job_id, digest.hexdigest(), size)
     svc.scheduler.wake()
     return _view(svc, svc.store.get(job_id))
+
+
+@router.post("/jobs/{job_id}/rerun", status_code=201)
+def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobView:
+    """Run a finished job's submission again with the same image digest (and, for eval, task snapshot)."""
+    svc = services(request)
+    original = _own_job(svc, job_id, who)
+    if original.state == JobState.created:
+        raise Conflict(f"job {job_id} has no input yet")
+    if svc.store.count(who, (JobState.created, JobState.queued)) >= svc.settings.limits.queued_per_token:
+        raise TooManyJobs(f"you have {svc.settings.limits.queued_per_token} jobs waiting already")
+    pinned = original.image.digest if original.image and original.image.digest else None
+    job = svc.store.create(who, original.spec.model_copy(update={"image": pinned}))
+    old, new = svc.store.paths(job_id), svc.store.paths(job.id)
+    shutil.copyfile(old.tar, new.tar)
+    if (old.root / "eval" / "task").is_dir():
+        shutil.copytree(old.root / "eval" / "task", new.root / "eval" / "task")
+    extract_upload(new.tar, new.input, svc.settings.limits)
+    svc.store.mark_queued(job.id, original.input_sha256, original.input_bytes)
+    svc.scheduler.wake()
+    return _view(svc, svc.store.get(job.id))
+
+
+@router.get("/tasks")
+def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, object]]:
+    from tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+
+    return [t.public() for t in all_tasks(services(request).settings.tasks_dir or DEFAULT_TASKS_DIR)]
 
 
 @router.get("/jobs")

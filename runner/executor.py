@@ -126,9 +126,10 @@ class DockerExecutor:
             on_image: Callable[[ImageInfo], None]) -> RunResult:
         """A ``kcoral python`` job: one step, then its outputs collected."""
         try:
-            on_image(self.image_info(self.settings.image))
+            image = job.spec.image or self.settings.image
+            on_image(self.image_info(image))
             env = job_environment(self.settings.job_env, job.spec.env, job.id)
-            step = python_step(self.settings, self.settings.image, job.spec.argv, env, paths.input, paths.raw_out)
+            step = python_step(self.settings, image, job.spec.argv, env, paths.input, paths.raw_out)
             outcome = self.run_step(job.id, step, lease, time.monotonic() + job.spec.timeout_s, cancel, paths.log)
         except InfrastructureError as exc:
             return RunResult(Verdict.infrastructure_error, reason=exc.message)
@@ -160,7 +161,8 @@ class DockerExecutor:
                        threading.Thread(target=_copy_log, args=(container, log_path, budget, watch), daemon=True)]
             for t in threads:
                 t.start()
-            killed = self._watch(container, watch, deadline, cancel, step.output_dir)
+            killed = self._watch(container, watch, deadline, cancel, step.output_dir,
+                                 step.output_budget or self.settings.limits.output_bytes)
             watch.exited.wait(30)
             for t in threads:
                 t.join(10)
@@ -189,7 +191,7 @@ class DockerExecutor:
         return RunResult(verdict, outcome.exit_code, reason, outcome.log_bytes)
 
     def _watch(self, container: Any, watch: _Watch, deadline: float, cancel: threading.Event,
-               output_dir: Path | None) -> tuple[Verdict, str] | None:
+               output_dir: Path | None, output_budget: int) -> tuple[Verdict, str] | None:
         """Wait for the exit; kill on a breach and say which. None when the job ended by itself."""
         limits = self.settings.limits
         while not watch.exited.wait(limits.output_poll_s):
@@ -202,9 +204,9 @@ class DockerExecutor:
                 breach = (Verdict.output_limit, f"the job printed more than {limits.log_bytes} bytes and was killed")
             elif output_dir is not None:
                 usage = dir_usage(output_dir, limits.output_files * 2)
-                if usage.bytes > limits.output_bytes or usage.entries > limits.output_files * 2:
+                if usage.bytes > output_budget or usage.entries > limits.output_files * 2:
                     breach = (Verdict.output_limit,
-                              f"the output directory passed its budget ({limits.output_bytes} bytes, "
+                              f"the output directory passed its budget ({output_budget} bytes, "
                               f"{limits.output_files} files) and the job was killed")
             if breach:
                 _kill(container)

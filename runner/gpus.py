@@ -76,5 +76,23 @@ class Nvml:
                 return None
 
 
+    def telemetry(self, index: int) -> dict[str, float] | None:
+        """Clocks (MHz), temperature (C) and power (W) of one GPU right now."""
+        if not self.available:
+            return None
+        with self._lock:
+            try:
+                h = pynvml.nvmlDeviceGetHandleByIndex(index)
+                return {
+                    "sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                    "mem_clock_mhz": pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+                    "temperature_c": pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+                    "power_w": pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                }
+            except pynvml.NVMLError as exc:
+                log.warning("reading GPU %d telemetry failed: %s", index, exc)
+                return None
+
+
 def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from runner.errors import BadRequest
 from runner.executor import DockerExecutor, RunResult
+from runner.gpus import Nvml
 from runner.leases import Lease
 from runner.models import ImageInfo, JobSpec, JobView
 from runner.settings import Settings
@@ -45,6 +46,7 @@ class RunContext:
     settings: Settings
     on_image: Callable[[ImageInfo], None]
     started: float
+    nvml: Nvml | None = None
 
     @property
     def deadline(self) -> float:

@@ -41,6 +41,7 @@ class JobSpec(BaseModel):
                                         "ncu/iket: the tool's own options")
     command: list[str] = Field(default_factory=list, description="ncu/iket: the profiled command")
     task: str | None = Field(None, description="eval: the task id, e.g. demo/softmax")
+    image: str | None = Field(None, description="set by the server on a rerun: the image digest to run again")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment, validated")
     timeout_s: float = Field(600.0, gt=0, description="wall-clock limit for the job, seconds")
     gpus: int = Field(1, ge=0, description="GPUs to lease; CPU slots stand in on a host without GPUs")

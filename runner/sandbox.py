@@ -41,6 +41,8 @@ class ContainerStep:
     #: host directory bound writable at /job/out, watched against the output budget
     output_dir: Path | None = None
     name: str = "job"
+    #: bytes the step may leave in output_dir (None: the server's output_bytes limit)
+    output_budget: int | None = None
 
 
 def python_step(settings: Settings, image: str, argv: list[str], env: dict[str, str], input_dir: Path,

@@ -133,7 +133,7 @@ class Scheduler:
         try:
             ctx = RunContext(job, lease, self.store.paths(job.id), self._cancels[job.id], self.executor,
                              self.executor.settings, lambda image: self.store.set_image(job.id, image),
-                             time.monotonic())
+                             time.monotonic(), self.nvml)
             result = run_job(ctx)
         except Exception as exc:
             log.exception("job %s: executor crashed", job.id)

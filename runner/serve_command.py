@@ -45,6 +45,7 @@ def serve(
     driver_mount: list[str] = typer.Option([], help="in devices mode: driver library dirs to mount read-only"),
     python: str = typer.Option("python3", help="interpreter inside the job container"),
     job_env: list[str] = typer.Option([], help="NAME=VALUE added to every job's environment"),
+    tasks_dir: Path | None = typer.Option(None, help="protected tasks directory (default: the repository's tasks/)"),
     log_level: str = typer.Option("info", help="debug | info | warning"),
 ) -> None:
     """Run the kcoral job server."""
@@ -56,6 +57,7 @@ def serve(
         image=image or ("kcoral-toolchain:latest" if host_toolchain else "kcoral-job:cpu"),
         toolchain_mounts=tuple(toolchain_mount or DEFAULT_TOOLCHAIN_MOUNTS) if host_toolchain else (),
         gpu_mode=gpu_mode, driver_mounts=tuple(driver_mount), python=python, job_env=_parse_env(job_env),
+        tasks_dir=tasks_dir,
     )
     if not settings.is_loopback and settings.tokens_file is None:
         typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)

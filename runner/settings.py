@@ -53,6 +53,8 @@ class Settings:
     #: operator-chosen additions to every job's environment (may set what clients cannot)
     job_env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    #: the protected tasks directory (task definitions, evaluators); None = the repository's tasks/
+    tasks_dir: Path | None = None
 
     @property
     def instance(self) -> str:

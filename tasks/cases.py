@@ -1,0 +1,61 @@
+"""Building an evaluation's cases on the server: workloads, then holdout probes from the secret.
+
+Seeds: check inputs of the standard and stress workloads come from a hash of the workload id
+(the same every request, so results compare across requests); timing samples are derived from
+a fresh per-request nonce inside the harness; holdout probes draw their regimes and seeds from
+HMAC(server key, nonce || label), so neither can be known before the request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from tasks.harness.taskdef import Task
+
+
+def holdout_key(data_dir: Path) -> bytes:
+    """The server's holdout key (created once, 0600, never mounted into any container)."""
+    path = data_dir / "holdout.key"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(32))
+    return path.read_bytes()
+
+
+def _seed(material: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
+
+
+def build_cases(task: Task, module: Any, key: bytes, nonce: bytes) -> dict[str, Any]:
+    """The judge's case file: holdout probes first, then the workloads, with opaque ids."""
+    manifest = task.manifest
+    default_tol = manifest["tolerance"]
+    cases: list[dict[str, Any]] = []
+    count = manifest.get("holdout", {}).get("count", 0)
+    if count:
+        digest = hmac.new(key, nonce + b"holdout/" + task.id.encode(), hashlib.sha256).digest()
+        for i, params in enumerate(module.holdout_params(random.Random(digest), count)):
+            seed = _seed(hmac.new(key, nonce + f"holdout/{task.id}/{i}".encode(), hashlib.sha256).digest())
+            cases.append({"phase": "holdout", "workload": f"holdout{i}", "params": params, "seed": seed,
+                          "timed": False, "tolerance": default_tol})
+    for w in manifest["workloads"]:
+        timed = bool(w.get("timed"))
+        seed = _seed(f"{task.id}/{w['id']}".encode())
+        cases.append({"phase": "workload", "workload": w["id"], "params": w["params"], "seed": seed,
+                      "timed": timed, "tolerance": w.get("tolerance", default_tol)})
+    for i, case in enumerate(cases):
+        case["id"] = f"c{i:02d}"
+        if case["timed"]:
+            case["samples"] = _seed(nonce + f"samples/{i}".encode())
+    return {"task": task.id, "device": task.device, "cases": cases}
+
+
+def seed_hashes(doc: dict[str, Any]) -> dict[str, str]:
+    """What a receipt keeps of the seeds: their hashes, not the seeds."""
+    return {c["id"]: hashlib.sha256(str(c["seed"]).encode()).hexdigest()[:16] for c in doc["cases"]}

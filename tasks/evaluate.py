@@ -1,0 +1,228 @@
+"""``kcoral eval`` on the server: three containers per request, the judge outside the candidate.
+
+1. judge-prepare (task code only): expected outputs of every case and a trusted baseline time,
+   written to a directory no other container sees.
+2. candidate (the submission + the public harness): runs the cases from the public case file
+   (opaque ids, one recipe form for every phase), saves outputs and timing claims.
+3. judge-check (task code only): compares the candidate's outputs with the expected ones.
+The server then builds the report (tasks.report), bounding the candidate's timing claims.
+The holdout key and the per-request nonce never leave the server process; the candidate sees
+only the seeds derived from them. The task directory is snapshotted into the job, so a rerun
+evaluates with the same task version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from runner.envpolicy import job_environment
+from runner.errors import BadRequest, InfrastructureError
+from runner.executor import RunResult
+from runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
+from runner.models import JobSpec, OutputFile, Verdict
+from runner.sandbox import ContainerStep
+from tasks import cases as case_builder
+from tasks.harness import casefile
+from tasks.harness.taskdef import Task, load_task
+from tasks.registry import DEFAULT_TASKS_DIR, find_task
+from tasks.report import build_report, passed, report_lines
+
+if TYPE_CHECKING:
+    from runner.services import Services
+
+HARNESS_DIR = Path(__file__).resolve().parent / "harness"
+TASK_MOUNT = f"{CODE_MOUNT}/taskdef"
+
+
+def harness_version() -> str:
+    h = hashlib.sha256()
+    for path in sorted(HARNESS_DIR.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class EvalKind:
+    name = "eval"
+
+    def validate(self, spec: JobSpec, services: Services) -> None:
+        if not spec.task:
+            raise BadRequest("an evaluation needs a task id (kcoral tasks lists them)")
+        if spec.env or spec.argv or spec.command:
+            raise BadRequest("an evaluation takes only the submission: the task owns inputs, environment and timing")
+        task = find_task(services.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task)
+        if task.device == "cuda" and not services.gpus:
+            raise BadRequest(f"task {task.id} needs a GPU and this server has none")
+
+    def run(self, ctx: RunContext) -> RunResult:
+        try:
+            return _Evaluation(ctx).run()
+        except InfrastructureError as exc:
+            return RunResult(Verdict.infrastructure_error, reason=exc.message)
+
+
+class _Evaluation:
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.root = ctx.paths.root / "eval"
+        self.judge_in = self.root / "judge-in"      # full case file: judge containers only
+        self.judge_dir = self.root / "judge"        # expected outputs: judge containers only
+        self.verdict_dir = self.root / "verdict"
+        self.public = self.root / "public"          # the case file the candidate sees
+        self.judge_log = self.root / "judge.log"
+        self.task_copy = self.root / "task"
+
+    def run(self) -> RunResult:
+        ctx = self.ctx
+        task = self._snapshot_task()
+        module = task.module()
+        nonce = os.urandom(16)
+        doc = case_builder.build_cases(task, module, case_builder.holdout_key(ctx.settings.data_dir), nonce)
+        for d in (self.judge_in, self.public):
+            d.mkdir(parents=True, exist_ok=True)
+        casefile.write(self.judge_in / "cases.json", doc)
+        casefile.write(self.public / "cases.json", casefile.public_view(doc))
+        image = ctx.executor.image_info(ctx.job.spec.image or ctx.settings.image)
+        ctx.on_image(image)
+        run_image = ctx.job.spec.image or ctx.settings.image
+
+        prepare = self._judge_step(run_image, ["prepare", f"{TASK_MOUNT}", "/judge-in/cases.json", "/job/out"],
+                                   {str(self.judge_in): ("/judge-in", "ro")}, self.judge_dir, "judge-prepare")
+        self._run_judge(prepare)
+
+        telemetry: list[dict[str, float]] = []
+        stop = threading.Event()
+        sampler = threading.Thread(target=self._sample, args=(telemetry, stop), daemon=True)
+        sampler.start()
+        candidate = ContainerStep(
+            image=run_image,
+            command=[ctx.settings.python, "-m", "tasks.harness.candidate", TASK_MOUNT, "/job/cases/cases.json",
+                     "/job/out"],
+            env=self._env(),
+            mounts={str(ctx.paths.input): ("/job/input", "ro"), **code_mounts("tasks"),
+                    str(self.task_copy): (TASK_MOUNT, "ro"), str(self.public): ("/job/cases", "ro")},
+            output_dir=ctx.paths.raw_out, name="candidate", output_budget=self._budget(task))
+        try:
+            outcome = ctx.executor.run_step(ctx.job.id, candidate, ctx.lease, ctx.deadline, ctx.cancel, ctx.paths.log)
+        finally:
+            stop.set()
+            sampler.join(5)
+        step = ctx.executor.judge_step(outcome)
+        if step.verdict not in (Verdict.ok, Verdict.exit):
+            return step
+        check = self._judge_step(run_image, ["check", TASK_MOUNT, "/judge-in/cases.json", "/judge", "/cand", "/job/out"],
+                                 {str(self.judge_in): ("/judge-in", "ro"), str(self.judge_dir): ("/judge", "ro"),
+                                  str(ctx.paths.raw_out): ("/cand", "ro")}, self.verdict_dir, "judge-check")
+        self._run_judge(check)
+        return self._finish(task, doc, image.digest, telemetry, step)
+
+    # --- steps ------------------------------------------------------------------------------------
+
+    def _snapshot_task(self) -> Task:
+        if (self.task_copy / "manifest.json").is_file():  # a rerun: the original job's snapshot
+            return load_task(self.task_copy)
+        spec = self.ctx.job.spec
+        source = find_task(self.ctx.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task or "")
+        shutil.copytree(source.root, self.task_copy, ignore=shutil.ignore_patterns("__pycache__"))
+        return load_task(self.task_copy)
+
+    @staticmethod
+    def _budget(task: Task) -> int:
+        """Bytes of saved outputs an evaluation may write: the task's own figure, or 1 GiB."""
+        return int(task.manifest.get("output_bytes", 1 << 30))
+
+    def _env(self) -> dict[str, str]:
+        env = job_environment(self.ctx.settings.job_env, {}, self.ctx.job.id)
+        env["PYTHONPATH"] = CODE_MOUNT
+        return env
+
+    def _judge_step(self, image: str, args: list[str], mounts: dict[str, tuple[str, str]], out: Path,
+                    name: str) -> ContainerStep:
+        return ContainerStep(image=image, command=[self.ctx.settings.python, "-m", "tasks.harness.judge", *args],
+                             env=self._env(), mounts={**code_mounts("tasks"), str(self.task_copy): (TASK_MOUNT, "ro"),
+                                                      **mounts},
+                             working_dir="/tmp", output_dir=out, name=name,
+                             output_budget=self._budget(load_task(self.task_copy)))
+
+    def _run_judge(self, step: ContainerStep) -> None:
+        ctx = self.ctx
+        outcome = ctx.executor.run_step(ctx.job.id, step, ctx.lease, ctx.deadline, ctx.cancel, self.judge_log)
+        result = ctx.executor.judge_step(outcome)
+        if result.verdict != Verdict.ok:
+            tail = self.judge_log.read_bytes()[-1500:].decode(errors="replace") if self.judge_log.exists() else ""
+            if result.verdict in (Verdict.timeout, Verdict.cancelled):
+                raise InfrastructureError(f"{step.name}: {result.reason}")
+            raise InfrastructureError(f"{step.name} failed ({result.reason}): {tail}")
+
+    def _sample(self, out: list[dict[str, float]], stop: threading.Event) -> None:
+        nvml = self.ctx.nvml
+        gpus = self.ctx.lease.gpus
+        while nvml and gpus and not stop.wait(0.2):
+            reading = nvml.telemetry(gpus[0].index)
+            if reading:
+                out.append(reading)
+
+    def _finish(self, task: Task, doc: dict[str, Any], digest: str, telemetry: list[dict[str, float]],
+                step: RunResult) -> RunResult:
+        ctx = self.ctx
+        verdicts = json.loads((self.verdict_dir / "verdicts.json").read_text())
+        claims = _read_json(ctx.paths.raw_out / "results.json")
+        trusted = _read_json(self.judge_dir / "trusted_baseline.json")
+        if step.verdict == Verdict.exit:
+            claims.setdefault("tampered", [])
+            claims["tampered"] = [*claims["tampered"], f"the harness process exited with code {step.exit_code}"]
+        report = build_report(task.manifest, doc, verdicts, claims, trusted)
+        report["telemetry"] = _summarise(telemetry)
+        lines = report_lines(report)
+        receipt = {
+            "job": ctx.job.id, "task": task.id, "task_version": task.manifest.get("version", ""),
+            "task_sha256": task.content_hash(), "image": digest, "submission_sha256": ctx.job.input_sha256,
+            "harness_version": harness_version(), "gpus": [g.model_dump() for g in ctx.lease.gpus],
+            "telemetry": report["telemetry"], "seed_hashes": case_builder.seed_hashes(doc),
+            "timings": {r["id"]: {"baseline_ms": r.get("raw_baseline_ms"), "kernel_ms": r.get("raw_kernel_ms")}
+                        for r in report.get("workloads", []) if r.get("timed")},
+            "finished": time.time(),
+        }
+        for row in report.get("workloads", []):
+            row.pop("raw_baseline_ms", None)
+            row.pop("raw_kernel_ms", None)
+        with open(ctx.paths.log, "ab") as log:
+            log.write(("\n".join(lines) + "\n").encode())
+        outputs = [_write_json(ctx.paths.outputs, "report.json", {**report, "lines": lines}),
+                   _write_json(ctx.paths.outputs, "receipt.json", receipt)]
+        shutil.rmtree(ctx.paths.raw_out, ignore_errors=True)
+        shutil.rmtree(self.judge_dir, ignore_errors=True)
+        ok = passed(report)
+        return RunResult(Verdict.ok if ok else Verdict.exit, 0 if ok else 1,
+                         "" if ok else "the evaluation did not pass (see the report)",
+                         ctx.paths.log.stat().st_size if ctx.paths.log.exists() else 0, outputs)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text())
+        return doc if isinstance(doc, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_json(folder: Path, name: str, doc: dict[str, Any]) -> OutputFile:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(doc, indent=1).encode()
+    (folder / name).write_bytes(data)
+    return OutputFile(path=name, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+
+def _summarise(samples: list[dict[str, float]]) -> dict[str, Any]:
+    if not samples:
+        return {}
+    keys = samples[0].keys()
+    return {k: {"min": min(s[k] for s in samples), "median": statistics.median(s[k] for s in samples),
+                "max": max(s[k] for s in samples)} for k in keys} | {"samples": len(samples)}

@@ -1,0 +1,162 @@
+"""``python -m tasks.harness.candidate TASK_DIR CASES_JSON OUT_DIR`` (in the candidate's container).
+
+For every case, in the order given: make the inputs from the recipe, NaN-poison the outputs, call
+the submission, check the outputs' layout, save them for the judge (OUT/<case>.pt). A timed case
+is then timed against the baseline (tasks.harness.timing) and the candidate is called once more
+on the original inputs (OUT/<case>.post.pt). OUT/results.json holds timing *claims* and errors:
+the judge never trusts it for correctness, and the server bounds its timings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tasks.harness import casefile, checks, timing
+from tasks.harness.taskdef import load_task
+
+_SNAPSHOT = {
+    "time.perf_counter_ns": time.perf_counter_ns,
+    "time.monotonic": time.monotonic,
+    "torch.cuda.Event": torch.cuda.Event,
+    "torch.cuda.synchronize": torch.cuda.synchronize,
+    "timing.interleaved": timing.interleaved,
+    "timing.Timer.__call__": timing.Timer.__call__,
+    "checks.compare": checks.compare,
+    "torch.save": torch.save,
+}
+
+
+def _current() -> dict[str, Any]:
+    return {
+        "time.perf_counter_ns": time.perf_counter_ns,
+        "time.monotonic": time.monotonic,
+        "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.synchronize": torch.cuda.synchronize,
+        "timing.interleaved": timing.interleaved,
+        "timing.Timer.__call__": timing.Timer.__call__,
+        "checks.compare": checks.compare,
+        "torch.save": torch.save,
+    }
+
+
+def tampered() -> list[str]:
+    """Names of harness functions the candidate replaced since start-up."""
+    now = _current()
+    return [name for name, fn in _SNAPSHOT.items() if now[name] is not fn]
+
+
+def sample_seed(case_seed: int, i: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{case_seed}/{i}".encode()).digest()[:8], "little") >> 1
+
+
+def _poison(tensors: dict[str, torch.Tensor]) -> None:
+    for t in tensors.values():
+        t.fill_(math.nan) if t.is_floating_point() else t.fill_(-1)
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _save(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    torch.save({k: v.detach().cpu() for k, v in tensors.items()}, path)
+
+
+def run_case(mod: Any, solution: Any, case: dict[str, Any], device: str, out: Path, cfg: timing.TimingConfig,
+             tol: checks.Tolerance, timer: timing.Timer | None) -> dict[str, Any]:
+    params, seed = case["params"], case["seed"]
+    inputs = mod.make_inputs(params, seed, device)
+    specs = mod.output_specs(inputs)
+    outs = mod.make_outputs(inputs, device)
+    _poison(outs)
+    data = {**inputs, **outs}
+    fn = mod.candidate(solution, data)
+    fn()
+    _sync(device)
+    for name, (shape, dtype) in specs.items():
+        problem = checks.layout_problem(name, outs[name], shape, getattr(torch, dtype), device)
+        if problem:
+            return {"error": problem}
+        if data.get(name) is not outs[name]:
+            return {"error": f"{name}: the submission replaced the output buffer instead of writing into it"}
+    _save(out / f"{case['id']}.pt", outs)
+    result: dict[str, Any] = {"ok": True}
+    if case.get("timed") and timer is not None:
+        base_outs = mod.make_outputs(inputs, device)
+        base_fn = mod.baseline({**inputs, **base_outs})
+
+        def refill(i: int) -> None:
+            fresh = mod.make_inputs(params, sample_seed(case.get("samples", seed), i), device)
+            for key, tensor in inputs.items():
+                if isinstance(tensor, torch.Tensor):
+                    tensor.copy_(fresh[key])
+
+        def poison() -> None:
+            _poison(outs)
+            _poison(base_outs)
+
+        def check() -> str | None:
+            for name in specs:
+                problem, _ = checks.compare(name, outs[name], base_outs[name], tol)
+                if problem:
+                    return problem
+            return None
+
+        timed = timing.interleaved(timer, base_fn, fn, refill, poison, check, cfg)
+        result.update(baseline_ms=timed.baseline_ms, kernel_ms=timed.kernel_ms, mismatch=timed.mismatch,
+                      warmup_calls=timed.warmup_calls, stopped_by=timed.stopped_by)
+        fresh = mod.make_inputs(params, seed, device)
+        for key, tensor in inputs.items():
+            if isinstance(tensor, torch.Tensor):
+                tensor.copy_(fresh[key])
+        _poison(outs)
+        fn()
+        _sync(device)
+        _save(out / f"{case['id']}.post.pt", outs)
+    return result
+
+
+def main(argv: list[str]) -> int:
+    task_dir, cases_path, out = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    task = load_task(task_dir)
+    doc = casefile.read(cases_path)
+    mod = task.module()
+    device = task.device
+    cfg = timing.TimingConfig.from_manifest(task.manifest.get("timing", {}))
+    tol = checks.Tolerance(**task.manifest["tolerance"])
+    results: dict[str, Any] = {"cases": {}, "tampered": []}
+    torch.manual_seed(0)
+    sys.path.insert(0, os.getcwd())
+    try:
+        import solution  # noqa: PLC0415 - the submission, imported after the harness captured its clocks
+    except BaseException as exc:  # noqa: BLE001 - any failure to import is the submission's error
+        message = f"importing solution.py failed: {type(exc).__name__}: {exc}"
+        results["cases"] = {c["id"]: {"error": message} for c in doc["cases"]}
+        (out / "results.json").write_text(json.dumps(results))
+        print(message, file=sys.stderr)
+        return 0
+    timer = timing.Timer(device, cfg.flush_bytes) if any(c.get("timed") for c in doc["cases"]) else None
+    for case in doc["cases"]:
+        try:
+            results["cases"][case["id"]] = run_case(mod, solution, case, device, out, cfg, tol, timer)
+        except BaseException as exc:  # noqa: BLE001 - the submission's failure, recorded as ERROR
+            tail = traceback.format_exc(limit=-3)
+            results["cases"][case["id"]] = {"error": f"{type(exc).__name__}: {exc}"[:2000], "trace": tail[-2000:]}
+        results["tampered"] = tampered()
+    (out / "results.json").write_text(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

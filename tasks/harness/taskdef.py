@@ -1,0 +1,64 @@
+"""Loading a task definition: a directory with ``manifest.json`` and ``task.py``.
+
+``task.py`` imports torch only inside its functions, so the server (which may have no torch)
+can import it to draw holdout parameters. What a task module provides:
+
+    make_inputs(params, seed, device) -> dict[str, Tensor | int]   inputs, generated deterministically
+    make_outputs(inputs, device) -> dict[str, Tensor]               output buffers (the harness poisons them)
+    output_specs(inputs) -> dict[str, (shape, dtype)]                what each output must look like
+    reference(inputs, params) -> dict[str, Tensor]                  expected outputs (judge only)
+    baseline(data) -> Callable[[], None]                            the timed baseline, writes data's outputs
+    candidate(module, data) -> Callable[[], None]                   calls the submission's setup
+    holdout_params(rng: random.Random, count) -> list[dict]         secret-driven probe recipes
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Task:
+    root: Path
+    manifest: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return self.manifest["id"]
+
+    @property
+    def device(self) -> str:
+        return self.manifest.get("device", "cpu")
+
+    def module(self) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(f"kcoral_task_{self.id.replace('/', '_')}", self.root / "task.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def content_hash(self) -> str:
+        """sha256 over the task's files (names and bytes), so a receipt pins the task version."""
+        h = hashlib.sha256()
+        for path in sorted(p for p in self.root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            h.update(str(path.relative_to(self.root)).encode() + b"\0")
+            h.update(path.read_bytes())
+        return h.hexdigest()
+
+    def public(self) -> dict[str, Any]:
+        m = self.manifest
+        return {"id": m["id"], "version": m.get("version", ""), "description": m.get("description", ""),
+                "device": self.device, "workloads": [w["id"] for w in m["workloads"]],
+                "timed": [w["id"] for w in m["workloads"] if w.get("timed")],
+                "holdout_probes": m.get("holdout", {}).get("count", 0),
+                "contract": m.get("contract", ""), "timeout_s": m.get("timeout_s", 600)}
+
+
+def load_task(root: Path) -> Task:
+    return Task(root, json.loads((root / "manifest.json").read_text()))
