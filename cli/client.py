@@ -191,6 +191,34 @@ class KcoralClient:
         """POST /v1/jobs/{id}/cancel."""
         return _parse(JobView, self._call("POST", f"/v1/jobs/{_q(job_id)}/cancel", "cancel"), "cancel")
 
+    def rerun(self, job_id: str) -> JobView:
+        """POST /v1/jobs/{id}/rerun: a new queued job with the same submission, pinned image (and task)."""
+        return _parse(JobView, self._call("POST", f"/v1/jobs/{_q(job_id)}/rerun", "rerun"), "rerun")
+
+    def tasks(self) -> list[dict[str, Any]]:
+        """GET /v1/tasks: the evaluation tasks, entries as the server sends them."""
+        data = self._call("GET", "/v1/tasks", "tasks")
+        if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
+            raise ServerError("tasks: expected a JSON list of objects")
+        return data
+
+    def read_output(
+        self, job_id: str, path: str, expected_sha256: str | None = None, limit: int = 64 * 1024 * 1024
+    ) -> bytes:
+        """Output ``path`` of a job, in memory (at most ``limit`` bytes); its sha256 is checked when given."""
+        url = f"/v1/jobs/{_q(job_id)}/outputs/{quote(str(safe_output_path(path)), safe='/')}"
+        data = bytearray()
+        with self._translated(f"download {path}"), self._http.stream("GET", url) as response:
+            self._check(response)
+            for chunk in response.iter_bytes(CHUNK):
+                data += chunk
+                if len(data) > limit:
+                    raise ServerError(f"download {path}: larger than {limit} bytes")
+        got = hashlib.sha256(data).hexdigest()
+        if expected_sha256 and got != expected_sha256.lower():
+            raise ServerError(f"download {path}: sha256 mismatch (got {got[:12]}, expected {expected_sha256[:12]})")
+        return bytes(data)
+
     def outputs(self, job_id: str) -> list[OutputFile]:
         """GET /v1/jobs/{id}/outputs."""
         data = self._call("GET", f"/v1/jobs/{_q(job_id)}/outputs", "outputs")

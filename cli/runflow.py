@@ -1,5 +1,7 @@
 """``kcoral python``'s flow: pack, submit, upload, wait in the queue, stream the log, fetch outputs.
 
+The flow submits any JobSpec (``kcoral python``, ``eval``, ``ncu``, ``iket``), and :meth:`PythonRun.follow`
+takes over a job that already exists and is queued (``kcoral rerun``).
 Ctrl-C at any point after the job exists cancels it on the server and exits 130.
 """
 
@@ -10,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from cli import output
 from cli.client import KcoralClient
@@ -34,6 +36,15 @@ class RunOptions:
     json: bool = False
     detach: bool = False
     poll_s: float = 1.0
+    log: str = "stdout"  # where the job's log goes: stdout | stderr | none (never stdout with --json)
+
+
+def _log_stream(options: RunOptions) -> BinaryIO | None:
+    if options.log == "stderr":
+        return sys.stderr.buffer
+    if options.log == "stdout" and not options.json:
+        return sys.stdout.buffer
+    return None
 
 
 def human_bytes(n: int) -> str:
@@ -46,14 +57,15 @@ def human_bytes(n: int) -> str:
 
 
 class PythonRun:
-    """One ``kcoral python`` invocation against ``client``; :meth:`run` returns the exit code."""
+    """One job of any kind (``options.spec``) against ``client``; :meth:`run` returns the exit code."""
 
     def __init__(self, client: KcoralClient, options: RunOptions) -> None:
         self.client = client
         self.opts = options
         self.job_id = ""
+        self.extra: dict[str, Any] = {}
         keep = LOG_KEEP_BYTES if options.json else 0
-        self.sink = LogSink(None if options.json else sys.stdout.buffer, keep=keep)
+        self.sink = LogSink(_log_stream(options), keep=keep)
 
     def run(self) -> int:
         tar = build_tarball(self.opts.send_dir)
@@ -70,6 +82,19 @@ class PythonRun:
                 raise
         finally:
             tar.remove()
+
+    def follow(self, view: JobView) -> int:
+        """Follow a job that exists already and has its input (e.g. a rerun) to the end; the exit code."""
+        self.job_id = view.id
+        try:
+            self._wait_until_started(view)
+            return self._finish(self._follow_log())
+        except KeyboardInterrupt:
+            return self._interrupted()
+        except KcoralError as err:
+            if not err.hint:
+                err.hint = f"job {view.id} may still be on the server: kcoral status {view.id}"
+            raise
 
     def _after_create(self, view: JobView, tar: Tarball) -> int:
         note(f"kcoral: job {view.id}: sending {tar.files} files ({human_bytes(tar.content_bytes)})")
@@ -129,11 +154,22 @@ class PythonRun:
                 if not self.opts.json:
                     raise
                 error = err
+        if error is None:
+            self.extra = self.after_outputs(view, output_dir)
         note(summary_line(view))
         if self.opts.json:
             emit_json(self._document(view, output_dir, error))
         if error is not None:
             return output.exit_code_for_error(error)
+        return self.exit_code(view)
+
+    # --- hooks for flows built on this one (kcoral ncu, kcoral iket) -------------------------------------
+
+    def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
+        """Called once the outputs are downloaded; what it returns is added to the --json document."""
+        return {}
+
+    def exit_code(self, view: JobView) -> int:
         return output.exit_code_for_job(view)
 
     def _document(self, view: JobView, output_dir: Path | None, error: KcoralError | None) -> dict[str, Any]:
@@ -141,6 +177,7 @@ class PythonRun:
         doc["log"] = self.sink.text()
         doc["log_truncated"] = self.sink.truncated
         doc["output_dir"] = str(output_dir) if output_dir is not None else None
+        doc.update(self.extra)
         if error is not None:
             doc["error"] = {"type": type(error).__name__, "message": error.message}
         return doc

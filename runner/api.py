@@ -66,8 +66,17 @@ def health(request: Request) -> dict[str, object]:
         "leases": svc.placement.describe(),
         "images": [image],
         "auth": svc.auth.tokens is not None,
+        "profiling": _profiling(svc),
         "limits": svc.settings.limits.__dict__,
     }
+
+
+def _profiling(svc: Services) -> dict[str, object]:
+    try:
+        from profiling.capabilities import probe
+    except ImportError:
+        return {"error": "the profiling package is not installed"}
+    return probe(svc.settings.python)
 
 
 @router.post("/jobs", status_code=201)

@@ -133,6 +133,10 @@ class DockerExecutor:
             outcome = self.run_step(job.id, step, lease, time.monotonic() + job.spec.timeout_s, cancel, paths.log)
         except InfrastructureError as exc:
             return RunResult(Verdict.infrastructure_error, reason=exc.message)
+        return self.collect_step(outcome, paths)
+
+    def collect_step(self, outcome: StepOutcome, paths: JobPaths) -> RunResult:
+        """Judge a job's last step and copy its outputs out of the raw output directory."""
         collected = collect_outputs(paths.raw_out, paths.outputs, self.settings.limits)
         shutil.rmtree(paths.raw_out, ignore_errors=True)
         result = self.judge_step(outcome)

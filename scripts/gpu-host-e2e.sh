@@ -2,17 +2,10 @@
 # End to end on the GPU host (no Docker engine, no registry, no toolkit): start dockerd from the
 # bundle, build the toolchain image, serve, run `kcoral python` jobs, check the GPU is clean, run the
 # gpu-marked tests. Writes logs under $OUT when set.
-# Usage: bash scripts/gpu-host-e2e.sh BUNDLE.tar.xz WHEEL_DIR
+# Usage: bash scripts/gpu-host-e2e.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS
 set -u
-out=${OUT:-/tmp/kcoral-e2e}; mkdir -p "$out"
-source scripts/gpu-host-setup.sh "$1" "$2"
-py=$(command -v python3)
-kc() { python3 -m cli "$@"; }
-python3 -m images.build toolchain
-setsid python3 -m runner --host-toolchain --python "$py" --data-dir /tmp/kc --port 8901 \
-  --job-env "PATH=$(dirname "$py"):/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin" >"$out/server.log" 2>&1 &
-for _ in $(seq 1 100); do curl -sf http://127.0.0.1:8901/v1/health >/dev/null && break; sleep 0.2; done
-export KCORAL_REMOTE=http://127.0.0.1:8901
+out=${OUT:-/tmp/kcoral-e2e}
+source scripts/gpu-host-serve.sh "$1" "$2" "$3" "$out"
 echo "== kcoral gpus"; kc gpus
 echo "== kcoral python examples/hello"
 kc python --send examples/hello --timeout 300 --output-dir "$out/hello" -- main.py; echo "exit code: $?"

@@ -39,7 +39,10 @@ if TYPE_CHECKING:
     from runner.services import Services
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
-TASK_MOUNT = f"{CODE_MOUNT}/taskdef"
+FAMILY_MOUNT = f"{CODE_MOUNT}/taskfamily"
+JUDGE_CACHE_MOUNT = "/judge-cache"
+#: inside the candidate: the judge's compiled-kernel cache, read-only, copied into $HOME at start
+SEED_CACHE_MOUNT = f"{CODE_MOUNT}/seed-cache"
 
 
 def harness_version() -> str:
@@ -77,7 +80,8 @@ class _Evaluation:
         self.verdict_dir = self.root / "verdict"
         self.public = self.root / "public"          # the case file the candidate sees
         self.judge_log = self.root / "judge.log"
-        self.task_copy = self.root / "task"
+        self.family_copy = self.root / "task"      # the task's folder and its siblings (shared code)
+        self.task_copy = self.family_copy          # set to the task's own folder by _snapshot_task
 
     def run(self) -> RunResult:
         ctx = self.ctx
@@ -93,8 +97,11 @@ class _Evaluation:
         ctx.on_image(image)
         run_image = ctx.job.spec.image or ctx.settings.image
 
-        prepare = self._judge_step(run_image, ["prepare", f"{TASK_MOUNT}", "/judge-in/cases.json", "/job/out"],
-                                   {str(self.judge_in): ("/judge-in", "ro")}, self.judge_dir, "judge-prepare")
+        cache = self._judge_cache()
+        prepare = self._judge_step(run_image, ["prepare", self.task_mount, "/judge-in/cases.json", "/job/out"],
+                                   {str(self.judge_in): ("/judge-in", "ro"), str(cache): (JUDGE_CACHE_MOUNT, "rw")},
+                                   self.judge_dir, "judge-prepare",
+                                   {"TRITON_CACHE_DIR": f"{JUDGE_CACHE_MOUNT}/triton"})
         self._run_judge(prepare)
 
         telemetry: list[dict[str, float]] = []
@@ -103,11 +110,13 @@ class _Evaluation:
         sampler.start()
         candidate = ContainerStep(
             image=run_image,
-            command=[ctx.settings.python, "-m", "tasks.harness.candidate", TASK_MOUNT, "/job/cases/cases.json",
-                     "/job/out"],
-            env=self._env(),
+            command=[ctx.settings.python, "-P", "-m", "tasks.harness.candidate", self.task_mount,
+                     "/job/cases/cases.json", "/job/out"],
+            env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache",
+                 "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
             mounts={str(ctx.paths.input): ("/job/input", "ro"), **code_mounts("tasks"),
-                    str(self.task_copy): (TASK_MOUNT, "ro"), str(self.public): ("/job/cases", "ro")},
+                    str(self.family_copy): (FAMILY_MOUNT, "ro"), str(self.public): ("/job/cases", "ro"),
+                    str(cache): (SEED_CACHE_MOUNT, "ro")},
             output_dir=ctx.paths.raw_out, name="candidate", output_budget=self._budget(task))
         try:
             outcome = ctx.executor.run_step(ctx.job.id, candidate, ctx.lease, ctx.deadline, ctx.cancel, ctx.paths.log)
@@ -117,7 +126,8 @@ class _Evaluation:
         step = ctx.executor.judge_step(outcome)
         if step.verdict not in (Verdict.ok, Verdict.exit):
             return step
-        check = self._judge_step(run_image, ["check", TASK_MOUNT, "/judge-in/cases.json", "/judge", "/cand", "/job/out"],
+        args = ["check", self.task_mount, "/judge-in/cases.json", "/judge", "/cand", "/job/out"]
+        check = self._judge_step(run_image, args,
                                  {str(self.judge_in): ("/judge-in", "ro"), str(self.judge_dir): ("/judge", "ro"),
                                   str(ctx.paths.raw_out): ("/cand", "ro")}, self.verdict_dir, "judge-check")
         self._run_judge(check)
@@ -126,28 +136,51 @@ class _Evaluation:
     # --- steps ------------------------------------------------------------------------------------
 
     def _snapshot_task(self) -> Task:
-        if (self.task_copy / "manifest.json").is_file():  # a rerun: the original job's snapshot
-            return load_task(self.task_copy)
+        """Copy the task's family folder (a task may load a sibling's code) into the job, once."""
         spec = self.ctx.job.spec
-        source = find_task(self.ctx.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task or "")
-        shutil.copytree(source.root, self.task_copy, ignore=shutil.ignore_patterns("__pycache__"))
-        return load_task(self.task_copy)
+        if not self.family_copy.is_dir():  # a rerun arrives with the original job's snapshot
+            source = find_task(self.ctx.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task or "")
+            shutil.copytree(source.root.parent, self.family_copy, ignore=shutil.ignore_patterns("__pycache__"))
+        for manifest in self.family_copy.glob("*/manifest.json"):
+            task = load_task(manifest.parent)
+            if task.id == spec.task:
+                self.task_copy = manifest.parent
+                return task
+        raise InfrastructureError(f"the task snapshot of this job has no task {spec.task}")
 
     @staticmethod
     def _budget(task: Task) -> int:
         """Bytes of saved outputs an evaluation may write: the task's own figure, or 1 GiB."""
         return int(task.manifest.get("output_bytes", 1 << 30))
 
+    @property
+    def task_mount(self) -> str:
+        return f"{FAMILY_MOUNT}/{self.task_copy.name}"
+
     def _env(self) -> dict[str, str]:
         env = job_environment(self.ctx.settings.job_env, {}, self.ctx.job.id)
-        env["PYTHONPATH"] = CODE_MOUNT
+        # the operator's PYTHONPATH (e.g. a host directory holding the task's reference package) stays
+        env["PYTHONPATH"] = ":".join(p for p in (CODE_MOUNT, env.get("PYTHONPATH", "")) if p)
+        env["TRITON_CACHE_AUTOTUNING"] = "1"
         return env
 
+    def _judge_cache(self) -> Path:
+        """Compiled kernels and autotuning results of the judge's own (trusted) runs, kept across requests.
+
+        Written only by judge-prepare containers; the candidate gets a read-only view that its harness
+        copies into its private $HOME, so the baseline need not compile and tune again in its process.
+        """
+        cache = self.ctx.settings.data_dir / "judge-cache"
+        cache.mkdir(exist_ok=True)
+        if os.geteuid() == 0:
+            os.chown(cache, 65534, 65534)
+        return cache
+
     def _judge_step(self, image: str, args: list[str], mounts: dict[str, tuple[str, str]], out: Path,
-                    name: str) -> ContainerStep:
-        return ContainerStep(image=image, command=[self.ctx.settings.python, "-m", "tasks.harness.judge", *args],
-                             env=self._env(), mounts={**code_mounts("tasks"), str(self.task_copy): (TASK_MOUNT, "ro"),
-                                                      **mounts},
+                    name: str, env: dict[str, str] | None = None) -> ContainerStep:
+        command = [self.ctx.settings.python, "-P", "-m", "tasks.harness.judge", *args]
+        mounts = {**code_mounts("tasks"), str(self.family_copy): (FAMILY_MOUNT, "ro"), **mounts}
+        return ContainerStep(image=image, command=command, env={**self._env(), **(env or {})}, mounts=mounts,
                              working_dir="/tmp", output_dir=out, name=name,
                              output_budget=self._budget(load_task(self.task_copy)))
 

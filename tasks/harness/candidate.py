@@ -9,10 +9,9 @@ the judge never trusts it for correctness, and the server bounds its timings.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -21,7 +20,7 @@ from typing import Any
 
 import torch
 
-from tasks.harness import casefile, checks, timing
+from tasks.harness import casefile, checks, samples, timing
 from tasks.harness.taskdef import load_task
 
 _SNAPSHOT = {
@@ -55,15 +54,6 @@ def tampered() -> list[str]:
     return [name for name, fn in _SNAPSHOT.items() if now[name] is not fn]
 
 
-def sample_seed(case_seed: int, i: int) -> int:
-    return int.from_bytes(hashlib.sha256(f"{case_seed}/{i}".encode()).digest()[:8], "little") >> 1
-
-
-def _poison(tensors: dict[str, torch.Tensor]) -> None:
-    for t in tensors.values():
-        t.fill_(math.nan) if t.is_floating_point() else t.fill_(-1)
-
-
 def _sync(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
@@ -79,7 +69,7 @@ def run_case(mod: Any, solution: Any, case: dict[str, Any], device: str, out: Pa
     inputs = mod.make_inputs(params, seed, device)
     specs = mod.output_specs(inputs)
     outs = mod.make_outputs(inputs, device)
-    _poison(outs)
+    samples.poison(outs)
     data = {**inputs, **outs}
     fn = mod.candidate(solution, data)
     fn()
@@ -96,15 +86,11 @@ def run_case(mod: Any, solution: Any, case: dict[str, Any], device: str, out: Pa
         base_outs = mod.make_outputs(inputs, device)
         base_fn = mod.baseline({**inputs, **base_outs})
 
-        def refill(i: int) -> None:
-            fresh = mod.make_inputs(params, sample_seed(case.get("samples", seed), i), device)
-            for key, tensor in inputs.items():
-                if isinstance(tensor, torch.Tensor):
-                    tensor.copy_(fresh[key])
+        refill = samples.refiller(mod, params, case.get("samples", seed), inputs, device)
 
         def poison() -> None:
-            _poison(outs)
-            _poison(base_outs)
+            samples.poison(outs)
+            samples.poison(base_outs)
 
         def check() -> str | None:
             for name in specs:
@@ -120,15 +106,23 @@ def run_case(mod: Any, solution: Any, case: dict[str, Any], device: str, out: Pa
         for key, tensor in inputs.items():
             if isinstance(tensor, torch.Tensor):
                 tensor.copy_(fresh[key])
-        _poison(outs)
+        samples.poison(outs)
         fn()
         _sync(device)
         _save(out / f"{case['id']}.post.pt", outs)
     return result
 
 
+def _seed_kernel_cache() -> None:
+    """Copy the judge's compiled kernels (read-only mount) into this container's private cache."""
+    seed, target = os.environ.get("KCORAL_SEED_CACHE"), os.environ.get("TRITON_CACHE_DIR")
+    if seed and target and os.path.isdir(os.path.join(seed, "triton")):
+        shutil.copytree(os.path.join(seed, "triton"), target, dirs_exist_ok=True)
+
+
 def main(argv: list[str]) -> int:
     task_dir, cases_path, out = Path(argv[0]), Path(argv[1]), Path(argv[2])
+    _seed_kernel_cache()
     task = load_task(task_dir)
     doc = casefile.read(cases_path)
     mod = task.module()
@@ -137,7 +131,8 @@ def main(argv: list[str]) -> int:
     tol = checks.Tolerance(**task.manifest["tolerance"])
     results: dict[str, Any] = {"cases": {}, "tampered": []}
     torch.manual_seed(0)
-    sys.path.insert(0, os.getcwd())
+    # Last on the path (and the interpreter runs with -P): the submission cannot shadow torch or the harness.
+    sys.path.append(os.getcwd())
     try:
         import solution  # noqa: PLC0415 - the submission, imported after the harness captured its clocks
     except BaseException as exc:  # noqa: BLE001 - any failure to import is the submission's error

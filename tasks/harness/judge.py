@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from tasks.harness import casefile, checks, timing
+from tasks.harness import casefile, checks, samples, timing
 from tasks.harness.taskdef import load_task
 
 
@@ -25,19 +25,29 @@ def prepare(task_dir: Path, cases_path: Path, judge: Path) -> None:
     doc = casefile.read(cases_path)
     device = task.device
     trusted: dict[str, list[float]] = {}
+    specs: dict[str, dict[str, Any]] = {}
     cfg = timing.TimingConfig.from_manifest(task.manifest.get("timing", {}))
     for case in doc["cases"]:
         inputs = mod.make_inputs(case["params"], case["seed"], device)
+        specs[case["id"]] = {name: [list(shape), dtype] for name, (shape, dtype) in mod.output_specs(inputs).items()}
         expected = mod.reference(inputs, case["params"])
         torch.save({k: v.detach().cpu() for k, v in expected.items()}, judge / f"{case['id']}.expected.pt")
         if case.get("timed"):
-            outs = mod.make_outputs(inputs, device)
-            fn = mod.baseline({**inputs, **outs})
-            timer = timing.Timer(device, cfg.flush_bytes)
-            for _ in range(3):
-                timer(fn)
-            trusted[case["id"]] = [timer(fn) for _ in range(max(cfg.min_reps, 20))]
+            trusted[case["id"]] = _trusted_baseline(mod, case, inputs, device, cfg)
     (judge / "trusted_baseline.json").write_text(json.dumps(trusted))
+    (judge / "specs.json").write_text(json.dumps(specs))
+
+
+def _trusted_baseline(mod: Any, case: dict[str, Any], inputs: dict[str, Any], device: str,
+                      cfg: timing.TimingConfig) -> list[float]:
+    """The baseline timed exactly as the candidate's harness times it (fresh inputs, poisoned outputs,
+    flushed caches), against itself, in a process that holds no candidate code."""
+    outs = mod.make_outputs(inputs, device)
+    fn = mod.baseline({**inputs, **outs})
+    refill = samples.refiller(mod, case["params"], case.get("samples", case["seed"]), inputs, device)
+    result = timing.interleaved(timing.Timer(device, cfg.flush_bytes), fn, fn, refill,
+                                lambda: samples.poison(outs), lambda: None, cfg)
+    return result.baseline_ms + result.kernel_ms
 
 
 def _load(path: Path) -> dict[str, torch.Tensor] | str:
@@ -52,7 +62,7 @@ def _load(path: Path) -> dict[str, torch.Tensor] | str:
     return loaded
 
 
-def _compare_file(path: Path, expected: dict[str, torch.Tensor], tol: checks.Tolerance,
+def _compare_file(path: Path, expected: dict[str, torch.Tensor], spec: dict[str, Any], tol: checks.Tolerance,
                   device: str) -> tuple[str | None, dict[str, Any]]:
     got = _load(path)
     if isinstance(got, str):
@@ -60,7 +70,8 @@ def _compare_file(path: Path, expected: dict[str, torch.Tensor], tol: checks.Tol
     stats: dict[str, Any] = {}
     for name, ref in expected.items():
         out = got.get(name)
-        problem = checks.layout_problem(name, out, tuple(ref.shape), ref.dtype, "cpu")
+        shape, dtype = spec[name]
+        problem = checks.layout_problem(name, out, tuple(shape), getattr(torch, dtype), "cpu")
         if problem:
             return problem, stats
         problem, stats[name] = checks.compare(name, out.to(device), ref.to(device), tol)
@@ -74,19 +85,20 @@ def check(task_dir: Path, cases_path: Path, judge: Path, cand: Path, out: Path) 
     doc = casefile.read(cases_path)
     device = task.device if task.device != "cuda" or torch.cuda.is_available() else "cpu"
     claims = _load_claims(cand / "results.json")
+    specs = json.loads((judge / "specs.json").read_text())
     verdicts: dict[str, Any] = {}
     for case in doc["cases"]:
         cid = case["id"]
         tol = checks.Tolerance(**case["tolerance"])
         claim = claims.get(cid, {})
         expected = torch.load(judge / f"{cid}.expected.pt", map_location="cpu", weights_only=True)
-        problem, stats = _compare_file(cand / f"{cid}.pt", expected, tol, device)
+        problem, stats = _compare_file(cand / f"{cid}.pt", expected, specs[cid], tol, device)
         verdict = "PASS"
         if problem:
             verdict = "ERROR" if claim.get("error") else "FAIL"
             problem = claim.get("error") or problem
         elif case.get("timed"):
-            post, _ = _compare_file(cand / f"{cid}.post.pt", expected, tol, device)
+            post, _ = _compare_file(cand / f"{cid}.post.pt", expected, specs[cid], tol, device)
             flaky = post and f"after timing: {post}" or claim.get("mismatch")
             if flaky:
                 verdict, problem = "FLAKY", flaky

@@ -1,0 +1,161 @@
+"""``kcoral eval TASK SUBMISSION_DIR``: evaluate a submission (a directory with solution.py) on the server.
+
+The job's log streams as it is written and ends with the server's report lines; report.json and
+receipt.json are downloaded into --output-dir. Exit status 0 only when the evaluation passed (the job's
+verdict is ok), 1 when it did not; a job that could not finish exits as ``kcoral python`` would (124
+timeout, 125 infrastructure error, 130 cancelled...).
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli import output
+from cli.client import KcoralClient
+from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from cli.errors import KcoralError, ServerError, UsageError
+from cli.output import note
+from cli.runflow import PythonRun, RunOptions
+from runner.models import JobSpec, JobView, Verdict
+
+DEFAULT_TIMEOUT_S = 1500.0
+REPORT_FILE = "report.json"
+RECEIPT_FILE = "receipt.json"
+SOLUTION_FILE = "solution.py"
+EXIT_FAILED = 1
+
+
+def load_json_file(path: Path) -> dict[str, Any] | None:
+    """A downloaded JSON object, or None when it is missing; ServerError when it is not a JSON object."""
+    if not path.is_file():
+        return None
+    try:
+        doc = jsonlib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ServerError(f"{path.name}: not readable JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ServerError(f"{path.name}: expected a JSON object")
+    return doc
+
+
+def fetch_json_output(client: KcoralClient, view: JobView, name: str) -> dict[str, Any] | None:
+    """Output ``name`` of a job parsed as a JSON object (in memory), or None when the job has none."""
+    entry = next((o for o in view.outputs if o.path == name), None)
+    if entry is None:
+        return None
+    data = client.read_output(view.id, name, entry.sha256)
+    try:
+        doc = jsonlib.loads(data.decode("utf-8"))
+    except ValueError as exc:
+        raise ServerError(f"{name} of job {view.id}: not readable JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ServerError(f"{name} of job {view.id}: expected a JSON object")
+    return doc
+
+
+def first_failure(view: JobView, report: dict[str, Any] | None) -> str:
+    """Why an evaluation did not pass, in one line: the holdout, the first failed workload, or a flag."""
+    if report is None:
+        reason = view.reason or "no report"
+        return f"{view.verdict or view.state}: {reason}"
+    if report.get("holdout") != "PASS":
+        return "holdout correctness: FAIL (the holdout probes are secret: no details are given)"
+    for row in report.get("workloads") or []:
+        if row.get("verdict") != "PASS":
+            return f"workload {row.get('id')}: {row.get('verdict')}: {row.get('reason') or 'no reason given'}"
+    flags = report.get("flags") or []
+    if flags:
+        return f"flagged: {flags[0]}"
+    return view.reason or f"verdict {view.verdict}"
+
+
+def eval_exit_code(view: JobView) -> int:
+    """0 when the evaluation passed, 1 when it ran and failed, else the usual verdict exit codes."""
+    if view.verdict == Verdict.exit:
+        return EXIT_FAILED
+    return output.exit_code_for_job(view)
+
+
+class EvalRun(PythonRun):
+    """The ``kcoral python`` flow for an eval job: report.json and receipt.json are read once downloaded."""
+
+    def __init__(self, client: KcoralClient, options: RunOptions) -> None:
+        super().__init__(client, options)
+        self.output_dir: Path | None = None
+        self.report: dict[str, Any] | None = None
+        self.receipt: dict[str, Any] | None = None
+
+    def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
+        self.output_dir = output_dir
+        if output_dir is not None:
+            self.report = load_json_file(output_dir / REPORT_FILE)
+            self.receipt = load_json_file(output_dir / RECEIPT_FILE)
+        if view.verdict != Verdict.ok:
+            note(f"kcoral: evaluation failed: {first_failure(view, self.report)}")
+        elif self.report is None:
+            note(f"kcoral: warning: job {view.id} passed but returned no {REPORT_FILE}")
+        return {}
+
+    def exit_code(self, view: JobView) -> int:
+        return eval_exit_code(view)
+
+    def _document(self, view: JobView, output_dir: Path | None, error: KcoralError | None) -> dict[str, Any]:
+        """report.json's content, plus the job's id, verdict and exit code (no log)."""
+        doc: dict[str, Any] = dict(self.report or {})
+        doc.update({
+            "job_id": view.id,
+            "state": str(view.state),
+            "verdict": None if view.verdict is None else str(view.verdict),
+            "exit_code": view.exit_code,
+            "reason": view.reason,
+            "image": view.image.digest if view.image is not None else None,
+            "output_dir": str(output_dir) if output_dir is not None else None,
+        })
+        doc.setdefault("task", view.spec.task)
+        if error is not None:
+            doc["error"] = {"type": type(error).__name__, "message": error.message}
+        return doc
+
+
+def build_eval_spec(task: str, timeout: float) -> JobSpec:
+    if not task.strip():
+        raise UsageError("say which task: kcoral tasks lists them")
+    return JobSpec(kind="eval", task=task, timeout_s=timeout)
+
+
+def evaluate(
+    task: Annotated[str, typer.Argument(help="the task id, e.g. demo/softmax (kcoral tasks lists them)",
+                                        show_default=False)],
+    submission: Annotated[Path, typer.Argument(help="the submission directory (must hold solution.py)",
+                                               show_default=False)],
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="wall-clock limit for the evaluation, seconds")
+    ] = DEFAULT_TIMEOUT_S,
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", "-o", help="where report.json and receipt.json go "
+                                                "[default: ./kcoral-out/JOB_ID]"),
+    ] = None,
+    json: JsonOption = False,
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Evaluate SUBMISSION_DIR (with solution.py) against TASK on the server; stream the report.
+
+    Exit status: 0 the evaluation passed, 1 it did not (the first failure is printed on stderr);
+    124 timeout, 125 infrastructure error, 130 cancelled; 2 bad input, 69 server unreachable,
+    70 server error, 77 unauthorized.
+    """
+    if not submission.is_dir():
+        raise UsageError(f"{submission}: not a directory")
+    if not (submission / SOLUTION_FILE).is_file():
+        raise UsageError(f"{submission} has no {SOLUTION_FILE}: the submission must define it")
+    spec = build_eval_spec(task, timeout)
+    options = RunOptions(spec=spec, send_dir=submission, output_dir=output_dir, json=json)
+    with connect(remote, token) as client:
+        code = EvalRun(client, options).run()
+    raise typer.Exit(code)

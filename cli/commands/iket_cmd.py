@@ -1,0 +1,172 @@
+"""``kcoral iket``: trace a CuTe DSL kernel with run-iket on the server; every file comes back into OUT.
+
+    kcoral iket --send DIR --output-dir OUT [-e K=V] [--timeout S] -- [run-iket options] profile
+                [profile options] -- COMMAND...
+    kcoral iket summarize TRACE.json [--marker NAME] [--group-by auto|role|warp|name] [--json]
+    kcoral iket plot TRACE.json -o timeline.png [--launch N]
+
+Everything after kcoral's options up to ``profile`` goes to run-iket, everything from ``profile`` to the
+next ``--`` to its profile subcommand (``--postprocess json`` is added when no --postprocess is given),
+and the rest is the traced command.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from cli.envvars import parse_env_options
+from cli.errors import UsageError
+from cli.output import emit_json, note
+from cli.runflow import PythonRun, RunOptions
+from profiling import iket as iket_opts
+from runner.models import JobSpec, JobView
+
+OPTIONS_METAVAR = "[OPTIONS] -- [RUN-IKET OPTIONS] profile [PROFILE OPTIONS] -- COMMAND [ARGS]...  |  summarize|plot"
+CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
+TOOLS = ("summarize", "plot")
+
+
+def split_iket_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """``(argv for the server = [run-iket options, profile, profile options], command)``."""
+    if iket_opts.SUBCOMMAND not in args:
+        raise UsageError("expected: kcoral iket [OPTIONS] -- [run-iket options] profile [profile options] -- COMMAND")
+    at = args.index(iket_opts.SUBCOMMAND)
+    rest = args[at + 1:]
+    if "--" not in rest:
+        raise UsageError("put the traced command after a -- following the profile options: "
+                         "... profile --postprocess json -- python capture.py")
+    cut = rest.index("--")
+    argv, command = [*args[:at], iket_opts.SUBCOMMAND, *rest[:cut]], rest[cut + 1:]
+    try:
+        iket_opts.split_iket_argv(argv)
+        iket_opts.check_command(command)
+    except iket_opts.IketOptionError as exc:
+        raise UsageError(str(exc)) from None
+    return argv, command
+
+
+class IketRun(PythonRun):
+    """``kcoral python``'s flow; afterwards, name the traces that came back."""
+
+    def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
+        traces = sorted(str(p) for p in output_dir.rglob("*.trace.json")) if output_dir else []
+        if not traces:
+            note("kcoral: no IKET JSON trace came back (see the log; was the kernel compiled in the traced process?)")
+        for t in traces:
+            note(f"kcoral: trace {t}  (kcoral iket summarize {t})")
+        return {"traces": traces}
+
+
+def iket(
+    ctx: typer.Context,
+    send: Annotated[Path, typer.Option("--send", "-s", help="directory to send (the job's working directory)")] = Path(
+        "."),
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", "-o", help="where the files go [default: ./kcoral-out/JOB_ID]")
+    ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option("--env", "-e", help="NAME=VALUE, or NAME to copy the local value; repeatable"),
+    ] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")] = 1,
+    json: JsonOption = False,
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Trace COMMAND with run-iket (IKET) on the server; every file it writes comes back into --output-dir.
+
+    The server runs `run-iket --output-dir ... [run-iket options] profile [profile options] -- COMMAND` with
+    CUTE_DSL_NO_CACHE=1. run-iket runs the app twice: it must be deterministic.
+    Tools: `kcoral iket summarize TRACE.json`, `kcoral iket plot TRACE.json -o timeline.png`.
+    """
+    args = list(ctx.args)
+    if args and args[0] in TOOLS:
+        raise typer.Exit(run_tool(args))
+    argv, command = split_iket_args(args)
+    fields: dict[str, object] = {"kind": "iket", "argv": argv, "command": command,
+                                 "env": parse_env_options(env or [], os.environ), "gpus": gpus}
+    if timeout is not None:
+        fields["timeout_s"] = timeout
+    try:
+        spec = JobSpec.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"bad job spec: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    if not send.is_dir():
+        raise UsageError(f"--send {send}: not a directory")
+    options = RunOptions(spec=spec, send_dir=send, output_dir=output_dir, json=json)
+    with connect(remote, token) as client:
+        code = IketRun(client, options).run()
+    raise typer.Exit(code)
+
+
+# --- local tools: summarize, plot -----------------------------------------------------------------------
+
+tools_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
+
+
+def _load(trace: Path) -> Any:
+    from profiling.iket_trace import TraceError, load
+
+    if not trace.is_file():
+        raise UsageError(f"{trace}: no such file")
+    try:
+        return load(trace)
+    except TraceError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@tools_app.command("summarize")
+def summarize_cmd(
+    trace: Annotated[Path, typer.Argument(help="an IKET JSON trace (iket_pid_0x<pid>.trace.json)")],
+    marker: Annotated[
+        str | None, typer.Option("--marker", help="period of this marker (or range) [default: every repeated marker]")
+    ] = None,
+    group_by: Annotated[str, typer.Option("--group-by", help="auto | role | warp | name")] = "auto",
+    skip: Annotated[int, typer.Option("--skip", min=0, help="warm-up occurrences left out of periods")] = 0,
+    kernel: Annotated[str | None, typer.Option("--kernel", help="only launches whose name contains this")] = None,
+    json: JsonOption = False,
+) -> None:
+    """Per launch: range duration stats (per warp role when recorded), CTA spans, marker periods (ns)."""
+    from profiling.iket_summary import GROUPINGS, format_summary, summarize
+
+    if group_by not in GROUPINGS:
+        raise UsageError(f"--group-by must be one of {', '.join(GROUPINGS)}")
+    doc = summarize(_load(trace), marker=marker, group_by=group_by, skip=skip, kernel=kernel)
+    if json:
+        emit_json(doc)
+        return
+    if not doc["launches"]:
+        note("kcoral: the trace has no (matching) launch")
+    for line in format_summary(doc):
+        print(line)
+
+
+@tools_app.command("plot")
+def plot_cmd(
+    trace: Annotated[Path, typer.Argument(help="an IKET JSON trace")],
+    out: Annotated[Path, typer.Option("--output", "-o", help="the PNG to write")] = Path("timeline.png"),
+    launch: Annotated[int | None, typer.Option("--launch", help="launch index [default: the busiest]")] = None,
+    kernel: Annotated[str | None, typer.Option("--kernel", help="only launches whose name contains this")] = None,
+    max_ctas: Annotated[int, typer.Option("--max-ctas", min=1, help="CTAs drawn")] = 8,
+) -> None:
+    """Draw a per-CTA / per-warp timeline of one launch (needs matplotlib)."""
+    from profiling.timeline import PlotUnavailable, plot
+
+    try:
+        path = plot(_load(trace), out, launch=launch, kernel=kernel, max_ctas=max_ctas)
+    except (PlotUnavailable, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    note(f"kcoral: timeline written to {path}")
+
+
+def run_tool(args: list[str]) -> int:
+    rv = tools_app(args=args, prog_name="kcoral iket", standalone_mode=False)
+    return rv if isinstance(rv, int) else 0

@@ -1,0 +1,96 @@
+"""What profiling this server can do: ncu (and whether the driver lets non-admins read counters), run-iket.
+
+``probe()`` looks at the host, which is what jobs see in toolchain mode (the host's /usr, /opt...
+are mounted into the job). Results are cached for the process; ``probe(refresh=True)`` looks again.
+The server's /health includes ``probe(python=settings.python)`` under ``"profiling"``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+from typing import Any
+
+from profiling.ncu_summary import find_ncu, module_dirs
+
+PARAMS_FILE = "/proc/driver/nvidia/params"
+#: the PATH jobs run with (runner.settings.BASE_JOB_ENV); run-iket may also sit next to the job's python
+JOB_PATH = "/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+_lock = threading.Lock()
+_cache: dict[tuple[str | None, str | None], dict[str, Any]] = {}
+
+
+def counters_restricted(params_file: str = PARAMS_FILE) -> bool | None:
+    """``RmProfilingAdminOnly`` of the NVIDIA driver: True/False, or None when unknown (no driver)."""
+    try:
+        with open(params_file, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = re.match(r"\s*RmProfilingAdminOnly\s*:\s*(\d+)", line)
+                if m:
+                    return m.group(1) != "0"
+    except OSError:
+        return None
+    return None
+
+
+def ncu_version(ncu: str) -> str | None:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"Version\s+([\w.\-() ]+)", out)
+    return m.group(1).strip() if m else (out.strip().splitlines() or [None])[-1]
+
+
+def find_run_iket(python: str | None = None, path: str = JOB_PATH) -> str | None:
+    """run-iket on the job PATH, or next to the job's interpreter (a virtual environment's bin/)."""
+    found = shutil.which("run-iket", path=path)
+    if found:
+        return found
+    if python:
+        interpreter = python if os.path.isabs(python) else shutil.which(python, path=path)
+        if interpreter:
+            candidate = os.path.join(os.path.dirname(interpreter), "run-iket")
+            if os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, Any]:
+    ncu_path = find_ncu(ncu)
+    restricted = counters_restricted(params_file)
+    ncu_info: dict[str, Any] = {"path": ncu_path, "version": None, "ncu_report": None, "ok": False, "reason": ""}
+    if ncu_path is None:
+        ncu_info["reason"] = "Nsight Compute (ncu) is not installed on this server"
+    else:
+        ncu_info["version"] = ncu_version(ncu_path)
+        dirs = module_dirs(ncu_path)
+        ncu_info["ncu_report"] = dirs[0] if dirs else None
+        if restricted:
+            ncu_info["reason"] = ("the NVIDIA driver restricts GPU performance counters to admins "
+                                  "(RmProfilingAdminOnly=1): ncu would fail with ERR_NVGPUCTRPERM; the operator "
+                                  "must set NVreg_RestrictProfilingToAdminUsers=0")
+        else:
+            ncu_info["ok"] = True
+    iket_path = find_run_iket(python)
+    iket_info = {"path": iket_path, "ok": iket_path is not None,
+                 "reason": "" if iket_path else "run-iket (nvidia-cutlass-dsl >= 4.6) is not installed on this server"}
+    return {"counters_restricted": restricted, "ncu": ncu_info, "iket": iket_info}
+
+
+def probe(python: str | None = None, *, ncu: str | None = None, params_file: str = PARAMS_FILE,
+          refresh: bool = False) -> dict[str, Any]:
+    """``{"counters_restricted": bool|None, "ncu": {path, version, ncu_report, ok, reason},
+    "iket": {path, ok, reason}}``; ``python`` is the job's interpreter (settings.python)."""
+    key = (python, ncu)
+    with _lock:
+        if refresh or key not in _cache or params_file != PARAMS_FILE:
+            result = _probe(python, ncu, params_file)
+            if params_file != PARAMS_FILE:
+                return result
+            _cache[key] = result
+        return _cache[key]

@@ -1,0 +1,111 @@
+"""The ``ncu`` and ``iket`` job kinds (runner.jobkinds imports them by name).
+
+Each job is one hardened container step in the job image: the sent directory read-only as the
+working directory, kcoral's ``profiling`` package read-only at /kcoral/profiling (PYTHONPATH=/kcoral),
+and :mod:`profiling.run_tool` as the command, which runs the tool, does the follow-up (the ncu
+summary; moving run-iket's files into /job/out) and exits with the tool's code. Outputs are
+collected exactly as for a python job.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from profiling import capabilities, iket, ncu
+from runner.envpolicy import job_environment
+from runner.errors import BadRequest, InfrastructureError
+from runner.executor import RunResult
+from runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
+from runner.models import JobSpec, Verdict
+from runner.sandbox import INPUT_MOUNT, ContainerStep
+
+if TYPE_CHECKING:
+    from runner.services import Services
+    from runner.settings import Settings
+
+
+def profiling_env(settings: Settings, spec: JobSpec, job_id: str, extra: dict[str, str] | None = None
+                  ) -> dict[str, str]:
+    env = job_environment(settings.job_env, spec.env, job_id)
+    env["PYTHONPATH"] = ":".join(p for p in (CODE_MOUNT, env.get("PYTHONPATH", "")) if p)
+    env.update(extra or {})
+    return env
+
+
+def _tool_path(settings: Settings, found: str | None, bare: str) -> str:
+    """The absolute path found on the host when the host toolchain is what jobs see, else the bare name."""
+    return found if (found and settings.toolchain_mounts) else bare
+
+
+def _check_runnable(spec: JobSpec, services: Services, what: str, info: dict[str, Any]) -> None:
+    if not info.get("ok"):
+        raise BadRequest(f"this server cannot run {what} jobs: {info.get('reason') or 'not available'}")
+    if spec.gpus < 1:
+        raise BadRequest(f"{what} jobs need a GPU: ask for --gpus 1 or more")
+    if not services.gpus:
+        raise BadRequest(f"this server cannot run {what} jobs: it has no GPUs")
+
+
+def _run_step(ctx: RunContext, command: list[str], extra_env: dict[str, str] | None, name: str) -> RunResult:
+    settings, job, paths = ctx.settings, ctx.job, ctx.paths
+    image = job.spec.image or settings.image  # a rerun names the image digest it ran on
+    try:
+        ctx.on_image(ctx.executor.image_info(image))
+        step = ContainerStep(
+            image=image,
+            command=command,
+            env=profiling_env(settings, job.spec, job.id, extra_env),
+            mounts={str(paths.input): (INPUT_MOUNT, "ro"), **code_mounts("profiling")},
+            output_dir=paths.raw_out,
+            name=name,
+        )
+        outcome = ctx.executor.run_step(job.id, step, ctx.lease, ctx.deadline, ctx.cancel, paths.log)
+    except InfrastructureError as exc:
+        return RunResult(Verdict.infrastructure_error, reason=exc.message)
+    return ctx.executor.collect_step(outcome, paths)
+
+
+class NcuKind:
+    """``kcoral ncu``: argv = ncu options, command = the profiled command."""
+
+    name = "ncu"
+
+    def validate(self, spec: JobSpec, services: Services) -> None:
+        try:
+            ncu.normalise_ncu_options(spec.argv)
+            ncu.check_command(spec.command)
+        except ncu.NcuOptionError as exc:
+            raise BadRequest(str(exc)) from None
+        caps = capabilities.probe(services.settings.python)
+        _check_runnable(spec, services, "ncu", caps["ncu"])
+
+    def command(self, settings: Settings, spec: JobSpec) -> list[str]:
+        found = capabilities.probe(settings.python)["ncu"]["path"]
+        argv = ncu.build_ncu_command(spec.argv, spec.command, _tool_path(settings, found, "ncu"))
+        return ncu.driver_command(settings.python, argv)
+
+    def run(self, ctx: RunContext) -> RunResult:
+        return _run_step(ctx, self.command(ctx.settings, ctx.job.spec), None, "ncu")
+
+
+class IketKind:
+    """``kcoral iket``: argv = [run-iket options] profile [profile options], command = the traced command."""
+
+    name = "iket"
+
+    def validate(self, spec: JobSpec, services: Services) -> None:
+        try:
+            iket.split_iket_argv(spec.argv)
+            iket.check_command(spec.command)
+        except iket.IketOptionError as exc:
+            raise BadRequest(str(exc)) from None
+        caps = capabilities.probe(services.settings.python)
+        _check_runnable(spec, services, "iket", caps["iket"])
+
+    def command(self, settings: Settings, spec: JobSpec) -> list[str]:
+        found = capabilities.probe(settings.python)["iket"]["path"]
+        argv = iket.build_iket_command(spec.argv, spec.command, _tool_path(settings, found, "run-iket"))
+        return iket.driver_command(settings.python, argv)
+
+    def run(self, ctx: RunContext) -> RunResult:
+        return _run_step(ctx, self.command(ctx.settings, ctx.job.spec), dict(iket.IKET_ENV), "iket")

@@ -1,0 +1,356 @@
+"""``kcoral eval``, ``tasks``, ``show`` and ``rerun`` end to end against a real server and real containers.
+
+Commands run in-process through ``cli.main.run`` with ``KCORAL_REMOTE`` pointing at the test server; what
+they print is read with capfd. An evaluation takes ~20 s on a small CPU host, so the file runs five: one
+submitted through the API (shared by show and rerun), the good candidate through ``kcoral eval``, two
+wrong candidates, and one rerun.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import statistics
+import warnings
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+
+from cli.main import run
+from runner.limits import Limits
+from runner.sandbox import LABEL_INSTANCE
+from runner.settings import Settings
+from tests.conftest import RunningServer, free_port, make_tar, start_server
+
+REPO = Path(__file__).resolve().parents[2]
+GOOD = REPO / "tests" / "eval_candidates" / "softmax_good"
+TASK = "demo/softmax"
+WORKLOADS = ["standard", "large_magnitude", "neg_inf", "one_column", "wide", "tiny_values", "shifted"]
+EVAL_TIMEOUT_S = 300
+
+# Correct whenever cols is a multiple of the 16-column tile (the holdout's and every timed shape), but the
+# tail columns are never exponentiated: with cols=1 the whole row is tail, y = 0/0 = NaN.
+TAIL_BUG = '''\
+"""Softmax in 16-column tiles; the tail (cols % 16) is forgotten."""
+
+import torch
+
+TILE = 16
+
+
+def setup(data):
+    x, y = data["x"], data["y"]
+    body = x.shape[-1] - x.shape[-1] % TILE
+    tiles = y[:, :body]
+
+    def run():
+        torch.sub(x, x.amax(dim=-1, keepdim=True), out=y)
+        tiles.exp_()
+        y.div_(y.sum(dim=-1, keepdim=True))
+
+    return run
+'''
+
+# No max-subtraction: exp overflows to inf for large magnitudes (workload large_magnitude, scale 1000).
+NAIVE = '''\
+import torch
+
+
+def setup(data):
+    x, y = data["x"], data["y"]
+
+    def run():
+        torch.exp(x, out=y)
+        y.div_(y.sum(dim=-1, keepdim=True))
+
+    return run
+'''
+
+
+# ---- fixtures ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def eval_server(tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient,
+                job_image: str) -> Iterator[RunningServer]:
+    """One server for the whole file (show and rerun work on a job evaluated once)."""
+    settings = Settings(data_dir=tmp_path_factory.mktemp("evaldata"), port=free_port(), image=job_image,
+                        gpus="none", cpu_slots=2)
+    srv = start_server(replace(settings, limits=Limits()))
+    yield srv
+    srv.stop()
+    for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_INSTANCE}={srv.settings.instance}"}):
+        c.remove(force=True)
+
+
+@pytest.fixture
+def remote(eval_server: RunningServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RunningServer:
+    monkeypatch.setenv("KCORAL_REMOTE", eval_server.url)
+    monkeypatch.delenv("KCORAL_TOKEN", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    return eval_server
+
+
+@pytest.fixture(scope="module")
+def api_job(eval_server: RunningServer) -> dict[str, Any]:
+    """The good candidate evaluated through the API (not the CLI): the finished JobView JSON."""
+    r = eval_server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, "timeout_s": EVAL_TIMEOUT_S})
+    assert r.status_code == 201, r.text
+    job_id = r.json()["id"]
+    r = eval_server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": _good_source()}))
+    assert r.status_code == 200, r.text
+    job = eval_server.wait(job_id, EVAL_TIMEOUT_S)
+    assert job["verdict"] in ("ok", "exit"), job
+    return job
+
+
+# ---- helpers ----------------------------------------------------------------------------------------------
+
+
+def _good_source() -> str:
+    return (GOOD / "solution.py").read_text()
+
+
+def _submission(tmp_path: Path, name: str, source: str | None = None) -> Path:
+    d = tmp_path / name
+    if source is None:
+        shutil.copytree(GOOD, d)
+    else:
+        d.mkdir()
+        (d / "solution.py").write_text(source)
+    return d
+
+
+def _output(srv: RunningServer, job_id: str, name: str) -> dict[str, Any]:
+    r = srv.http.get(f"/v1/jobs/{job_id}/outputs/{name}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _job(srv: RunningServer, job_id: str) -> dict[str, Any]:
+    return srv.http.get(f"/v1/jobs/{job_id}").json()
+
+
+def _eval_jobs(srv: RunningServer) -> set[str]:
+    return {j["id"] for j in srv.http.get("/v1/jobs").json() if j["spec"]["kind"] == "eval"}
+
+
+def timing_noise_only(report: dict[str, Any]) -> bool:
+    """Every check passed and the only flags are the baseline-drift ones a loaded CPU host causes."""
+    return (report.get("holdout") == "PASS" and report.get("passed") == report.get("total")
+            and bool(report.get("flags"))
+            and all("the baseline took" in f and "in the judge's" in f for f in report["flags"]))
+
+
+def _check_pass_or_noise(code: int, report: dict[str, Any], err: str) -> None:
+    """A correct candidate exits 0; on a busy host the server may flag timing drift (exit 1, reported)."""
+    if code == 0:
+        assert not report["flags"], report["flags"]
+        return
+    assert code == 1 and timing_noise_only(report), (code, report.get("flags"), err)
+    assert "kcoral: evaluation failed: flagged: standard: the baseline took" in err
+    warnings.warn(f"the server flagged timing drift for a correct candidate: {report['flags']}", stacklevel=2)
+
+
+# ---- kcoral tasks -----------------------------------------------------------------------------------------
+
+
+def test_tasks_table_and_json(remote, capfd) -> None:
+    assert run(["tasks"]) == 0
+    out = capfd.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("ID"))
+    for column in ("VERSION", "DEVICE", "WORKLOADS", "TIMED", "HOLDOUT", "TIMEOUT"):
+        assert column in header
+    row = next(line for line in out.splitlines() if line.startswith(TASK + " "))
+    assert row.split()[:6] == [TASK, "1", "cpu", "7", "standard", "4"], row
+    assert "contract: solution.py exports setup(data)" in out
+    assert "workloads: " + ", ".join(WORKLOADS) in out
+
+    assert run(["tasks", "--json"]) == 0
+    tasks = json.loads(capfd.readouterr().out)
+    softmax = next(t for t in tasks if t["id"] == TASK)
+    assert softmax["workloads"] == WORKLOADS and softmax["timed"] == ["standard"]
+    assert softmax["holdout_probes"] == 4 and softmax["device"] == "cpu"
+
+
+# ---- kcoral eval ------------------------------------------------------------------------------------------
+
+
+def test_eval_good_candidate_streams_report_and_downloads(remote, capfd, tmp_path) -> None:
+    sub = _submission(tmp_path, "good")
+    before = _eval_jobs(remote)
+    code = run(["eval", TASK, str(sub), "--timeout", str(EVAL_TIMEOUT_S)])
+    out, err = capfd.readouterr()
+    (job_id,) = _eval_jobs(remote) - before
+    job = _job(remote, job_id)
+    assert job["spec"]["task"] == TASK and job["spec"]["timeout_s"] == EVAL_TIMEOUT_S
+    # the log (ending with the report lines) streams to stdout as the server has it
+    assert out == remote.log(job_id)
+    assert "holdout correctness: PASS" in out and "passed: 7/7" in out and "speedup:" in out
+    for workload in WORKLOADS:
+        assert f"workload {workload} " in out
+    dest = Path("kcoral-out") / job_id
+    report = json.loads((dest / "report.json").read_text())
+    receipt = json.loads((dest / "receipt.json").read_text())
+    assert report == _output(remote, job_id, "report.json")
+    assert receipt["job"] == job_id and receipt["task"] == TASK
+    assert receipt["image"] == job["image"]["digest"] and receipt["submission_sha256"] == job["input_sha256"]
+    assert report["lines"][-1] == "passed: 7/7" and out.rstrip("\n").endswith("\n".join(report["lines"]))
+    assert f"2 output file(s) in {dest}" in err
+    assert code == (0 if job["verdict"] == "ok" else 1)
+    _check_pass_or_noise(code, report, err)
+
+
+def test_eval_wrong_candidate_exits_1_with_the_first_failure(remote, capfd, tmp_path) -> None:
+    sub = _submission(tmp_path, "tail", TAIL_BUG)
+    code = run(["eval", TASK, str(sub), "-o", str(tmp_path / "o")])
+    out, err = capfd.readouterr()
+    assert code == 1, err
+    assert "holdout correctness: PASS" in out  # the holdout runs at 4096x1024 only: the bug hides there
+    assert "workload one_column           check FAIL" in out
+    assert "passed: 6/7" in out
+    reason = "y: 1024 non-finite elements"
+    assert f"    first failure: {reason}" in out
+    assert f"kcoral: evaluation failed: workload one_column: FAIL: {reason}" in err
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert (tmp_path / "o" / "receipt.json").is_file()
+    assert report["passed"] == 6 and report["total"] == 7
+    failed = [w["id"] for w in report["workloads"] if w["verdict"] != "PASS"]
+    assert failed == ["one_column"]
+    assert "exit, exit code 1" in err  # the job's summary line
+
+
+def test_eval_json_is_one_document(remote, capfd, tmp_path) -> None:
+    sub = _submission(tmp_path, "naive", NAIVE)
+    code = run(["eval", TASK, str(sub), "--json", "--output-dir", str(tmp_path / "o")])
+    out, err = capfd.readouterr()
+    assert code == 1, err
+    doc = json.loads(out)  # stdout holds the document only: no log text
+    job = _job(remote, doc["job_id"])
+    assert doc["verdict"] == "exit" == job["verdict"] and doc["exit_code"] == 1 == job["exit_code"]
+    assert doc["image"] == job["image"]["digest"] and doc["output_dir"] == str(tmp_path / "o")
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert {k: v for k, v in doc.items() if k in report} == report  # report.json's content, all of it
+    # no max-subtraction: the secret holdout probes may already catch it; if not, large_magnitude does
+    if doc["holdout"] == "PASS":
+        bad = {w["id"]: w for w in doc["workloads"] if w["verdict"] != "PASS"}
+        assert "large_magnitude" in bad and "non-finite" in bad["large_magnitude"]["reason"]
+        assert "kcoral: evaluation failed: workload " in err
+    else:
+        assert doc["workloads"] == [] and doc["passed"] == 0
+        assert "kcoral: evaluation failed: holdout correctness: FAIL" in err
+
+
+def test_eval_usage_errors(remote, capfd, tmp_path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run(["eval", TASK, str(empty)]) == 2
+    assert "has no solution.py" in capfd.readouterr().err
+    assert run(["eval", TASK, str(tmp_path / "missing")]) == 2
+    assert "not a directory" in capfd.readouterr().err
+    sub = _submission(tmp_path, "good")
+    assert run(["eval", "no/such-task", str(sub)]) == 2
+    assert "no/such-task" in capfd.readouterr().err
+
+
+# ---- kcoral show ------------------------------------------------------------------------------------------
+
+
+def test_show_prints_the_receipt_and_report(remote, api_job, capfd) -> None:
+    job_id = api_job["id"]
+    receipt = _output(remote, job_id, "receipt.json")
+    report = _output(remote, job_id, "report.json")
+    assert run(["show", job_id]) == 0
+    out = capfd.readouterr().out
+    lines = out.splitlines()
+
+    def row(key: str) -> str:
+        return next(line for line in lines if line.startswith(key + " ")).removeprefix(key).strip()
+
+    assert row("task") == f"{TASK} version 1"
+    assert row("task sha256") == receipt["task_sha256"]
+    assert row("image") == receipt["image"] == api_job["image"]["digest"]
+    assert row("submission sha256") == receipt["submission_sha256"] == api_job["input_sha256"]
+    assert row("harness version") == receipt["harness_version"]
+    assert row("gpus") == "none (CPU task)"
+    assert row("seed hashes").startswith("c00: ")
+    for case_id, digest in receipt["seed_hashes"].items():
+        assert f"{case_id}: {digest}" in out
+    kernel = receipt["timings"]["standard"]["kernel_ms"]
+    baseline = receipt["timings"]["standard"]["baseline_ms"]
+    assert row("timings") == (f"standard: baseline n={len(baseline)} median {statistics.median(baseline):.6f} ms; "
+                              f"kernel n={len(kernel)} median {statistics.median(kernel):.6f} ms")
+    tail = out[out.index("report:"):]
+    for line in report["lines"]:
+        assert f"  {line}" in tail
+
+    assert run(["show", job_id, "--json"]) == 0
+    doc = json.loads(capfd.readouterr().out)
+    assert doc["receipt"] == receipt and doc["report"] == report and doc["job"]["id"] == job_id
+
+
+def test_show_python_job_prints_its_details(remote, capfd) -> None:
+    job = remote.wait(remote.submit({"a.py": "print('hi')"}, ["a.py"])["id"])
+    assert run(["show", job["id"]]) == 0
+    out = capfd.readouterr().out
+    rows = dict(line.split(None, 1) for line in out.splitlines() if line.strip() and not line.startswith(" "))
+    assert rows["id"].strip() == job["id"] and rows["state"].strip() == "ok"
+    assert "command  python a.py" in re.sub(r"command\s+", "command  ", out)
+    assert run(["show", job["id"], "--json"]) == 0
+    assert json.loads(capfd.readouterr().out)["id"] == job["id"]
+    assert run(["show", "no-such-job"]) == 2
+
+
+# ---- kcoral rerun -----------------------------------------------------------------------------------------
+
+
+def test_rerun_prints_old_and_new_side_by_side(remote, api_job, capfd) -> None:
+    old_id = api_job["id"]
+    code = run(["rerun", old_id])
+    out, err = capfd.readouterr()
+    new_id = next(line for line in err.splitlines() if line.startswith(f"kcoral: rerun of job {old_id}: job "))
+    new_id = new_id.split(": job ")[1].split()[0]
+    new = _job(remote, new_id)
+    old_receipt, new_receipt = _output(remote, old_id, "receipt.json"), _output(remote, new_id, "receipt.json")
+    # the same image digest, task snapshot and submission
+    digest = api_job["image"]["digest"]
+    assert new["image"]["digest"] == digest == old_receipt["image"] == new_receipt["image"]
+    assert new["spec"]["image"] == digest
+    assert new_receipt["task_sha256"] == old_receipt["task_sha256"]
+    assert new_receipt["submission_sha256"] == old_receipt["submission_sha256"]
+    assert f"old job {old_id}: {_state(api_job)}, image {digest}" in out
+    assert f"new job {new_id}: {_state(new)}, image {digest}" in out
+    for line in ("images match", "task sha256s match", "submission sha256s match"):
+        assert line in out.splitlines()
+    # quiet: the new job's log is not echoed
+    assert "holdout correctness" not in out + err
+    old_report, new_report = _output(remote, old_id, "report.json"), _output(remote, new_id, "report.json")
+    header = next(line for line in out.splitlines() if line.startswith("WORKLOAD"))
+    assert header.split() == ["WORKLOAD", "VERDICT", "OLD", "VERDICT", "NEW", "KERNEL", "MS", "OLD", "KERNEL",
+                              "MS", "NEW", "SPEEDUP", "OLD", "SPEEDUP", "NEW"]
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[out.splitlines().index(header) + 1:]
+            if line.strip()}
+    old_std = next(w for w in old_report["workloads"] if w["id"] == "standard")
+    new_std = next(w for w in new_report["workloads"] if w["id"] == "standard")
+    assert rows["standard"] == ["PASS", "PASS", f"{old_std['kernel_ms']:.6f}", f"{new_std['kernel_ms']:.6f}",
+                                f"{old_std['speedup']:.4f}x", f"{new_std['speedup']:.4f}x"]
+    assert rows["one_column"] == ["PASS", "PASS", "-", "-", "-", "-"]
+    assert set(WORKLOADS) <= set(rows)
+    so, sn = old_report["summary"], new_report["summary"]
+    assert (f"summary speedup: old {so['speedup']:.4f}x [{so['speedup_lo']:.4f}, {so['speedup_hi']:.4f}]  "
+            f"new {sn['speedup']:.4f}x [{sn['speedup_lo']:.4f}, {sn['speedup_hi']:.4f}]") in out
+    # the exit code is the new job's; its outputs are downloaded like kcoral eval's
+    assert code == (0 if new["verdict"] == "ok" else 1)
+    if code:
+        assert timing_noise_only(new_report), new_report["flags"]
+    assert (Path("kcoral-out") / new_id / "report.json").is_file()
+
+
+def _state(job: dict[str, Any]) -> str:
+    return "ok" if job["verdict"] == "ok" else f"exit {job['exit_code']}"

@@ -1,0 +1,67 @@
+"""A 200 MiB output file comes back through the server and the client without being held in memory.
+
+The test server runs in this process (uvicorn in a thread), so this process's peak RSS covers the
+server's side of the transfer (FileResponse) and the client's (KcoralClient.download streams to disk).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import resource
+from pathlib import Path
+
+from cli.client import KcoralClient
+from cli.runflow import PythonRun, RunOptions
+from runner.models import JobSpec, Verdict
+from tests.conftest import RunningServer
+
+SIZE_MIB = 200
+
+WRITER = f"""
+import hashlib, os
+digest = hashlib.sha256()
+block = os.urandom(1 << 20)
+with open(os.path.join(os.environ["KCORAL_OUTPUT_DIR"], "big.bin"), "wb") as f:
+    for i in range({SIZE_MIB}):
+        chunk = bytes([i % 256]) + block[1:]
+        digest.update(chunk)
+        f.write(chunk)
+print("sha256", digest.hexdigest())
+"""
+
+
+def _peak_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def test_large_output_streams_back(server: RunningServer, tmp_path: Path) -> None:
+    send = tmp_path / "send"
+    send.mkdir()
+    (send / "write_big.py").write_text(WRITER)
+    spec = JobSpec(argv=["write_big.py"], timeout_s=300, gpus=0)
+    with KcoralClient(server.url) as client:
+        # detach: the job runs to its end without any download yet
+        assert PythonRun(client, RunOptions(spec=spec, send_dir=send, detach=True, poll_s=0.2)).run() == 0
+        job_id = client.jobs()[0].id
+        view = server.wait(job_id, timeout=300)
+        assert view["verdict"] == Verdict.ok, server.log(job_id)
+        (out,) = view["outputs"]
+        assert out["path"] == "big.bin" and out["size"] == SIZE_MIB << 20
+        printed = server.log(job_id).split("sha256 ")[1].split()[0]
+        assert printed == out["sha256"]
+
+        before = _peak_rss_bytes()
+        path = client.download(job_id, "big.bin", tmp_path / "dl", out["sha256"])
+        grown = _peak_rss_bytes() - before
+
+    assert path.stat().st_size == SIZE_MIB << 20
+    assert _sha256(path) == out["sha256"]
+    assert grown < 32 << 20, f"peak RSS grew by {grown >> 20} MiB while downloading {SIZE_MIB} MiB"

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from profiling import capabilities
+
+
+def test_counters_restricted(tmp_path: Path) -> None:
+    params = tmp_path / "params"
+    params.write_text("ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\nEnableMSI: 1\n")
+    assert capabilities.counters_restricted(str(params)) is True
+    params.write_text("RmProfilingAdminOnly: 0\n")
+    assert capabilities.counters_restricted(str(params)) is False
+    params.write_text("EnableMSI: 1\n")
+    assert capabilities.counters_restricted(str(params)) is None
+    assert capabilities.counters_restricted(str(tmp_path / "missing")) is None
+
+
+def test_probe_reports_restricted_counters(tmp_path: Path) -> None:
+    ncu = tmp_path / "ncu"
+    ncu.write_text("#!/bin/sh\necho 'NVIDIA (R) Nsight Compute Command Line Profiler'\necho 'Version 2025.3.1.0 (x)'\n")
+    ncu.chmod(0o755)
+    params = tmp_path / "params"
+    params.write_text("RmProfilingAdminOnly: 1\n")
+    caps = capabilities.probe(ncu=str(ncu), params_file=str(params))
+    assert caps["counters_restricted"] is True
+    assert caps["ncu"]["path"] == str(ncu) and caps["ncu"]["version"].startswith("2025.3.1.0")
+    assert caps["ncu"]["ok"] is False and "RmProfilingAdminOnly=1" in caps["ncu"]["reason"]
+    params.write_text("RmProfilingAdminOnly: 0\n")
+    assert capabilities.probe(ncu=str(ncu), params_file=str(params))["ncu"]["ok"] is True
+
+
+def test_run_iket_next_to_the_job_python(tmp_path: Path) -> None:
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3").write_text("")
+    (venv / "run-iket").write_text("#!/bin/sh\n")
+    (venv / "run-iket").chmod(0o755)
+    assert capabilities.find_run_iket(str(venv / "python3"), path=str(tmp_path / "nothing")) == str(venv / "run-iket")
+    assert capabilities.find_run_iket("python3", path=str(tmp_path / "nothing")) is None
+    caps = capabilities.probe(str(venv / "python3"), params_file=str(tmp_path / "none"))
+    assert caps["iket"]["ok"] is True and caps["iket"]["path"] == str(venv / "run-iket")
+
+
+def test_probe_is_cached_and_json_friendly() -> None:
+    import json
+
+    first = capabilities.probe()
+    assert capabilities.probe() is first
+    json.dumps(first)
+    assert set(first) == {"counters_restricted", "ncu", "iket"}

@@ -1,0 +1,133 @@
+"""NcuKind / IketKind: submit-time checks and the container step they run (stand-in services/executor)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from profiling import capabilities, jobs
+from runner.errors import BadRequest
+from runner.executor import DockerExecutor, StepOutcome
+from runner.jobkinds import RunContext, kind_for
+from runner.leases import Lease
+from runner.models import JobSpec, JobState, JobTimes, JobView, Verdict
+from runner.settings import Settings
+from runner.store import JobPaths
+
+CAPS_OK = {"counters_restricted": False,
+           "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.3.1", "ncu_report": None, "ok": True,
+                   "reason": ""},
+           "iket": {"path": "/opt/torch/.venv/bin/run-iket", "ok": True, "reason": ""}}
+
+
+@pytest.fixture
+def caps(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    state = {k: (dict(v) if isinstance(v, dict) else v) for k, v in CAPS_OK.items()}
+    monkeypatch.setattr(capabilities, "probe", lambda *a, **k: state)
+    return state
+
+
+def services(gpus: int = 1, **settings: Any) -> Any:
+    return SimpleNamespace(settings=Settings(**settings), gpus=[object()] * gpus)
+
+
+def test_kinds_are_found_by_name() -> None:
+    assert isinstance(kind_for("ncu"), jobs.NcuKind) and isinstance(kind_for("iket"), jobs.IketKind)
+
+
+def test_ncu_validate(caps: dict[str, Any]) -> None:
+    kind = jobs.NcuKind()
+    kind.validate(JobSpec(kind="ncu", argv=["--set", "full", "-c", "1"], command=["python", "x.py"]), services())
+    with pytest.raises(BadRequest, match="--export is not allowed"):
+        kind.validate(JobSpec(kind="ncu", argv=["--export", "x"], command=["python"]), services())
+    with pytest.raises(BadRequest, match="no command"):
+        kind.validate(JobSpec(kind="ncu", argv=[]), services())
+    with pytest.raises(BadRequest, match="need a GPU"):
+        kind.validate(JobSpec(kind="ncu", command=["python"], gpus=0), services())
+    with pytest.raises(BadRequest, match="has no GPUs"):
+        kind.validate(JobSpec(kind="ncu", command=["python"]), services(gpus=0))
+    caps["ncu"].update(ok=False, reason="the NVIDIA driver restricts GPU performance counters to admins")
+    with pytest.raises(BadRequest, match="cannot run ncu jobs: the NVIDIA driver restricts"):
+        kind.validate(JobSpec(kind="ncu", command=["python"]), services())
+
+
+def test_iket_validate(caps: dict[str, Any]) -> None:
+    kind = jobs.IketKind()
+    kind.validate(JobSpec(kind="iket", argv=["profile", "--postprocess", "json"], command=["python", "c.py"]),
+                  services())
+    with pytest.raises(BadRequest, match="--output-dir is not allowed"):
+        kind.validate(JobSpec(kind="iket", argv=["--output-dir", "/x", "profile"], command=["python"]), services())
+    caps["iket"].update(ok=False, reason="run-iket is not installed")
+    with pytest.raises(BadRequest, match="cannot run iket jobs: run-iket is not installed"):
+        kind.validate(JobSpec(kind="iket", argv=["profile"], command=["python"]), services())
+
+
+def test_commands_use_host_paths_in_toolchain_mode(caps: dict[str, Any]) -> None:
+    spec = JobSpec(kind="ncu", argv=["-c", "1"], command=["python", "x.py"])
+    image_mode = jobs.NcuKind().command(Settings(), spec)
+    assert image_mode[:5] == ["python3", "-m", "profiling.run_tool", "ncu", "--report"]
+    assert image_mode[image_mode.index("--") + 1] == "ncu"
+    tool = jobs.NcuKind().command(Settings(toolchain_mounts=("/usr",), python="/opt/torch/.venv/bin/python"), spec)
+    assert tool[0] == "/opt/torch/.venv/bin/python" and tool[tool.index("--") + 1] == "/usr/local/cuda/bin/ncu"
+    ispec = JobSpec(kind="iket", argv=["profile"], command=["python", "c.py"])
+    icmd = jobs.IketKind().command(Settings(toolchain_mounts=("/usr",)), ispec)
+    assert icmd[icmd.index("--") + 1:] == ["/opt/torch/.venv/bin/run-iket", "--output-dir", "/job/out/.iket-stage",
+                                          "profile", "--postprocess", "json", "--", "python", "c.py"]
+
+
+class FakeExecutor:
+    """Records the step and writes what the tool would have written into its output directory."""
+
+    judge_step = DockerExecutor.judge_step
+
+    def __init__(self, settings: Settings, exit_code: int = 0) -> None:
+        self.settings = settings
+        self.exit_code = exit_code
+        self.steps: list[Any] = []
+
+    def image_info(self, ref: str) -> Any:
+        return SimpleNamespace(ref=ref, digest="sha256:abc")
+
+    def run_step(self, job_id: str, step: Any, lease: Any, deadline: float, cancel: Any, log: Path) -> StepOutcome:
+        self.steps.append(step)
+        step.output_dir.mkdir(parents=True, exist_ok=True)
+        (step.output_dir / "report.ncu-rep").write_bytes(b"rep")
+        (step.output_dir / "report.ncu-rep.json").write_text("{}")
+        return StepOutcome(None, self.exit_code, False, 0)
+
+
+def context(tmp_path: Path, spec: JobSpec, executor: FakeExecutor) -> RunContext:
+    paths = JobPaths(tmp_path / "job")
+    paths.input.mkdir(parents=True)
+    job = JobView(id="j1", owner="o", state=JobState.running, spec=spec, times=JobTimes(created=0))
+    return RunContext(job, Lease(slots=()), paths, threading.Event(), executor,  # type: ignore[arg-type]
+                      executor.settings, lambda image: None, time.monotonic())
+
+
+@pytest.mark.parametrize("exit_code", [0, 2])
+def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_code: int) -> None:
+    settings = Settings(job_env={"PYTHONPATH": "/site"})
+    executor = FakeExecutor(settings, exit_code)
+    spec = JobSpec(kind="ncu", argv=["-c", "1"], command=["python", "x.py"], env={"A": "1"})
+    ctx = context(tmp_path, spec, executor)
+    result = jobs.NcuKind().run(ctx)
+    assert result.verdict == (Verdict.ok if exit_code == 0 else Verdict.exit) and result.exit_code == exit_code
+    assert sorted(o.path for o in result.outputs) == ["report.ncu-rep", "report.ncu-rep.json"]
+    assert (ctx.paths.outputs / "report.ncu-rep").read_bytes() == b"rep" and not ctx.paths.raw_out.exists()
+    step = executor.steps[0]
+    assert step.env["PYTHONPATH"] == "/kcoral:/site" and step.env["A"] == "1" and "CUTE_DSL_NO_CACHE" not in step.env
+    assert step.mounts[str(ctx.paths.input)] == ("/job/input", "ro")
+    assert ("/kcoral/profiling", "ro") in step.mounts.values()
+    assert step.working_dir == "/job/input" and step.name == "ncu"
+
+
+def test_iket_run_sets_cute_dsl_no_cache(tmp_path: Path, caps: dict[str, Any]) -> None:
+    executor = FakeExecutor(Settings())
+    spec = JobSpec(kind="iket", argv=["profile"], command=["python", "c.py"], env={"CUTE_DSL_NO_CACHE": "0"})
+    jobs.IketKind().run(context(tmp_path, spec, executor))
+    assert executor.steps[0].env["CUTE_DSL_NO_CACHE"] == "1"
