@@ -9,6 +9,7 @@ container on the deadline, a cancel, a log flood or an output-directory breach.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import threading
@@ -53,6 +54,10 @@ class StepOutcome:
     exit_code: int | None
     oom_killed: bool
     log_bytes: int
+    #: where this step's output starts in the log file, and (bytes so far, server monotonic time) per
+    #: chunk as it arrived: the server's own clock on what the job printed (math.inf: read after the exit)
+    log_start: int = 0
+    arrivals: list[tuple[int, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -63,6 +68,7 @@ class _Watch:
     exit_status: int | None = None
     log_bytes: int = 0
     log_over: bool = False
+    arrivals: list[tuple[int, float]] = field(default_factory=list)
 
 
 class DockerExecutor:
@@ -160,7 +166,8 @@ class DockerExecutor:
             options = container_options(self.settings, job_id, step, lease, self.gpu_mode())
             container = self._api().containers.create(**options)
             container.start()
-            budget = self.settings.limits.log_bytes - (log_path.stat().st_size if log_path.exists() else 0)
+            log_start = log_path.stat().st_size if log_path.exists() else 0
+            budget = self.settings.limits.log_bytes - log_start
             threads = [threading.Thread(target=_wait_exit, args=(container, watch), daemon=True),
                        threading.Thread(target=_copy_log, args=(container, log_path, budget, watch), daemon=True)]
             for t in threads:
@@ -174,7 +181,8 @@ class DockerExecutor:
             container.reload()
             state = container.attrs.get("State", {})
             exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
-            return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes)
+            return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes, log_start,
+                               watch.arrivals)
         except _DOCKER_ERRORS as exc:
             raise InfrastructureError(f"Docker error: {exc}") from None
         finally:
@@ -252,6 +260,7 @@ def _copy_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
                 out.write(piece)
                 out.flush()
                 watch.log_bytes += len(piece)
+                watch.arrivals.append((watch.log_bytes, time.monotonic()))
                 if len(chunk) > room:
                     watch.log_over = True
     except _DOCKER_ERRORS as exc:
@@ -272,6 +281,7 @@ def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
         with open(path, "ab") as out:
             out.write(missing)
         watch.log_bytes += len(missing)
+        watch.arrivals.append((watch.log_bytes, math.inf))
     if len(full) > cap:
         watch.log_over = True
 

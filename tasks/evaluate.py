@@ -34,6 +34,7 @@ from tasks.harness import casefile
 from tasks.harness.taskdef import Task, load_task
 from tasks.registry import DEFAULT_TASKS_DIR, find_task
 from tasks.report import build_report, passed, report_lines
+from tasks.wallclock import wall_marks
 
 if TYPE_CHECKING:
     from runner.services import Services
@@ -131,7 +132,8 @@ class _Evaluation:
                                  {str(self.judge_in): ("/judge-in", "ro"), str(self.judge_dir): ("/judge", "ro"),
                                   str(ctx.paths.raw_out): ("/cand", "ro")}, self.verdict_dir, "judge-check")
         self._run_judge(check)
-        return self._finish(task, doc, image.digest, telemetry, step)
+        walls = wall_marks(_read_from(ctx.paths.log, outcome.log_start), outcome.arrivals)
+        return self._finish(task, doc, image.digest, telemetry, step, walls)
 
     # --- steps ------------------------------------------------------------------------------------
 
@@ -203,7 +205,7 @@ class _Evaluation:
                 out.append(reading)
 
     def _finish(self, task: Task, doc: dict[str, Any], digest: str, telemetry: list[dict[str, float]],
-                step: RunResult) -> RunResult:
+                step: RunResult, walls: dict[str, dict[str, Any]]) -> RunResult:
         ctx = self.ctx
         verdicts = json.loads((self.verdict_dir / "verdicts.json").read_text())
         claims = _read_json(ctx.paths.raw_out / "results.json")
@@ -211,7 +213,7 @@ class _Evaluation:
         if step.verdict == Verdict.exit:
             claims.setdefault("tampered", [])
             claims["tampered"] = [*claims["tampered"], f"the harness process exited with code {step.exit_code}"]
-        report = build_report(task.manifest, doc, verdicts, claims, trusted)
+        report = build_report(task.manifest, doc, verdicts, claims, trusted, walls)
         report["telemetry"] = _summarise(telemetry)
         lines = report_lines(report)
         receipt = {
@@ -236,6 +238,15 @@ class _Evaluation:
         return RunResult(Verdict.ok if ok else Verdict.exit, 0 if ok else 1,
                          "" if ok else "the evaluation did not pass (see the report)",
                          ctx.paths.log.stat().st_size if ctx.paths.log.exists() else 0, outputs)
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -6,17 +6,24 @@ Pure: data in, data out. The holdout reports PASS or FAIL only, and a FAIL ends 
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
 from tasks.harness.stats import geomean_ci, median, speedup_ci
+from tasks.wallclock import per_call_ms
 
 #: the candidate-side baseline median may be slower than the judge's own by this much (task may override)
 BASELINE_DRIFT_LIMIT = 0.25
+#: a claimed kernel median below this share of the server-clocked time per call is not believed
+WALL_CLAIM_FLOOR = 0.6
+#: a claimed speedup above the server-clocked speedup by more than this factor is not believed
+WALL_SPEEDUP_SLACK = 1.5
 
 
 def build_report(task_manifest: dict[str, Any], cases: dict[str, Any], verdicts: dict[str, Any],
-                 claims: dict[str, Any], trusted: dict[str, list[float]]) -> dict[str, Any]:
+                 claims: dict[str, Any], trusted: dict[str, list[float]],
+                 walls: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     holdout = [c for c in cases["cases"] if c["phase"] == "holdout"]
     workloads = [c for c in cases["cases"] if c["phase"] == "workload"]
     holdout_pass = all(verdicts.get(c["id"], {}).get("verdict") == "PASS" for c in holdout)
@@ -37,6 +44,8 @@ def build_report(task_manifest: dict[str, Any], cases: dict[str, Any], verdicts:
         claim = claims.get("cases", {}).get(case["id"], {})
         if case["timed"] and v["verdict"] in ("PASS", "FLAKY"):
             row.update(_timing(case, claim, trusted.get(case["id"], []), task_manifest, report["flags"]))
+            if "speedup" in row and walls is not None:
+                row.update(_wall_bound(case, row, walls.get(case["id"]), claim, report["flags"]))
             if "speedup" in row:
                 cis.append((row["speedup"], row["speedup_lo"], row["speedup_hi"]))
         report["workloads"].append(row)
@@ -77,6 +86,29 @@ def _timing(case: dict[str, Any], claim: dict[str, Any], trusted: list[float], m
             flags.append(f"{case['workload']}: the baseline took {row['baseline_ms']:.4f} ms in the candidate's "
                          f"process but {row['trusted_baseline_ms']:.4f} ms in the judge's ({drift:+.0%})")
     return row
+
+
+def _wall_bound(case: dict[str, Any], row: dict[str, Any], entry: dict[str, Any] | None, claim: dict[str, Any],
+                flags: list[str]) -> dict[str, Any]:
+    """Hold the claims against the server's clock on the back-to-back batch."""
+    name = case["workload"]
+    if not entry or "problem" in entry:
+        flags.append(f"{name}: {entry['problem'] if entry else 'no wall-clock markers reached the server'}")
+        return {}
+    calls = int(claim.get("wall_calls") or 0)
+    if calls < 1:
+        flags.append(f"{name}: the harness reported no wall-clock batch size")
+        return {}
+    wall_base, wall_kernel = per_call_ms(entry, calls)
+    out = {"wall_baseline_ms": wall_base, "wall_kernel_ms": wall_kernel,
+           "wall_speedup": wall_base / wall_kernel if wall_kernel > 0 else math.inf}
+    if row["kernel_ms"] < WALL_CLAIM_FLOOR * wall_kernel:
+        flags.append(f"{name}: claimed kernel time {row['kernel_ms']:.4f} ms is below what the server's clock saw "
+                     f"({wall_kernel:.4f} ms per call back to back)")
+    if row["speedup"] > max(1.2, WALL_SPEEDUP_SLACK * out["wall_speedup"]):
+        flags.append(f"{name}: claimed speedup {row['speedup']:.2f}x is not borne out by the server's clock "
+                     f"({out['wall_speedup']:.2f}x)")
+    return out
 
 
 def passed(report: dict[str, Any]) -> bool:

@@ -13,45 +13,39 @@ import json
 import os
 import shutil
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from tasks.harness import casefile, checks, samples, timing
+from tasks.harness import casefile, checks, integrity, samples, timing
+from tasks.harness.integrity import Integrity
 from tasks.harness.taskdef import load_task
 
-_SNAPSHOT = {
-    "time.perf_counter_ns": time.perf_counter_ns,
-    "time.monotonic": time.monotonic,
-    "torch.cuda.Event": torch.cuda.Event,
-    "torch.cuda.synchronize": torch.cuda.synchronize,
-    "timing.interleaved": timing.interleaved,
-    "timing.Timer.__call__": timing.Timer.__call__,
-    "checks.compare": checks.compare,
-    "torch.save": torch.save,
-}
+#: back-to-back calls per side in the wall-clock batch the server times from outside (see _wall_batch)
+WALL_MARK = b"##kcoral-wall"
+_write = os.write
+_exit = os._exit
 
 
-def _current() -> dict[str, Any]:
-    return {
-        "time.perf_counter_ns": time.perf_counter_ns,
-        "time.monotonic": time.monotonic,
-        "torch.cuda.Event": torch.cuda.Event,
-        "torch.cuda.synchronize": torch.cuda.synchronize,
-        "timing.interleaved": timing.interleaved,
-        "timing.Timer.__call__": timing.Timer.__call__,
-        "checks.compare": checks.compare,
-        "torch.save": torch.save,
-    }
+def _mark(case_id: str, what: str) -> None:
+    _write(1, WALL_MARK + f" {case_id} {what}\n".encode())
 
 
-def tampered() -> list[str]:
-    """Names of harness functions the candidate replaced since start-up."""
-    now = _current()
-    return [name for name, fn in _SNAPSHOT.items() if now[name] is not fn]
+def _wall_batch(case_id: str, base_fn: Any, fn: Any, device: str, calls: int) -> None:
+    """K baseline calls then K candidate calls, each group closed by a device-wide sync, between
+    marker lines. The server stamps the markers as they arrive, with its own clock."""
+    _sync(device)
+    _mark(case_id, "B")
+    for _ in range(calls):
+        base_fn()
+    _sync(device)
+    _mark(case_id, "M")
+    for _ in range(calls):
+        fn()
+    _sync(device)
+    _mark(case_id, "E")
 
 
 def _sync(device: str) -> None:
@@ -64,7 +58,7 @@ def _save(path: Path, tensors: dict[str, torch.Tensor]) -> None:
 
 
 def run_case(mod: Any, solution: Any, case: dict[str, Any], device: str, out: Path, cfg: timing.TimingConfig,
-             tol: checks.Tolerance, timer: timing.Timer | None) -> dict[str, Any]:
+             tol: checks.Tolerance, timer: timing.Timer | None, guard: Integrity, wall_calls: int) -> dict[str, Any]:
     params, seed = case["params"], case["seed"]
     inputs = mod.make_inputs(params, seed, device)
     specs = mod.output_specs(inputs)
@@ -93,6 +87,9 @@ def run_case(mod: Any, solution: Any, case: dict[str, Any], device: str, out: Pa
             samples.poison(base_outs)
 
         def check() -> str | None:
+            tampering = guard.problems()
+            if tampering:
+                return "tampering: " + "; ".join(tampering)
             for name in specs:
                 problem, _ = checks.compare(name, outs[name], base_outs[name], tol)
                 if problem:
@@ -101,7 +98,8 @@ def run_case(mod: Any, solution: Any, case: dict[str, Any], device: str, out: Pa
 
         timed = timing.interleaved(timer, base_fn, fn, refill, poison, check, cfg)
         result.update(baseline_ms=timed.baseline_ms, kernel_ms=timed.kernel_ms, mismatch=timed.mismatch,
-                      warmup_calls=timed.warmup_calls, stopped_by=timed.stopped_by)
+                      warmup_calls=timed.warmup_calls, stopped_by=timed.stopped_by, wall_calls=wall_calls)
+        _wall_batch(case["id"], base_fn, fn, device, wall_calls)
         fresh = mod.make_inputs(params, seed, device)
         for key, tensor in inputs.items():
             if isinstance(tensor, torch.Tensor):
@@ -130,6 +128,8 @@ def main(argv: list[str]) -> int:
     cfg = timing.TimingConfig.from_manifest(task.manifest.get("timing", {}))
     tol = checks.Tolerance(**task.manifest["tolerance"])
     results: dict[str, Any] = {"cases": {}, "tampered": []}
+    guard = Integrity([timing, checks, samples, casefile, integrity, sys.modules[__name__]])
+    wall_calls = int(task.manifest.get("wall_calls", 20))
     torch.manual_seed(0)
     # Last on the path (and the interpreter runs with -P): the submission cannot shadow torch or the harness.
     sys.path.append(os.getcwd())
@@ -138,19 +138,27 @@ def main(argv: list[str]) -> int:
     except BaseException as exc:  # noqa: BLE001 - any failure to import is the submission's error
         message = f"importing solution.py failed: {type(exc).__name__}: {exc}"
         results["cases"] = {c["id"]: {"error": message} for c in doc["cases"]}
-        (out / "results.json").write_text(json.dumps(results))
         print(message, file=sys.stderr)
-        return 0
+        _finish(out, results)
     timer = timing.Timer(device, cfg.flush_bytes) if any(c.get("timed") for c in doc["cases"]) else None
     for case in doc["cases"]:
         try:
-            results["cases"][case["id"]] = run_case(mod, solution, case, device, out, cfg, tol, timer)
+            results["cases"][case["id"]] = run_case(mod, solution, case, device, out, cfg, tol, timer, guard,
+                                                    wall_calls)
         except BaseException as exc:  # noqa: BLE001 - the submission's failure, recorded as ERROR
             tail = traceback.format_exc(limit=-3)
             results["cases"][case["id"]] = {"error": f"{type(exc).__name__}: {exc}"[:2000], "trace": tail[-2000:]}
-        results["tampered"] = tampered()
-    (out / "results.json").write_text(json.dumps(results))
+        results["tampered"] = sorted(set(results["tampered"]) | set(guard.problems()))
+    _finish(out, results)
     return 0
+
+
+def _finish(out: Path, results: dict[str, Any]) -> None:
+    """Write the claims and leave at once: no atexit handler or finaliser of the submission runs after."""
+    (out / "results.json").write_text(json.dumps(results))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _exit(0)
 
 
 if __name__ == "__main__":

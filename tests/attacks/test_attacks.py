@@ -7,8 +7,8 @@ the report is flagged. Attacks the harness neutralises outright (the secret is n
 shadow module is never imported, the forged file is overwritten) are checked on what they saw or
 on the report instead, and must never earn a better speedup than an honest run.
 
-Attacks that are not caught yet are strict xfails: when the harness closes the hole, the test
-passes, pytest reports XPASS as a failure, and the marker is to be removed.
+An attack found that is neither caught nor neutralised goes in as a strict xfail naming the hole, so
+that closing the hole turns it red until the marker is removed.
 """
 
 from __future__ import annotations
@@ -91,31 +91,30 @@ CAUGHT = [
     "standard_only",
 ]
 
-NOT_CAUGHT = [
-    pytest.param("patch_compare_code", marks=not_caught(
-        "checks.compare.__code__ swapped in place: tampered() compares identities only, so the in-process "
-        "check of timed calls always agrees and the candidate computes 1/6 of the rows when timed")),
-    pytest.param("patch_timing_global", marks=not_caught(
-        "tasks.harness.timing._perf_counter_ns (the module's own clock reference) is not in the tampering "
-        "snapshot; a clock that hides 60% of the candidate's calls passes unflagged")),
-    pytest.param("gc_forge_results", marks=not_caught(
-        "the harness's results dict is found with gc.get_objects() and its kernel_ms scaled by 0.4 from a "
-        "later untimed call; results.json is written by the candidate's process, so the claims are forgeable")),
-    pytest.param("atexit_forge", marks=not_caught(
-        "an atexit handler rewrites /job/out/results.json after the harness (kernel_ms x0.4, tampered []); "
-        "the server trusts whatever results.json holds at exit")),
-    pytest.param("persistent_worker", marks=not_caught(
-        "a worker thread started at import (thread count constant) finishes half the rows after the call "
-        "returns; torch.Tensor.detach, patched to wait for it, is not watched")),
-]
+# Tricks that now fail or get flagged: swapped code objects, the timing module's own clock
+# reference, results forged through gc, a background worker finishing calls late.
+CAUGHT += ["patch_compare_code", "patch_timing_global", "gc_forge_results", "persistent_worker"]
+
+# 4: atexit handlers that rewrite results.json never run: the harness leaves with os._exit right
+# after writing its claims, so the forgery does not happen and the score is the honest one.
+NEUTRALISED = ["atexit_forge", "atexit_forge_below_floor"]
 
 
-
-@pytest.mark.parametrize("name", [*CAUGHT, *NOT_CAUGHT])
+@pytest.mark.parametrize("name", CAUGHT)
 def test_attack_is_caught(server: RunningServer, name: str) -> None:
     job, report, log = evaluate(server, name)
     assert caught(job, report), f"{name} was not caught: {describe(job, report)}"
     assert not gained(job, report)
+
+
+@pytest.mark.parametrize("name", NEUTRALISED)
+def test_attack_is_neutralised(server: RunningServer, name: str) -> None:
+    """The forgery never takes effect: no better speedup than an honest run, no claim below the floor."""
+    job, report, _ = evaluate(server, name)
+    assert not gained(job, report), describe(job, report)
+    floor = 0.4  # demo/softmax's physical floor, ms
+    for row in report.get("workloads", []):
+        assert row.get("kernel_ms", floor) >= floor, describe(job, report)
 
 
 def test_honest_reference_passes_near_1x(server: RunningServer) -> None:
