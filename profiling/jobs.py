@@ -65,47 +65,59 @@ def _run_step(ctx: RunContext, command: list[str], extra_env: dict[str, str] | N
     return ctx.executor.collect_step(outcome, paths)
 
 
-class NcuKind:
+class _ProfilerKind:
+    """A job that runs one profiler around the client's command; subclasses name the tool."""
+
+    name = ""
+    binary = ""
+    env: dict[str, str] = {}
+
+    def check_options(self, spec: JobSpec) -> None:
+        raise NotImplementedError
+
+    def build(self, python: str, spec: JobSpec, tool: str) -> list[str]:
+        raise NotImplementedError
+
+    def validate(self, spec: JobSpec, services: Services) -> None:
+        try:
+            self.check_options(spec)
+        except (ncu.NcuOptionError, iket.IketOptionError) as exc:
+            raise BadRequest(str(exc)) from None
+        caps = capabilities.probe(services.settings.python)
+        _check_runnable(spec, services, self.name, caps[self.name])
+
+    def command(self, settings: Settings, spec: JobSpec) -> list[str]:
+        found = capabilities.probe(settings.python)[self.name]["path"]
+        return self.build(settings.python, spec, _tool_path(settings, found, self.binary))
+
+    def run(self, ctx: RunContext) -> RunResult:
+        return _run_step(ctx, self.command(ctx.settings, ctx.job.spec), dict(self.env) or None, self.name)
+
+
+class NcuKind(_ProfilerKind):
     """``kcoral ncu``: argv = ncu options, command = the profiled command."""
 
     name = "ncu"
+    binary = "ncu"
 
-    def validate(self, spec: JobSpec, services: Services) -> None:
-        try:
-            ncu.normalise_ncu_options(spec.argv)
-            ncu.check_command(spec.command)
-        except ncu.NcuOptionError as exc:
-            raise BadRequest(str(exc)) from None
-        caps = capabilities.probe(services.settings.python)
-        _check_runnable(spec, services, "ncu", caps["ncu"])
+    def check_options(self, spec: JobSpec) -> None:
+        ncu.normalise_ncu_options(spec.argv)
+        ncu.check_command(spec.command)
 
-    def command(self, settings: Settings, spec: JobSpec) -> list[str]:
-        found = capabilities.probe(settings.python)["ncu"]["path"]
-        argv = ncu.build_ncu_command(spec.argv, spec.command, _tool_path(settings, found, "ncu"))
-        return ncu.driver_command(settings.python, argv)
-
-    def run(self, ctx: RunContext) -> RunResult:
-        return _run_step(ctx, self.command(ctx.settings, ctx.job.spec), None, "ncu")
+    def build(self, python: str, spec: JobSpec, tool: str) -> list[str]:
+        return ncu.driver_command(python, ncu.build_ncu_command(spec.argv, spec.command, tool))
 
 
-class IketKind:
+class IketKind(_ProfilerKind):
     """``kcoral iket``: argv = [run-iket options] profile [profile options], command = the traced command."""
 
     name = "iket"
+    binary = "run-iket"
+    env = dict(iket.IKET_ENV)
 
-    def validate(self, spec: JobSpec, services: Services) -> None:
-        try:
-            iket.split_iket_argv(spec.argv)
-            iket.check_command(spec.command)
-        except iket.IketOptionError as exc:
-            raise BadRequest(str(exc)) from None
-        caps = capabilities.probe(services.settings.python)
-        _check_runnable(spec, services, "iket", caps["iket"])
+    def check_options(self, spec: JobSpec) -> None:
+        iket.split_iket_argv(spec.argv)
+        iket.check_command(spec.command)
 
-    def command(self, settings: Settings, spec: JobSpec) -> list[str]:
-        found = capabilities.probe(settings.python)["iket"]["path"]
-        argv = iket.build_iket_command(spec.argv, spec.command, _tool_path(settings, found, "run-iket"))
-        return iket.driver_command(settings.python, argv)
-
-    def run(self, ctx: RunContext) -> RunResult:
-        return _run_step(ctx, self.command(ctx.settings, ctx.job.spec), dict(iket.IKET_ENV), "iket")
+    def build(self, python: str, spec: JobSpec, tool: str) -> list[str]:
+        return iket.driver_command(python, iket.build_iket_command(spec.argv, spec.command, tool))

@@ -19,6 +19,12 @@ TokenOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
 JobIdArgument = Annotated[str, typer.Argument(help="the job id", show_default=False)]
+EnvOption = Annotated[
+    list[str] | None,
+    typer.Option("--env", "-e", help="NAME=VALUE, or NAME to copy the local value; repeatable"),
+]
+TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")]
+ProfilerGpusOption = Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")]
 
 
 def connect(remote: str | None, token: str | None, timeout: float = 30.0) -> KcoralClient:

@@ -19,7 +19,15 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
-from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from cli.commands.common import (
+    EnvOption,
+    JsonOption,
+    ProfilerGpusOption,
+    RemoteOption,
+    TimeoutOption,
+    TokenOption,
+    connect,
+)
 from cli.envvars import parse_env_options
 from cli.errors import UsageError
 from cli.output import emit_json, note
@@ -70,12 +78,9 @@ def iket(
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", "-o", help="where the files go [default: ./kcoral-out/JOB_ID]")
     ] = None,
-    env: Annotated[
-        list[str] | None,
-        typer.Option("--env", "-e", help="NAME=VALUE, or NAME to copy the local value; repeatable"),
-    ] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")] = None,
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")] = 1,
+    env: EnvOption = None,
+    timeout: TimeoutOption = None,
+    gpus: ProfilerGpusOption = 1,
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,

@@ -20,7 +20,15 @@ import typer
 from pydantic import ValidationError
 
 from cli.client import KcoralClient
-from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from cli.commands.common import (
+    EnvOption,
+    JsonOption,
+    ProfilerGpusOption,
+    RemoteOption,
+    TimeoutOption,
+    TokenOption,
+    connect,
+)
 from cli.envvars import parse_env_options
 from cli.errors import UsageError
 from cli.output import emit_json, note
@@ -190,12 +198,9 @@ def ncu(
         str | None, typer.Option("--output", "-o", help="where the report goes (FILE.ncu-rep; summary beside it)")
     ] = None,
     force: Annotated[bool, typer.Option("--force-overwrite", "-f", help="overwrite an existing -o file")] = False,
-    env: Annotated[
-        list[str] | None,
-        typer.Option("--env", "-e", help="NAME=VALUE, or NAME to copy the local value; repeatable"),
-    ] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")] = None,
-    gpus: Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")] = 1,
+    env: EnvOption = None,
+    timeout: TimeoutOption = None,
+    gpus: ProfilerGpusOption = 1,
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,

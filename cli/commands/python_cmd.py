@@ -14,7 +14,7 @@ import typer
 from pydantic import ValidationError
 
 from cli.argv import build_argv
-from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from cli.commands.common import EnvOption, JsonOption, RemoteOption, TimeoutOption, TokenOption, connect
 from cli.envvars import parse_env_options
 from cli.errors import UsageError
 from cli.output import note
@@ -58,13 +58,10 @@ def python(
     send: Annotated[
         Path, typer.Option("--send", "-s", help="directory to send (the job's working directory)")
     ] = Path("."),
-    env: Annotated[
-        list[str] | None,
-        typer.Option("--env", "-e", help="NAME=VALUE, or NAME to copy the local value; repeatable"),
-    ] = None,
+    env: EnvOption = None,
     code: Annotated[str | None, typer.Option("-c", help="program passed in as a string")] = None,
     module: Annotated[str | None, typer.Option("-m", help="run a library module as a script")] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")] = None,
+    timeout: TimeoutOption = None,
     gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs to lease")] = 1,
     output_dir: Annotated[
         Path | None,

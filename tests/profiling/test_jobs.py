@@ -84,6 +84,7 @@ class FakeExecutor:
     """Records the step and writes what the tool would have written into its output directory."""
 
     judge_step = DockerExecutor.judge_step
+    collect_step = DockerExecutor.collect_step
 
     def __init__(self, settings: Settings, exit_code: int = 0) -> None:
         self.settings = settings
