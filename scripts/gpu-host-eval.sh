@@ -24,5 +24,9 @@ if [ "$phase" = all ] || [ "$phase" = c ]; then
   ev attack-side-stream kda/forward_b1_t512_h8 tests/attacks_gpu/side_stream
   ev attack-replay kda/forward_b1_t512_h8 tests/attacks_gpu/replay_by_pointer
 fi
+if [ "$phase" = all ] || [ "$phase" = d ]; then
+  ev attack-stale kda/forward_b1_t512_h8 tests/attacks_gpu/stale_allocator
+  ev attack-l2-persist kda/forward_b1_t8192_h96 tests/attacks_gpu/l2_persist
+fi
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv
 kc gpus --json | python3 -c 'import json,sys; print("drained:", json.load(sys.stdin)["leases"]["drained"])'
