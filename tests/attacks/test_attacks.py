@@ -82,8 +82,8 @@ def not_caught(why: str) -> pytest.MarkDecorator:
 CAUGHT = [
     # 3: tampering with the harness's clocks, timer and comparator by rebinding names
     "patch_clock", "patch_timer", "patch_compare",
-    # 4: forged lines, early exits, forged claims below the physical floor
-    "fake_report_lines", "exit_in_setup", "exit_in_timed_call", "atexit_forge_below_floor",
+    # 4: forged lines, early exits
+    "fake_report_lines", "exit_in_setup", "exit_in_timed_call",
     # 13: timing hacks
     "thread_early_return", "replay_by_ptr", "skip_every_other", "lazy_no_write", "rebind_output",
     "zero_inputs", "warmup_detect",
