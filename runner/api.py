@@ -16,7 +16,15 @@ from starlette.concurrency import run_in_threadpool
 
 from runner.archive import extract_upload, safe_output_path
 from runner.envpolicy import validate_client_env
-from runner.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, RequestError, TooManyJobs
+from runner.errors import (
+    BadRequest,
+    Conflict,
+    InfrastructureError,
+    NotFound,
+    PayloadTooLarge,
+    RequestError,
+    TooManyJobs,
+)
 from runner.jobkinds import kind_for
 from runner.models import JobSpec, JobState, JobView, OutputFile
 from runner.services import Services
@@ -53,10 +61,8 @@ def health(request: Request) -> dict[str, object]:
     svc = services(request)
     try:
         image = svc.executor.image_info(svc.settings.image).model_dump() | {"present": True}
-    except RequestError:
-        raise
-    except Exception as exc:
-        image = {"ref": svc.settings.image, "present": False, "error": str(getattr(exc, "message", exc))}
+    except InfrastructureError as exc:
+        image = {"ref": svc.settings.image, "present": False, "error": exc.message}
     return {
         "docker": svc.executor.engine(),
         "gpus": [g.model_dump() for g in svc.gpus],
