@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -71,24 +72,23 @@ class PythonRun:
         tar = build_tarball(self.opts.send_dir)
         try:
             view = self.client.create_job(self.opts.spec)
-            self.job_id = view.id
-            try:
-                return self._after_create(view, tar)
-            except KeyboardInterrupt:
-                return self._interrupted()
-            except KcoralError as err:
-                if not err.hint:
-                    err.hint = f"job {view.id} may still be on the server: kcoral status {view.id}"
-                raise
+            return self._guarded(view, lambda: self._after_create(view, tar))
         finally:
             tar.remove()
 
     def follow(self, view: JobView) -> int:
         """Follow a job that exists already and has its input (e.g. a rerun) to the end; the exit code."""
-        self.job_id = view.id
-        try:
+        def run() -> int:
             self._wait_until_started(view)
             return self._finish(self._follow_log())
+
+        return self._guarded(view, run)
+
+    def _guarded(self, view: JobView, step: Callable[[], int]) -> int:
+        """Run a step of an existing job: Ctrl-C cancels it, an error says where the job is."""
+        self.job_id = view.id
+        try:
+            return step()
         except KeyboardInterrupt:
             return self._interrupted()
         except KcoralError as err:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
 from cli.client import KcoralClient
+from cli.envvars import parse_env_options
 from cli.errors import UsageError
+from runner.models import JobSpec
 
 RemoteOption = Annotated[
     str | None,
@@ -25,6 +29,19 @@ EnvOption = Annotated[
 ]
 TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")]
 ProfilerGpusOption = Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")]
+
+
+def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> JobSpec:
+    """A JobSpec from a command's pieces, with -e options resolved; UsageError for what the spec refuses."""
+    fields = {**fields, "env": parse_env_options(env_options or [], os.environ)}
+    if timeout is not None:
+        fields["timeout_s"] = timeout
+    try:
+        return JobSpec.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UsageError(f"bad job spec: {where}: {first['msg']}") from None
 
 
 def connect(remote: str | None, token: str | None, timeout: float = 30.0) -> KcoralClient:

@@ -12,12 +12,10 @@ and the rest is the traced command.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
 from cli.commands.common import (
     EnvOption,
@@ -27,13 +25,13 @@ from cli.commands.common import (
     TimeoutOption,
     TokenOption,
     connect,
+    job_spec,
 )
-from cli.envvars import parse_env_options
 from cli.errors import UsageError
 from cli.output import emit_json, note
 from cli.runflow import PythonRun, RunOptions
 from profiling import iket as iket_opts
-from runner.models import JobSpec, JobView
+from runner.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] -- [RUN-IKET OPTIONS] profile [PROFILE OPTIONS] -- COMMAND [ARGS]...  |  summarize|plot"
 CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
@@ -95,15 +93,7 @@ def iket(
     if args and args[0] in TOOLS:
         raise typer.Exit(run_tool(args))
     argv, command = split_iket_args(args)
-    fields: dict[str, object] = {"kind": "iket", "argv": argv, "command": command,
-                                 "env": parse_env_options(env or [], os.environ), "gpus": gpus}
-    if timeout is not None:
-        fields["timeout_s"] = timeout
-    try:
-        spec = JobSpec.model_validate(fields)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UsageError(f"bad job spec: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    spec = job_spec({"kind": "iket", "argv": argv, "command": command, "gpus": gpus}, env, timeout)
     if not send.is_dir():
         raise UsageError(f"--send {send}: not a directory")
     options = RunOptions(spec=spec, send_dir=send, output_dir=output_dir, json=json)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 
 from cli.client import KcoralClient
 from cli.commands.common import (
@@ -28,8 +27,8 @@ from cli.commands.common import (
     TimeoutOption,
     TokenOption,
     connect,
+    job_spec,
 )
-from cli.envvars import parse_env_options
 from cli.errors import UsageError
 from cli.output import emit_json, note
 from cli.runflow import PythonRun, RunOptions
@@ -171,15 +170,7 @@ def build_ncu_spec(parsed: NcuArgs, env: list[str], timeout: float | None, gpus:
         ncu_opts.check_command(parsed.command)
     except ncu_opts.NcuOptionError as exc:
         raise UsageError(str(exc)) from None
-    fields: dict[str, object] = {"kind": "ncu", "argv": parsed.ncu, "command": parsed.command,
-                                 "env": parse_env_options(env, os.environ), "gpus": gpus}
-    if timeout is not None:
-        fields["timeout_s"] = timeout
-    try:
-        return JobSpec.model_validate(fields)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UsageError(f"bad job spec: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    return job_spec({"kind": "ncu", "argv": parsed.ncu, "command": parsed.command, "gpus": gpus}, env, timeout)
 
 
 def _float(value: str | None, name: str) -> float | None:

@@ -6,16 +6,13 @@ untouched: ``kcoral python --send d -- bench.py --iters 10``.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
 from cli.argv import build_argv
-from cli.commands.common import EnvOption, JsonOption, RemoteOption, TimeoutOption, TokenOption, connect
-from cli.envvars import parse_env_options
+from cli.commands.common import EnvOption, JsonOption, RemoteOption, TimeoutOption, TokenOption, connect, job_spec
 from cli.errors import UsageError
 from cli.output import note
 from cli.runflow import PythonRun, RunOptions
@@ -38,19 +35,7 @@ def build_spec(
     gpus: int,
 ) -> JobSpec:
     """The JobSpec for the command line's pieces (UsageError for anything the spec refuses)."""
-    fields: dict[str, object] = {
-        "argv": build_argv(args, code, module),
-        "env": parse_env_options(env_options, os.environ),
-        "gpus": gpus,
-    }
-    if timeout is not None:
-        fields["timeout_s"] = timeout
-    try:
-        return JobSpec.model_validate(fields)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UsageError(f"bad job spec: {where}: {first['msg']}") from None
+    return job_spec({"argv": build_argv(args, code, module), "gpus": gpus}, env_options, timeout)
 
 
 def python(
