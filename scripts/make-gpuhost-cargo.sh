@@ -1,0 +1,27 @@
+#!/bin/bash
+# Builds what a GPU host without Docker, registry or network needs, into DEST (default .gpuhost,
+# git-ignored): the Docker engine bundle (xz -9e, ~38 MB), the server's wheels for the host's
+# Python 3.12 (whl/), and the task reference packages jobs import (jobwhl/: fla-core).
+# Usage: bash scripts/make-gpuhost-cargo.sh [DEST]     (on a Debian dev machine with apt and PyPI)
+set -euo pipefail
+dest=${1:-.gpuhost}
+mkdir -p "$dest/whl" "$dest/jobwhl"
+grep -qx '/.gpuhost/' .git/info/exclude 2>/dev/null || echo '/.gpuhost/' >> .git/info/exclude
+if [ ! -f "$dest/docker-bundle.tar.xz" ]; then
+  tmp=$(mktemp -d)
+  bash ../shared/gpu-host/make-docker-bundle.sh "$tmp/bundle.tar.xz"
+  mkdir "$tmp/x" && tar -C "$tmp/x" -xJf "$tmp/bundle.tar.xz"
+  tar -C "$tmp/x" -cf - . | xz -9e -T2 > "$dest/docker-bundle.tar.xz"
+  rm -rf "$tmp"
+fi
+get() {  # get DIR NAME==VERSION...: manylinux/py3 wheels for CPython 3.12 on x86-64, no dependencies
+  local dir=$1; shift
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d "$dir" "$@"
+}
+get "$dest/whl" fastapi==0.165.0 starlette==1.10.0 pydantic==2.13.4 pydantic-core==2.46.4 uvicorn==0.54.0 \
+  docker==7.1.0 annotated-types==0.7.0 typing-inspection==0.4.2 annotated-doc==0.0.7 \
+  typing-extensions==4.16.0 opentelemetry-api==1.45.2
+get "$dest/jobwhl" fla-core==0.6.0
+du -sh "$dest"/*
