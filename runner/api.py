@@ -48,9 +48,10 @@ def _own_job(svc: Services, job_id: str, who: str) -> JobView:
     return job
 
 
-def _view(svc: Services, job: JobView) -> JobView:
+def _view(svc: Services, job: JobView, order: list[str] | None = None) -> JobView:
+    """The public view, with the queue position of a queued job (``order``: the queue, if known)."""
     if job.state == JobState.queued:
-        order = [j.id for j in svc.scheduler.queue_order()]
+        order = order if order is not None else [j.id for j in svc.scheduler.queue_order()]
         if job.id in order:
             job = job.model_copy(update={"queue_position": order.index(job.id) + 1})
     return job.public()
@@ -170,7 +171,8 @@ def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, ob
 @router.get("/jobs")
 def list_jobs(request: Request, limit: int = 50, who: str = Depends(owner)) -> list[JobView]:
     svc = services(request)
-    return [_view(svc, j) for j in svc.store.list(who, min(max(limit, 1), 500))]
+    order = [j.id for j in svc.scheduler.queue_order()]  # once for the whole list, not once per job
+    return [_view(svc, j, order) for j in svc.store.list(who, min(max(limit, 1), 500))]
 
 
 @router.get("/jobs/{job_id}")

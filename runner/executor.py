@@ -74,6 +74,7 @@ class _Watch:
 class DockerExecutor:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._gpu_mode: str | None = None
         try:
             self.client = docker.from_env(timeout=120, max_pool_size=64)
         except _DOCKER_ERRORS as exc:
@@ -99,11 +100,19 @@ class DockerExecutor:
             return {"ok": False, "error": str(exc)}
 
     def gpu_mode(self) -> str:
-        """How GPUs reach containers: the NVIDIA runtime where installed, else device nodes."""
+        """How GPUs reach containers: the NVIDIA runtime where installed, else device nodes.
+
+        Asked of the engine once (the engine's runtimes do not change under a running server),
+        not on every job; an engine that cannot be asked is asked again next time.
+        """
         if self.settings.gpu_mode != "auto":
             return self.settings.gpu_mode
-        engine = self.engine()
-        return "runtime" if "nvidia" in engine.get("runtimes", []) else "devices"
+        if self._gpu_mode is None:
+            engine = self.engine()
+            if not engine.get("ok"):
+                return "devices"
+            self._gpu_mode = "runtime" if "nvidia" in engine.get("runtimes", []) else "devices"
+        return self._gpu_mode
 
     def image_info(self, ref: str) -> ImageInfo:
         try:

@@ -86,9 +86,6 @@ class LeasePool:
         with self._lock:
             self._drained[slot_name] = reason
 
-    def undrain(self, slot_name: str) -> None:
-        with self._lock:
-            self._drained.pop(slot_name, None)
 
     def describe(self) -> dict[str, object]:
         with self._lock:

@@ -101,7 +101,3 @@ class JobView(BaseModel):
         """The view with env values removed (only names are ever shown back)."""
         return self.model_copy(update={"spec": self.spec.model_copy(update={"env": {}})})
 
-
-class ErrorBody(BaseModel):
-    error: str
-    message: str

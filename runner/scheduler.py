@@ -181,13 +181,3 @@ class Scheduler:
             if event:
                 event.set()
         return self.store.get(job_id)
-
-    def wait_idle(self, timeout: float) -> bool:
-        """True once no worker runs (used on shutdown and by tests)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._lock:
-                if not self._workers:
-                    return True
-            time.sleep(0.05)
-        return False
