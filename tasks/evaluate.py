@@ -73,6 +73,7 @@ class EvalKind:
 
 
 class _Evaluation:
+    task: Task  # the snapshot's task, set by _snapshot_task before any step
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.root = ctx.paths.root / "eval"
@@ -118,7 +119,7 @@ class _Evaluation:
             mounts={str(ctx.paths.input): ("/job/input", "ro"), **code_mounts("tasks"),
                     str(self.family_copy): (FAMILY_MOUNT, "ro"), str(self.public): ("/job/cases", "ro"),
                     str(cache): (SEED_CACHE_MOUNT, "ro")},
-            output_dir=ctx.paths.raw_out, name="candidate", output_budget=self._budget(task))
+            output_dir=ctx.paths.raw_out, name="candidate", output_budget=self.output_budget)
         try:
             outcome = ctx.executor.run_step(ctx.job.id, candidate, ctx.lease, ctx.deadline, ctx.cancel, ctx.paths.log)
         finally:
@@ -147,13 +148,14 @@ class _Evaluation:
             task = load_task(manifest.parent)
             if task.id == spec.task:
                 self.task_copy = manifest.parent
+                self.task = task
                 return task
         raise InfrastructureError(f"the task snapshot of this job has no task {spec.task}")
 
-    @staticmethod
-    def _budget(task: Task) -> int:
-        """Bytes of saved outputs an evaluation may write: the task's own figure, or 1 GiB."""
-        return int(task.manifest.get("output_bytes", 1 << 30))
+    @property
+    def output_budget(self) -> int:
+        """Bytes of saved outputs an evaluation step may write: the task's own figure, or 1 GiB."""
+        return int(self.task.manifest.get("output_bytes", 1 << 30))
 
     @property
     def task_mount(self) -> str:
@@ -184,7 +186,7 @@ class _Evaluation:
         mounts = {**code_mounts("tasks"), str(self.family_copy): (FAMILY_MOUNT, "ro"), **mounts}
         return ContainerStep(image=image, command=command, env={**self._env(), **(env or {})}, mounts=mounts,
                              working_dir="/tmp", output_dir=out, name=name,
-                             output_budget=self._budget(load_task(self.task_copy)))
+                             output_budget=self.output_budget)
 
     def _run_judge(self, step: ContainerStep) -> None:
         ctx = self.ctx
