@@ -88,7 +88,9 @@ def container_options(settings: Settings, job_id: str, step: ContainerStep, leas
         tmpfs={"/tmp": f"size={limits.tmpfs_bytes},mode=1777,exec,nosuid,nodev"},
         ulimits=[Ulimit(name="core", soft=0, hard=0),
                  Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
-        log_config=LogConfig(type="local", config={"max-size": str(limits.log_bytes), "max-file": "2"}),
+        # Twice the cap, so the engine never rotates its log before the server's own cap stops the job:
+        # a rotation at the cap can leave the live log stream behind, and the flood would run to its deadline.
+        log_config=LogConfig(type="local", config={"max-size": str(2 * limits.log_bytes), "max-file": "2"}),
         volumes=volumes,
         stop_signal="SIGKILL",
     )
