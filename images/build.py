@@ -1,6 +1,7 @@
 """Build the local kcoral images: ``build_images(client, ["cpu", "toolchain"])``.
 
-CLI: ``python -m images.build [--force] [cpu|toolchain|base ...]`` prints ``REF IMAGE_ID`` lines.
+CLI: ``python -m images.build [--force] [--base REF] [--ncu-dir DIR] [cpu|toolchain|base|ncu|iket ...]``
+prints ``REF IMAGE_ID`` lines. ncu and iket are layers on a job image (images/profilers.py).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -15,11 +17,12 @@ import docker.errors
 from images.base import build_base_image
 from images.cpu import build_cpu_image
 from images.errors import ImageBuildError
+from images.profilers import ProfilerBuild, build_iket_image, build_ncu_image
 from images.refs import IMAGE_REFS
 from images.toolchain import build_toolchain_image
 from images.util import image_id
 
-__all__ = ["IMAGE_REFS", "ImageBuildError", "build_images", "image_digest", "main"]
+__all__ = ["IMAGE_REFS", "ImageBuildError", "ProfilerBuild", "build_images", "image_digest", "main"]
 
 Builder = Callable[[docker.DockerClient, bool, Callable[[str], None]], str]
 # Build order matters: cpu is FROM base.
@@ -28,6 +31,10 @@ BUILDERS: dict[str, Builder] = {
     "cpu": build_cpu_image,
     "toolchain": build_toolchain_image,
 }
+ProfilerBuilder = Callable[[docker.DockerClient, bool, Callable[[str], None], ProfilerBuild], str]
+#: layers on a job image, built after the images above (their base may be one of them)
+PROFILER_BUILDERS: dict[str, ProfilerBuilder] = {"ncu": build_ncu_image, "iket": build_iket_image}
+ALL_IMAGES = [*BUILDERS, *PROFILER_BUILDERS]
 DEFAULT_IMAGES = ["cpu", "toolchain"]
 
 
@@ -44,16 +51,18 @@ def build_images(
     which: list[str],
     force: bool = False,
     log: Callable[[str], None] = print,
+    profiler: ProfilerBuild = ProfilerBuild(),
 ) -> dict[str, str]:
-    """Build the images named in ``which`` ("cpu", "toolchain"; "base" too) that are missing.
+    """Build the images named in ``which`` ("cpu", "toolchain"; "base", "ncu", "iket" too) that are missing.
 
     "cpu" implies the base image, which is built only when missing unless "base" itself is named.
     ``force`` rebuilds the named images even when present. Returns {image ref: image id} for every
-    image ensured (the base included when "cpu" is named). Raises ImageBuildError.
+    image ensured (the base included when "cpu" is named). ``profiler`` holds the ncu/iket options.
+    Raises ImageBuildError.
     """
-    unknown = sorted(set(which) - set(BUILDERS))
+    unknown = sorted(set(which) - set(ALL_IMAGES))
     if unknown:
-        raise ImageBuildError(f"unknown image(s) {unknown}: choose from {sorted(BUILDERS)}")
+        raise ImageBuildError(f"unknown image(s) {unknown}: choose from {ALL_IMAGES}")
     wanted = set(which)
     if "cpu" in wanted:
         wanted.add("base")
@@ -67,22 +76,27 @@ def build_images(
     for name, builder in BUILDERS.items():
         if name in wanted:
             result[IMAGE_REFS[name]] = builder(client, force and name in which, log)
+    for name, layer in PROFILER_BUILDERS.items():
+        if name in wanted:
+            result[IMAGE_REFS[name]] = layer(client, force, log, profiler)
     return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m images.build", description="Build local kcoral images.")
     parser.add_argument("--force", action="store_true", help="rebuild even if the image exists")
+    parser.add_argument("--base", default=ProfilerBuild.base, help="job image that ncu/iket are layered on")
+    parser.add_argument("--ncu-dir", type=Path, help="Nsight Compute installation to copy (default: ncu's on PATH)")
     parser.add_argument(
         "images",
         nargs="*",
         metavar="IMAGE",
-        help=f"images to build: {', '.join(BUILDERS)} (default: {' '.join(DEFAULT_IMAGES)})",
+        help=f"images to build: {', '.join(ALL_IMAGES)} (default: {' '.join(DEFAULT_IMAGES)})",
     )
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.images) - set(BUILDERS))
+    unknown = sorted(set(args.images) - set(ALL_IMAGES))
     if unknown:
-        parser.error(f"unknown image(s) {', '.join(unknown)}: choose from {', '.join(BUILDERS)}")
+        parser.error(f"unknown image(s) {', '.join(unknown)}: choose from {', '.join(ALL_IMAGES)}")
     try:
         client = docker.from_env(timeout=600)
     except docker.errors.DockerException as exc:
@@ -97,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             args.images or DEFAULT_IMAGES,
             args.force,
             log=lambda msg: print(msg, file=sys.stderr, flush=True),
+            profiler=ProfilerBuild(args.base, args.ncu_dir),
         )
     except (ImageBuildError, docker.errors.DockerException) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import docker
 import docker.errors
 import typer
 
-from images.build import BUILDERS, DEFAULT_IMAGES, build_images
+from images.build import ALL_IMAGES, DEFAULT_IMAGES, ProfilerBuild, build_images
 from images.errors import ImageBuildError
 
 images_app = typer.Typer(help="Build and inspect kcoral's job images.", no_args_is_help=True)
@@ -16,15 +17,20 @@ images_app = typer.Typer(help="Build and inspect kcoral's job images.", no_args_
 
 @images_app.command("build")
 def build(
-    images: list[str] = typer.Argument(None, help=f"images to build: {', '.join(BUILDERS)} "
+    images: list[str] = typer.Argument(None, help=f"images to build: {', '.join(ALL_IMAGES)} "
                                                   f"(default: {' '.join(DEFAULT_IMAGES)})"),
     force: bool = typer.Option(False, help="rebuild even when the image exists"),
+    base: str = typer.Option(ProfilerBuild.base, help="the job image that ncu and iket are layered on"),
+    ncu_dir: Path = typer.Option(None, help="the Nsight Compute installation to copy into the ncu image "
+                                            "(default: the one of the ncu on PATH)"),
 ) -> None:
-    """Build what is missing (a Debian base made locally, the CPU job image, the toolchain image)."""
+    """Build what is missing (a Debian base made locally, the CPU job image, the toolchain image;
+    on request the ncu and iket profiler layers)."""
     try:
         client = docker.from_env(timeout=600)
         built = build_images(client, images or DEFAULT_IMAGES, force,
-                             log=lambda msg: print(msg, file=sys.stderr, flush=True))
+                             log=lambda msg: print(msg, file=sys.stderr, flush=True),
+                             profiler=ProfilerBuild(base, ncu_dir))
     except (ImageBuildError, docker.errors.DockerException) as exc:
         typer.echo(f"kcoral images build: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -4,9 +4,11 @@ IMAGE_REFS: dict[str, str] = {
     "cpu": "kcoral-job:cpu",
     "toolchain": "kcoral-toolchain:latest",
     "base": "kcoral-base:bookworm",
+    "ncu": "kcoral-ncu:latest",
+    "iket": "kcoral-iket:latest",
 }
 
-# Every kcoral image carries this label; its value is the image kind (cpu, gpu, toolchain, base).
+# Every kcoral image carries this label; its value is the image kind (cpu, gpu, toolchain, base, ncu, iket).
 IMAGE_LABEL = "kcoral.image"
 
 

@@ -28,3 +28,25 @@ def remove_replaced(client: docker.DockerClient, old_id: str | None, new_id: str
         return
     with contextlib.suppress(docker.errors.DockerException):
         client.images.remove(old_id, force=False)
+
+
+def run_as_job(client: docker.DockerClient, ref: str, command: list[str], what: str) -> str:
+    """Run ``command`` in ``ref`` the way jobs run (uid 65534, read-only rootfs, tmpfs /tmp, no
+    network); return its output, or raise ImageBuildError saying ``what`` failed."""
+    try:
+        out = client.containers.run(
+            ref,
+            command,
+            user="65534:65534",
+            read_only=True,
+            tmpfs={"/tmp": "rw,exec,size=256m"},
+            environment={"HOME": "/tmp/home"},
+            network_disabled=True,
+            remove=True,
+        )
+    except docker.errors.ContainerError as exc:
+        detail = (exc.stderr or b"").decode(errors="replace").strip()[-1500:]
+        raise ImageBuildError(f"{ref}: {what} failed as uid 65534 (exit {exc.exit_status}): {detail}") from None
+    except docker.errors.DockerException as exc:
+        raise ImageBuildError(f"{ref}: {what} failed as uid 65534: {exc}") from exc
+    return out.decode(errors="replace").strip()

@@ -2,7 +2,9 @@
 
 ``probe()`` looks at the host, which is what jobs see in toolchain mode (the host's /usr, /opt...
 are mounted into the job). Results are cached for the process; ``probe(refresh=True)`` looks again.
-The server's /health includes ``probe(python=settings.python)`` under ``"profiling"``.
+In image mode ncu and iket jobs run in their own images (images/profilers.py): ``for_server()``
+then asks whether those images are present (each time: an operator may build one later).
+The server's /health includes ``for_server(...)`` under ``"profiling"``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ import re
 import shutil
 import subprocess
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from profiling.ncu_summary import find_ncu, module_dirs
+
+if TYPE_CHECKING:
+    from runner.settings import Settings
 
 PARAMS_FILE = "/proc/driver/nvidia/params"
 #: the PATH jobs run with (runner.settings.BASE_JOB_ENV); run-iket may also sit next to the job's python
@@ -60,6 +66,10 @@ def find_run_iket(python: str | None = None, path: str = JOB_PATH) -> str | None
     return None
 
 
+RESTRICTED = ("the NVIDIA driver restricts GPU performance counters to admins (RmProfilingAdminOnly=1): ncu "
+              "would fail with ERR_NVGPUCTRPERM; the operator must set NVreg_RestrictProfilingToAdminUsers=0")
+
+
 def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, Any]:
     ncu_path = find_ncu(ncu)
     restricted = counters_restricted(params_file)
@@ -71,15 +81,13 @@ def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, A
         dirs = module_dirs(ncu_path)
         ncu_info["ncu_report"] = dirs[0] if dirs else None
         if restricted:
-            ncu_info["reason"] = ("the NVIDIA driver restricts GPU performance counters to admins "
-                                  "(RmProfilingAdminOnly=1): ncu would fail with ERR_NVGPUCTRPERM; the operator "
-                                  "must set NVreg_RestrictProfilingToAdminUsers=0")
+            ncu_info["reason"] = RESTRICTED
         else:
             ncu_info["ok"] = True
     iket_path = find_run_iket(python)
     iket_info = {"path": iket_path, "ok": iket_path is not None,
                  "reason": "" if iket_path else "run-iket (nvidia-cutlass-dsl >= 4.6) is not installed on this server"}
-    return {"counters_restricted": restricted, "ncu": ncu_info, "iket": iket_info}
+    return {"source": "host", "counters_restricted": restricted, "ncu": ncu_info, "iket": iket_info}
 
 
 def probe(python: str | None = None, *, ncu: str | None = None, params_file: str = PARAMS_FILE,
@@ -94,3 +102,28 @@ def probe(python: str | None = None, *, ncu: str | None = None, params_file: str
                 return result
             _cache[key] = result
         return _cache[key]
+
+
+#: the tool each profiler image puts on the jobs' PATH
+IMAGE_TOOLS = {"ncu": "ncu", "iket": "run-iket"}
+
+
+def for_server(settings: Settings, has_image: Callable[[str], bool], params_file: str = PARAMS_FILE
+               ) -> dict[str, Any]:
+    """What this server's jobs can run: the host's tools in toolchain mode (``probe``), else the
+    profiler images (present or not). Same keys either way; ``source`` says which."""
+    if settings.toolchain_mounts:
+        return probe(settings.python, params_file=params_file)
+    restricted = counters_restricted(params_file)
+    out: dict[str, Any] = {"source": "images", "counters_restricted": restricted}
+    for kind, ref in (("ncu", settings.ncu_image), ("iket", settings.iket_image)):
+        info: dict[str, Any] = {"image": ref, "path": IMAGE_TOOLS[kind], "ok": False, "reason": ""}
+        if not has_image(ref):
+            info["reason"] = (f"the {kind} image {ref} is not built on this server: "
+                              f"kcoral images build {kind} --base <the GPU job image>")
+        elif kind == "ncu" and restricted:
+            info["reason"] = RESTRICTED
+        else:
+            info["ok"] = True
+        out[kind] = info
+    return out

@@ -9,6 +9,7 @@ collected exactly as for a python job.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from profiling import capabilities, iket, ncu
@@ -32,9 +33,11 @@ def profiling_env(settings: Settings, spec: JobSpec, job_id: str, extra: dict[st
     return env
 
 
-def _tool_path(settings: Settings, found: str | None, bare: str) -> str:
-    """The absolute path found on the host when the host toolchain is what jobs see, else the bare name."""
-    return found if (found and settings.toolchain_mounts) else bare
+def profiler_image(settings: Settings, kind: str) -> str:
+    """The image a ``kind`` job runs in: the toolchain image in toolchain mode, else the profiler's own."""
+    if settings.toolchain_mounts:
+        return settings.image
+    return settings.ncu_image if kind == "ncu" else settings.iket_image
 
 
 def _check_runnable(spec: JobSpec, services: Services, what: str, info: dict[str, Any]) -> None:
@@ -48,7 +51,7 @@ def _check_runnable(spec: JobSpec, services: Services, what: str, info: dict[str
 
 def _run_step(ctx: RunContext, command: list[str], extra_env: dict[str, str] | None, name: str) -> RunResult:
     settings, job, paths = ctx.settings, ctx.job, ctx.paths
-    image = job.spec.image or settings.image  # a rerun names the image digest it ran on
+    image = job.spec.image or profiler_image(settings, name)  # a rerun names the image digest it ran on
     try:
         ctx.on_image(ctx.executor.image_info(image))
         step = ContainerStep(
@@ -69,7 +72,6 @@ class _ProfilerKind:
     """A job that runs one profiler around the client's command; subclasses name the tool."""
 
     name = ""
-    binary = ""
     env: dict[str, str] = {}
 
     def check_options(self, spec: JobSpec) -> None:
@@ -83,22 +85,23 @@ class _ProfilerKind:
             self.check_options(spec)
         except (ncu.NcuOptionError, iket.IketOptionError) as exc:
             raise BadRequest(str(exc)) from None
-        caps = capabilities.probe(services.settings.python)
+        caps = capabilities.for_server(services.settings, services.executor.has_image)
         _check_runnable(spec, services, self.name, caps[self.name])
 
-    def command(self, settings: Settings, spec: JobSpec) -> list[str]:
-        found = capabilities.probe(settings.python)[self.name]["path"]
-        return self.build(settings.python, spec, _tool_path(settings, found, self.binary))
+    def command(self, settings: Settings, spec: JobSpec, has_image: Callable[[str], bool]) -> list[str]:
+        """The container's command: the host's tool in toolchain mode, the image's on its PATH otherwise."""
+        tool = capabilities.for_server(settings, has_image)[self.name]["path"]
+        return self.build(settings.python, spec, tool)
 
     def run(self, ctx: RunContext) -> RunResult:
-        return _run_step(ctx, self.command(ctx.settings, ctx.job.spec), dict(self.env) or None, self.name)
+        command = self.command(ctx.settings, ctx.job.spec, ctx.executor.has_image)
+        return _run_step(ctx, command, dict(self.env) or None, self.name)
 
 
 class NcuKind(_ProfilerKind):
     """``kcoral ncu``: argv = ncu options, command = the profiled command."""
 
     name = "ncu"
-    binary = "ncu"
 
     def check_options(self, spec: JobSpec) -> None:
         ncu.normalise_ncu_options(spec.argv)
@@ -112,7 +115,6 @@ class IketKind(_ProfilerKind):
     """``kcoral iket``: argv = [run-iket options] profile [profile options], command = the traced command."""
 
     name = "iket"
-    binary = "run-iket"
     env = dict(iket.IKET_ENV)
 
     def check_options(self, spec: JobSpec) -> None:

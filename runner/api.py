@@ -80,10 +80,10 @@ def health(request: Request) -> dict[str, object]:
 
 def _profiling(svc: Services) -> dict[str, object]:
     try:
-        from profiling.capabilities import probe
+        from profiling.capabilities import for_server
     except ImportError:
         return {"error": "the profiling package is not installed"}
-    return probe(svc.settings.python)
+    return for_server(svc.settings, svc.executor.has_image)
 
 
 @router.post("/jobs", status_code=201)

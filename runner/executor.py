@@ -124,6 +124,14 @@ class DockerExecutor:
         digests = image.attrs.get("RepoDigests") or []
         return ImageInfo(ref=ref, digest=digests[0] if digests else image.id)
 
+    def has_image(self, ref: str) -> bool:
+        """Whether ``ref`` is present in the engine (False too when the engine cannot be asked)."""
+        try:
+            self.image_info(ref)
+        except InfrastructureError:
+            return False
+        return True
+
     def remove_orphans(self) -> int:
         """Remove containers this server instance left behind (found by label)."""
         try:

@@ -41,6 +41,10 @@ def serve(
     host_toolchain: bool = typer.Option(False, help="mount the host's /usr /lib /lib64 /bin /opt /etc read-only "
                                                     "into a near-empty image (GPU hosts without a registry)"),
     toolchain_mount: list[str] = typer.Option([], help="with --host-toolchain: mount these instead of the defaults"),
+    ncu_image: str = typer.Option("kcoral-ncu:latest", help="image of ncu jobs (not with --host-toolchain: "
+                                                            "the host's ncu is used)"),
+    iket_image: str = typer.Option("kcoral-iket:latest", help="image of iket jobs (not with --host-toolchain: "
+                                                              "the host's run-iket is used)"),
     gpu_mode: str = typer.Option("auto", help="auto | runtime (NVIDIA container runtime) | devices (device nodes)"),
     driver_mount: list[str] = typer.Option([], help="in devices mode: driver library dirs to mount read-only"),
     python: str = typer.Option("python3", help="interpreter inside the job container"),
@@ -57,7 +61,7 @@ def serve(
         image=image or ("kcoral-toolchain:latest" if host_toolchain else "kcoral-job:cpu"),
         toolchain_mounts=tuple(toolchain_mount or DEFAULT_TOOLCHAIN_MOUNTS) if host_toolchain else (),
         gpu_mode=gpu_mode, driver_mounts=tuple(driver_mount), python=python, job_env=_parse_env(job_env),
-        tasks_dir=tasks_dir,
+        tasks_dir=tasks_dir, ncu_image=ncu_image, iket_image=iket_image,
     )
     if not settings.is_loopback and settings.tokens_file is None:
         typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)

@@ -44,6 +44,9 @@ class Settings:
     image: str = "kcoral-job:cpu"
     #: host directories mounted read-only into every job (toolchain mode); empty = image mode
     toolchain_mounts: tuple[str, ...] = ()
+    #: the images ncu and iket jobs run in, in image mode (in toolchain mode they run in ``image``)
+    ncu_image: str = "kcoral-ncu:latest"
+    iket_image: str = "kcoral-iket:latest"
     #: how GPUs reach containers: "auto", "runtime" (NVIDIA runtime, --gpus) or "devices"
     gpu_mode: str = "auto"
     #: driver user-space libraries mounted read-only in "devices" mode (image mode only)

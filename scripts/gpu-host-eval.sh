@@ -1,32 +1,52 @@
 #!/bin/bash
 # `kcoral eval` on the GPU host: the KDA tasks with the FLA-wrapping candidate (expect 10/10 and
-# ~1.0x), candidates that must fail, and the GPU-only attacks. Writes reports under $OUT.
-# Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASE]
+# ~1.0x), candidates that must fail, and the GPU-only attacks (each must fail, or pass with no gain).
+# Writes reports under $OUT; every evaluation ends with an `expected ...: OK|UNEXPECTED` line.
+# Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASE: a|b|c|d|l2|all]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
 source scripts/gpu-host-serve.sh "$1" "$2" "$3" "$out"
 phase=${4:-all}
-ev() {  # ev NAME TASK DIR: one evaluation, its report kept as $out/NAME.json
+#: an attack that passes must not beat the honest FLA wrapper by more than this (its 95% CI spans ~±4%)
+NO_GAIN=1.05
+ev() {  # ev NAME TASK DIR EXPECT (pass | fail | no-gain): one evaluation, its report kept in $out/NAME/
   echo "== eval $2 $3"
-  local t0=$SECONDS
-  kc eval "$2" "$3" --timeout 1500 --output-dir "$out/$1"; echo "exit code: $? ($((SECONDS - t0)) s)"
+  local t0=$SECONDS rc
+  kc eval "$2" "$3" --timeout 1500 --output-dir "$out/$1"; rc=$?
+  echo "exit code: $rc ($((SECONDS - t0)) s)"
+  python3 - "$out/$1/report.json" "$rc" "$4" "$NO_GAIN" <<'PY'
+import json, sys
+path, rc, expect, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+try:
+    speedup = json.load(open(path)).get("summary", {}).get("speedup")
+except OSError:
+    speedup = None
+ok = {"pass": rc == 0, "fail": rc == 1,
+      "no-gain": rc == 1 or (rc == 0 and speedup is not None and speedup <= limit)}[expect]
+print(f"expected {expect}: {'OK' if ok else 'UNEXPECTED'} (exit {rc}, speedup {speedup})")
+PY
 }
 cands=tests/tasks/kda_candidates
+attacks=tests/attacks_gpu
+small=kda/forward_b1_t512_h8
+pinned=kda/forward_b1_t8192_h96
 if [ "$phase" = all ] || [ "$phase" = a ]; then
-  ev small-fla kda/forward_b1_t512_h8 $cands/fla_wrapper
+  ev small-fla $small $cands/fla_wrapper pass
 fi
 if [ "$phase" = all ] || [ "$phase" = b ]; then
-  for i in 1 2 3; do ev pinned-fla-$i kda/forward_b1_t8192_h96 $cands/fla_wrapper; done
+  for i in 1 2 3; do ev pinned-fla-$i $pinned $cands/fla_wrapper pass; done
 fi
 if [ "$phase" = all ] || [ "$phase" = c ]; then
-  ev pinned-standard-only kda/forward_b1_t8192_h96 $cands/standard_only
-  ev pinned-out-of-tol kda/forward_b1_t8192_h96 $cands/out_of_tolerance
-  ev attack-side-stream kda/forward_b1_t512_h8 tests/attacks_gpu/side_stream
-  ev attack-replay kda/forward_b1_t512_h8 tests/attacks_gpu/replay_by_pointer
+  ev pinned-standard-only $pinned $cands/standard_only fail
+  ev pinned-out-of-tol $pinned $cands/out_of_tolerance fail
+  ev attack-side-stream $small $attacks/side_stream no-gain
+  ev attack-replay $small $attacks/replay_by_pointer no-gain
 fi
 if [ "$phase" = all ] || [ "$phase" = d ]; then
-  ev attack-stale kda/forward_b1_t512_h8 tests/attacks_gpu/stale_allocator
-  ev attack-l2-persist kda/forward_b1_t8192_h96 tests/attacks_gpu/l2_persist
+  ev attack-stale $small $attacks/stale_allocator no-gain
+fi
+if [ "$phase" = all ] || [ "$phase" = d ] || [ "$phase" = l2 ]; then
+  ev attack-l2-persist $pinned $attacks/l2_persist no-gain
 fi
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv
 kc gpus --json | python3 -c 'import json,sys; print("drained:", json.load(sys.stdin)["leases"]["drained"])'

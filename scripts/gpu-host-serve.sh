@@ -1,10 +1,11 @@
 #!/bin/bash
 # Sourced on the GPU host: Docker from the bundle, the server's wheels, the toolchain image, the
-# task reference packages (fla-core) in /opt/kcoral-site, then `kcoral serve --host-toolchain`.
+# task reference packages (fla-core) in /opt/kcoral-site (and the cutlass-dsl site, when
+# scripts/gpu-host-profile.sh put it there), then `kcoral serve --host-toolchain`.
 # Usage: source scripts/gpu-host-serve.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS OUT_DIR
 set -u
 out=$4; mkdir -p "$out"
-if [ -f "$1" ]; then
+if ! { [ -x /tmp/docker-bundle/bin/dockerd ] && PATH=/tmp/docker-bundle/bin:$PATH docker info >/dev/null 2>&1; }; then
   source scripts/gpu-host-setup.sh "$1" "$2"
   python3 -m pip install -q --no-index --no-deps --no-compile --target /opt/kcoral-site "$3"/*.whl
 else  # a warm machine: the engine and the wheels are there from an earlier call
@@ -15,7 +16,7 @@ py=$(command -v python3)
 python3 -m images.build toolchain
 setsid python3 -m runner --host-toolchain --python "$py" --data-dir /tmp/kc --port 8901 \
   --job-env "PATH=$(dirname "$py"):/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin" \
-  --job-env PYTHONPATH=/opt/kcoral-site --job-env TRITON_LIBCUDA_PATH=/usr/local/nvidia/lib64 \
+  --job-env PYTHONPATH=/opt/kcoral-site:/opt/kcoral-site/nvidia_cutlass_dsl/dsl_packages --job-env TRITON_LIBCUDA_PATH=/usr/local/nvidia/lib64 \
   >"$out/server.log" 2>&1 &
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:8901/v1/health >/dev/null && break; sleep 0.2; done
 export KCORAL_REMOTE=http://127.0.0.1:8901

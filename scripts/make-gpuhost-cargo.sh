@@ -1,7 +1,11 @@
 #!/bin/bash
 # Builds what a GPU host without Docker, registry or network needs, into DEST (default .gpuhost,
 # git-ignored): the Docker engine bundle (xz -9e, ~38 MB), the server's wheels for the host's
-# Python 3.12 (whl/), and the task reference packages jobs import (jobwhl/: fla-core).
+# Python 3.12 (whl/), the task reference packages jobs import (jobwhl/: fla-core), and the IKET
+# layer: nvidia-cutlass-dsl 4.8.1 with its cu13 libs and nvdisasm installed for Python 3.12, run-iket's
+# shebang made `/usr/bin/env python3`, as one xz'd tar (~68 MiB) split into 20 MiB parts (iket/), so
+# that they travel in two calls beside the rest (a call carries at most 64 MiB): p1/ holds the first
+# part, p2/ the others. scripts/gpu-host-profile.sh joins them on the host.
 # Usage: bash scripts/make-gpuhost-cargo.sh [DEST]     (on a Debian dev machine with apt and PyPI)
 set -euo pipefail
 dest=${1:-.gpuhost}
@@ -24,4 +28,17 @@ get "$dest/whl" fastapi==0.165.0 starlette==1.10.0 pydantic==2.13.4 pydantic-cor
   docker==7.1.0 annotated-types==0.7.0 typing-inspection==0.4.2 annotated-doc==0.0.7 \
   typing-extensions==4.16.0 opentelemetry-api==1.45.2
 get "$dest/jobwhl" fla-core==0.6.0
+if [ ! -f "$dest/p1/cdsl-site.tar.xz.partaa" ]; then
+  tmp=$(mktemp -d)
+  get "$tmp/whl" nvidia-cutlass-dsl==4.8.1 nvidia-cutlass-dsl-libs-base==4.8.1 nvidia-cutlass-dsl-libs-core==4.8.1 \
+    nvidia-cutlass-dsl-libs-cu13==4.8.1 nvidia-cuda-nvdisasm==13.5.37
+  python3 -m pip install -q --no-deps --no-compile --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    --target "$tmp/site" "$tmp"/whl/*.whl
+  sed -i '1s|.*|#!/usr/bin/env python3|' "$tmp/site/bin/run-iket"
+  mkdir -p "$dest/p1" "$dest/p2"
+  tar -C "$tmp/site" -cf - . | xz -9 -T2 | split -b 20M -a 2 - "$tmp/cdsl-site.tar.xz.part"
+  mv "$tmp/cdsl-site.tar.xz.partaa" "$dest/p1/" && mv "$tmp"/cdsl-site.tar.xz.part* "$dest/p2/"
+  rm -rf "$tmp"
+fi
 du -sh "$dest"/*

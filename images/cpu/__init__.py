@@ -18,7 +18,7 @@ import docker.errors
 from images.dockerbuild import docker_build
 from images.errors import ImageBuildError
 from images.refs import IMAGE_REFS
-from images.util import image_id, remove_replaced
+from images.util import image_id, remove_replaced, run_as_job
 
 TORCH_SPEC = "torch==2.13.0"
 REQUIREMENTS = (TORCH_SPEC, "numpy")
@@ -72,24 +72,6 @@ def download_wheels(dest: Path, log: Callable[[str], None] = print) -> list[Path
     return wheels
 
 
-def _smoke_test(client: docker.DockerClient, ref: str) -> str:
-    """Run the image the way jobs will (uid 65534, read-only rootfs, tmpfs /tmp, no network)."""
-    try:
-        out = client.containers.run(
-            ref,
-            ["python3", "-c", SMOKE_TEST],
-            user="65534:65534",
-            read_only=True,
-            tmpfs={"/tmp": "rw,size=64m"},
-            environment={"HOME": "/tmp/home"},
-            network_disabled=True,
-            remove=True,
-        )
-    except docker.errors.DockerException as exc:
-        raise ImageBuildError(f"{ref} was built but cannot import torch/numpy as uid 65534: {exc}") from exc
-    return out.decode().strip()
-
-
 def _prune_install_stage(client: docker.DockerClient) -> None:
     """Drop the dangling install-stage image (it holds the wheels, ~1 GiB of dead weight)."""
     with contextlib.suppress(docker.errors.DockerException):
@@ -118,7 +100,7 @@ def build_cpu_image(
     finally:
         shutil.rmtree(ctx, ignore_errors=True)
         _prune_install_stage(client)
-    log(f"cpu: smoke test as uid 65534: {_smoke_test(client, ref)}")
+    log(f"cpu: smoke test as uid 65534: {run_as_job(client, ref, ['python3', '-c', SMOKE_TEST], 'import torch/numpy')}")
     remove_replaced(client, old, new)
     log(f"cpu: built {ref} ({new[:19]}) in {time.monotonic() - start:.1f}s")
     return new

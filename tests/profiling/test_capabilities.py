@@ -48,4 +48,28 @@ def test_probe_is_cached_and_json_friendly() -> None:
     first = capabilities.probe()
     assert capabilities.probe() is first
     json.dumps(first)
-    assert set(first) == {"counters_restricted", "ncu", "iket"}
+    assert set(first) == {"source", "counters_restricted", "ncu", "iket"} and first["source"] == "host"
+
+
+def test_image_mode_asks_for_the_profiler_images(tmp_path: Path) -> None:
+    from runner.settings import Settings
+
+    params = tmp_path / "params"
+    params.write_text("RmProfilingAdminOnly: 0\n")
+    asked: list[str] = []
+
+    def has_image(ref: str) -> bool:
+        asked.append(ref)
+        return ref == "kcoral-iket:latest"
+
+    caps = capabilities.for_server(Settings(), has_image, params_file=str(params))
+    assert asked == ["kcoral-ncu:latest", "kcoral-iket:latest"] and caps["source"] == "images"
+    assert caps["iket"] == {"image": "kcoral-iket:latest", "path": "run-iket", "ok": True, "reason": ""}
+    assert caps["ncu"]["ok"] is False and "kcoral images build ncu" in caps["ncu"]["reason"]
+    params.write_text("RmProfilingAdminOnly: 1\n")
+    caps = capabilities.for_server(Settings(ncu_image="mine:1"), lambda ref: True, params_file=str(params))
+    assert caps["ncu"]["image"] == "mine:1" and caps["ncu"]["ok"] is False
+    assert "RmProfilingAdminOnly=1" in caps["ncu"]["reason"] and caps["iket"]["ok"] is True
+    # toolchain mode: the host, whatever the images
+    host = capabilities.for_server(Settings(toolchain_mounts=("/usr",)), has_image, params_file=str(params))
+    assert host["source"] == "host"

@@ -111,11 +111,11 @@ echo pf > "$2/sub/iket_pid_0x2a.pftrace"
 @pytest.fixture
 def fake_tools(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> RunningServer:
     """The in-process server believes it can profile, and runs the stand-in tools from the sent directory."""
-    caps = {"counters_restricted": False, "ncu": {"path": None, "ok": True, "reason": ""},
-            "iket": {"path": None, "ok": True, "reason": ""}}
-    monkeypatch.setattr(jobs.capabilities, "probe", lambda *a, **k: caps)
+    caps = {"counters_restricted": False, "ncu": {"path": "/job/input/fake-ncu", "ok": True, "reason": ""},
+            "iket": {"path": "/job/input/fake-run-iket", "ok": True, "reason": ""}}
+    monkeypatch.setattr(jobs.capabilities, "for_server", lambda *a, **k: caps)
     monkeypatch.setattr(jobs, "_check_runnable", lambda *a: None)
-    monkeypatch.setattr(jobs, "_tool_path", lambda settings, found, bare: f"/job/input/fake-{bare}")
+    monkeypatch.setattr(jobs, "profiler_image", lambda settings, kind: settings.image)
     monkeypatch.setenv("KCORAL_REMOTE", server.url)
     monkeypatch.delenv("KCORAL_TOKEN", raising=False)
     return server

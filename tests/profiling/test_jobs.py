@@ -19,7 +19,7 @@ from runner.models import JobSpec, JobState, JobTimes, JobView, Verdict
 from runner.settings import Settings
 from runner.store import JobPaths
 
-CAPS_OK = {"counters_restricted": False,
+CAPS_OK = {"source": "host", "counters_restricted": False,
            "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.3.1", "ncu_report": None, "ok": True,
                    "reason": ""},
            "iket": {"path": "/opt/torch/.venv/bin/run-iket", "ok": True, "reason": ""}}
@@ -28,12 +28,13 @@ CAPS_OK = {"counters_restricted": False,
 @pytest.fixture
 def caps(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     state = {k: (dict(v) if isinstance(v, dict) else v) for k, v in CAPS_OK.items()}
-    monkeypatch.setattr(capabilities, "probe", lambda *a, **k: state)
+    monkeypatch.setattr(capabilities, "for_server", lambda *a, **k: state)
     return state
 
 
 def services(gpus: int = 1, **settings: Any) -> Any:
-    return SimpleNamespace(settings=Settings(**settings), gpus=[object()] * gpus)
+    return SimpleNamespace(settings=Settings(**settings), gpus=[object()] * gpus,
+                           executor=SimpleNamespace(has_image=lambda ref: True))
 
 
 def test_kinds_are_found_by_name() -> None:
@@ -67,17 +68,30 @@ def test_iket_validate(caps: dict[str, Any]) -> None:
         kind.validate(JobSpec(kind="iket", argv=["profile"], command=["python"]), services())
 
 
-def test_commands_use_host_paths_in_toolchain_mode(caps: dict[str, Any]) -> None:
+def test_commands_use_host_paths_in_toolchain_mode(tmp_path: Path) -> None:
     spec = JobSpec(kind="ncu", argv=["-c", "1"], command=["python", "x.py"])
-    image_mode = jobs.NcuKind().command(Settings(), spec)
+    image_mode = jobs.NcuKind().command(Settings(), spec, lambda ref: True)
     assert image_mode[:5] == ["python3", "-m", "profiling.run_tool", "ncu", "--report"]
     assert image_mode[image_mode.index("--") + 1] == "ncu"
-    tool = jobs.NcuKind().command(Settings(toolchain_mounts=("/usr",), python="/opt/torch/.venv/bin/python"), spec)
-    assert tool[0] == "/opt/torch/.venv/bin/python" and tool[tool.index("--") + 1] == "/usr/local/cuda/bin/ncu"
+    venv = tmp_path / "bin"
+    venv.mkdir()
+    for name in ("python", "run-iket"):
+        (venv / name).write_text("#!/bin/sh\n")
+        (venv / name).chmod(0o755)
+    host = Settings(toolchain_mounts=("/usr",), python=str(venv / "python"))
     ispec = JobSpec(kind="iket", argv=["profile"], command=["python", "c.py"])
-    icmd = jobs.IketKind().command(Settings(toolchain_mounts=("/usr",)), ispec)
-    assert icmd[icmd.index("--") + 1:] == ["/opt/torch/.venv/bin/run-iket", "--output-dir", "/job/out/.iket-stage",
+    icmd = jobs.IketKind().command(host, ispec, lambda ref: False)
+    assert icmd[0] == str(venv / "python")
+    assert icmd[icmd.index("--") + 1:] == [str(venv / "run-iket"), "--output-dir", "/job/out/.iket-stage",
                                           "profile", "--postprocess", "json", "--", "python", "c.py"]
+    assert jobs.IketKind().command(Settings(), ispec, lambda ref: True)[icmd.index("--") + 1] == "run-iket"
+
+
+def test_profiler_images_in_image_mode_only() -> None:
+    assert jobs.profiler_image(Settings(), "ncu") == "kcoral-ncu:latest"
+    assert jobs.profiler_image(Settings(iket_image="x:1"), "iket") == "x:1"
+    assert jobs.profiler_image(Settings(toolchain_mounts=("/usr",), image="kcoral-toolchain:latest"),
+                               "ncu") == "kcoral-toolchain:latest"
 
 
 class FakeExecutor:
@@ -93,6 +107,9 @@ class FakeExecutor:
 
     def image_info(self, ref: str) -> Any:
         return SimpleNamespace(ref=ref, digest="sha256:abc")
+
+    def has_image(self, ref: str) -> bool:
+        return True
 
     def run_step(self, job_id: str, step: Any, lease: Any, deadline: float, cancel: Any, log: Path) -> StepOutcome:
         self.steps.append(step)
@@ -125,6 +142,7 @@ def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_cod
     assert step.mounts[str(ctx.paths.input)] == ("/job/input", "ro")
     assert ("/kcoral/profiling", "ro") in step.mounts.values()
     assert step.working_dir == "/job/input" and step.name == "ncu"
+    assert step.image == "kcoral-ncu:latest"  # image mode: the ncu image, not the plain job image
 
 
 def test_iket_run_sets_cute_dsl_no_cache(tmp_path: Path, caps: dict[str, Any]) -> None:
