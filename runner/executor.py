@@ -195,6 +195,7 @@ class DockerExecutor:
             for t in threads:
                 t.join(10)
             _catch_up_log(container, log_path, budget, watch)
+            killed = settle_breach(killed, watch.log_over, self.settings.limits.log_bytes)
             container.reload()
             state = container.attrs.get("State", {})
             exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
@@ -241,6 +242,16 @@ class DockerExecutor:
                 _kill(container)
                 return breach
         return None
+
+
+def settle_breach(killed: tuple[Verdict, str] | None, log_over: bool, cap: int) -> tuple[Verdict, str] | None:
+    """The breach to report once the whole log is known. A job whose log went over the cap broke the
+    output limit, whether the live stream saw it in time or not: one that ended by itself first, or
+    was stopped at its deadline while the stream lagged behind the engine, gets output_limit too
+    (a cancel stays a cancel)."""
+    if log_over and (killed is None or killed[0] is Verdict.timeout):
+        return (Verdict.output_limit, f"the job printed more than {cap} bytes; the log keeps the first {cap}")
+    return killed
 
 
 def _prepare_output_dir(path: Path) -> None:

@@ -120,6 +120,13 @@ def test_output_flood_is_capped(server_factory, flood):
     assert len(srv.http.get(f"/v1/jobs/{job['id']}/log").content) == 1 * MiB
 
 
+def test_a_burst_over_the_cap_then_exit_is_an_output_limit(server_factory):
+    srv = server_factory(limits=Limits(log_bytes=1 * MiB))
+    job, _ = srv.run({"m.py": "import sys\nsys.stdout.write('b' * (3 << 20))\n"}, ["m.py"], timeout_s=60)
+    assert job["verdict"] == "output_limit" and job["exit_code"] in (0, -9, 137, None), job
+    assert job["log_bytes"] == 1 * MiB
+
+
 def test_fork_bomb_is_contained(server_factory):
     srv = server_factory(limits=Limits(pids=64))
     script = """
