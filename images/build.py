@@ -18,7 +18,7 @@ from images.base import build_base_image
 from images.cpu import build_cpu_image
 from images.errors import ImageBuildError
 from images.profilers import ProfilerBuild, build_iket_image, build_ncu_image
-from images.refs import IMAGE_REFS
+from images.refs import BUILDABLE, DEFAULT_BUILD, IMAGE_REFS
 from images.toolchain import build_toolchain_image
 from images.util import image_id
 
@@ -34,8 +34,8 @@ BUILDERS: dict[str, Builder] = {
 ProfilerBuilder = Callable[[docker.DockerClient, bool, Callable[[str], None], ProfilerBuild], str]
 #: layers on a job image, built after the images above (their base may be one of them)
 PROFILER_BUILDERS: dict[str, ProfilerBuilder] = {"ncu": build_ncu_image, "iket": build_iket_image}
-ALL_IMAGES = [*BUILDERS, *PROFILER_BUILDERS]
-DEFAULT_IMAGES = ["cpu", "toolchain"]
+ALL_IMAGES = list(BUILDABLE)
+DEFAULT_IMAGES = list(DEFAULT_BUILD)
 
 
 def image_digest(client: docker.DockerClient, ref: str) -> str | None:

@@ -29,7 +29,7 @@ import docker.errors
 
 from images.dockerbuild import docker_build
 from images.errors import ImageBuildError
-from images.refs import IMAGE_REFS
+from images.refs import IMAGE_REFS, PROFILER_BASE
 from images.util import image_id, remove_replaced, run_as_job
 
 HERE = Path(__file__).parent
@@ -54,7 +54,7 @@ class ProfilerBuild:
     """Options of the profiler image builds."""
 
     #: the job image the profiler is layered on
-    base: str = "kcoral-job:gpu"
+    base: str = PROFILER_BASE
     #: the Nsight Compute installation to copy (None: the one of the ``ncu`` on PATH)
     ncu_dir: Path | None = None
 

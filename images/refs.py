@@ -8,6 +8,12 @@ IMAGE_REFS: dict[str, str] = {
     "iket": "kcoral-iket:latest",
 }
 
+#: what ``kcoral images build`` knows, in build order, and what it builds when told nothing
+BUILDABLE = ("base", "cpu", "toolchain", "ncu", "iket")
+DEFAULT_BUILD = ("cpu", "toolchain")
+#: the job image the profiler layers (ncu, iket) go on unless told otherwise
+PROFILER_BASE = "kcoral-job:gpu"
+
 # Every kcoral image carries this label; its value is the image kind (cpu, gpu, toolchain, base, ncu, iket).
 IMAGE_LABEL = "kcoral.image"
 

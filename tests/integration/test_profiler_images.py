@@ -93,3 +93,9 @@ def test_image_mode_server_reports_the_profiler_images(server_factory: Callable[
     # a CPU-only server refuses profiling jobs at once, saying why
     r = srv.http.post("/v1/jobs", json={"kind": "iket", "argv": ["profile"], "command": ["python", "c.py"]})
     assert r.status_code == 400 and "GPU" in r.json()["message"], r.text
+
+
+def test_the_build_list_matches_the_builders() -> None:
+    from images.build import ALL_IMAGES, BUILDERS, PROFILER_BUILDERS
+
+    assert [*BUILDERS, *PROFILER_BUILDERS] == ALL_IMAGES
