@@ -108,6 +108,21 @@ def probe(python: str | None = None, *, ncu: str | None = None, params_file: str
 IMAGE_TOOLS = {"ncu": "ncu", "iket": "run-iket"}
 
 
+def profiler_image(settings: Settings, kind: str) -> str:
+    """The image a ``kind`` job runs in: the toolchain image in toolchain mode, else the profiler's own."""
+    if settings.toolchain_mounts:
+        return settings.image
+    return settings.ncu_image if kind == "ncu" else settings.iket_image
+
+
+def tool_path(settings: Settings, kind: str) -> str:
+    """The tool a ``kind`` job runs: the host's absolute path in toolchain mode, else the bare name
+    the profiler image puts on the jobs' PATH (also the fallback when the host has none)."""
+    if settings.toolchain_mounts:
+        return probe(settings.python)[kind]["path"] or IMAGE_TOOLS[kind]
+    return IMAGE_TOOLS[kind]
+
+
 def for_server(settings: Settings, has_image: Callable[[str], bool], params_file: str = PARAMS_FILE
                ) -> dict[str, Any]:
     """What this server's jobs can run: the host's tools in toolchain mode (``probe``), else the
@@ -116,8 +131,9 @@ def for_server(settings: Settings, has_image: Callable[[str], bool], params_file
         return probe(settings.python, params_file=params_file)
     restricted = counters_restricted(params_file)
     out: dict[str, Any] = {"source": "images", "counters_restricted": restricted}
-    for kind, ref in (("ncu", settings.ncu_image), ("iket", settings.iket_image)):
-        info: dict[str, Any] = {"image": ref, "path": IMAGE_TOOLS[kind], "ok": False, "reason": ""}
+    for kind in IMAGE_TOOLS:
+        ref = profiler_image(settings, kind)
+        info: dict[str, Any] = {"image": ref, "path": tool_path(settings, kind), "ok": False, "reason": ""}
         if not has_image(ref):
             info["reason"] = (f"the {kind} image {ref} is not built on this server: "
                               f"kcoral images build {kind} --base <the GPU job image>")

@@ -210,6 +210,15 @@ def _ts(value: Any) -> int | None:
     return None
 
 
+def _loc(raw: dict[str, Any], inline_names: tuple[str, ...], idx_names: tuple[str, ...], tables: _Tables
+         ) -> Loc | None:
+    """A record's location: written inline, else an index into the location table."""
+    inline = _get(raw, inline_names)
+    if inline is not None:
+        return tables.loc_inline(inline)
+    return tables.loc_index(_get(raw, idx_names))
+
+
 def _range_loc(raw: dict[str, Any], tables: _Tables) -> Loc | None:
     locs = _get(raw, RANGE_LOCS)
     if isinstance(locs, list) and locs:
@@ -217,10 +226,7 @@ def _range_loc(raw: dict[str, Any], tables: _Tables) -> Loc | None:
     idxs = _get(raw, RANGE_LOC_IDXS)
     if isinstance(idxs, list) and idxs:
         return tables.loc_index(idxs[0])
-    inline = _get(raw, RANGE_LOC)
-    if inline is not None:
-        return tables.loc_inline(inline)
-    return tables.loc_index(_get(raw, RANGE_LOC_IDX))
+    return _loc(raw, RANGE_LOC, RANGE_LOC_IDX, tables)
 
 
 def _name(raw: dict[str, Any], names: tuple[str, ...], idx_names: tuple[str, ...], tables: _Tables) -> str:
@@ -254,8 +260,7 @@ def convert_launch(raw: dict[str, Any], tables: _Tables, index: int, graph_key: 
         if ts is None:
             launch.skipped += 1
             continue
-        inline = _get(m, MARKER_LOC)
-        loc = tables.loc_inline(inline) if inline is not None else tables.loc_index(_get(m, MARKER_LOC_IDX))
+        loc = _loc(m, MARKER_LOC, MARKER_LOC_IDX, tables)
         launch.markers.append(Marker(_name(m, MARKER_NAME, MARKER_NAME_IDX, tables), ts, loc, _get(m, MARKER_PAYLOAD)))
     for w in _get(raw, LAUNCH_LIFETIMES) or []:
         start = _ts(_get(w, LIFETIME_START)) if isinstance(w, dict) else None
@@ -263,9 +268,7 @@ def convert_launch(raw: dict[str, Any], tables: _Tables, index: int, graph_key: 
         if start is None or end is None:
             launch.skipped += 1
             continue
-        inline = _get(w, LIFETIME_LOC)
-        loc = tables.loc_inline(inline) if inline is not None else tables.loc_index(_get(w, LIFETIME_LOC_IDX))
-        launch.lifetimes.append(Lifetime(start, end, loc))
+        launch.lifetimes.append(Lifetime(start, end, _loc(w, LIFETIME_LOC, LIFETIME_LOC_IDX, tables)))
     return launch
 
 

@@ -9,7 +9,6 @@ collected exactly as for a python job.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from profiling import capabilities, iket, ncu
@@ -33,13 +32,6 @@ def profiling_env(settings: Settings, spec: JobSpec, job_id: str, extra: dict[st
     return env
 
 
-def profiler_image(settings: Settings, kind: str) -> str:
-    """The image a ``kind`` job runs in: the toolchain image in toolchain mode, else the profiler's own."""
-    if settings.toolchain_mounts:
-        return settings.image
-    return settings.ncu_image if kind == "ncu" else settings.iket_image
-
-
 def _check_runnable(spec: JobSpec, services: Services, what: str, info: dict[str, Any]) -> None:
     if not info.get("ok"):
         raise BadRequest(f"this server cannot run {what} jobs: {info.get('reason') or 'not available'}")
@@ -51,7 +43,7 @@ def _check_runnable(spec: JobSpec, services: Services, what: str, info: dict[str
 
 def _run_step(ctx: RunContext, command: list[str], extra_env: dict[str, str] | None, name: str) -> RunResult:
     settings, job, paths = ctx.settings, ctx.job, ctx.paths
-    image = job.spec.image or profiler_image(settings, name)  # a rerun names the image digest it ran on
+    image = job.spec.image or capabilities.profiler_image(settings, name)  # a rerun names the image digest it ran on
     try:
         ctx.on_image(ctx.executor.image_info(image))
         step = ContainerStep(
@@ -88,14 +80,13 @@ class _ProfilerKind:
         caps = capabilities.for_server(services.settings, services.executor.has_image)
         _check_runnable(spec, services, self.name, caps[self.name])
 
-    def command(self, settings: Settings, spec: JobSpec, has_image: Callable[[str], bool]) -> list[str]:
+    def command(self, settings: Settings, spec: JobSpec) -> list[str]:
         """The container's command: the host's tool in toolchain mode, the image's on its PATH otherwise."""
-        tool = capabilities.for_server(settings, has_image)[self.name]["path"]
+        tool = capabilities.tool_path(settings, self.name)
         return self.build(settings.python, spec, tool)
 
     def run(self, ctx: RunContext) -> RunResult:
-        command = self.command(ctx.settings, ctx.job.spec, ctx.executor.has_image)
-        return _run_step(ctx, command, dict(self.env) or None, self.name)
+        return _run_step(ctx, self.command(ctx.settings, ctx.job.spec), dict(self.env) or None, self.name)
 
 
 class NcuKind(_ProfilerKind):

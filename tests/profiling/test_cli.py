@@ -114,8 +114,9 @@ def fake_tools(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Runnin
     caps = {"counters_restricted": False, "ncu": {"path": "/job/input/fake-ncu", "ok": True, "reason": ""},
             "iket": {"path": "/job/input/fake-run-iket", "ok": True, "reason": ""}}
     monkeypatch.setattr(jobs.capabilities, "for_server", lambda *a, **k: caps)
+    monkeypatch.setattr(jobs.capabilities, "tool_path", lambda settings, kind: caps[kind]["path"])
     monkeypatch.setattr(jobs, "_check_runnable", lambda *a: None)
-    monkeypatch.setattr(jobs, "profiler_image", lambda settings, kind: settings.image)
+    monkeypatch.setattr(jobs.capabilities, "profiler_image", lambda settings, kind: settings.image)
     monkeypatch.setenv("KCORAL_REMOTE", server.url)
     monkeypatch.delenv("KCORAL_TOKEN", raising=False)
     return server

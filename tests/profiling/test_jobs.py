@@ -70,7 +70,7 @@ def test_iket_validate(caps: dict[str, Any]) -> None:
 
 def test_commands_use_host_paths_in_toolchain_mode(tmp_path: Path) -> None:
     spec = JobSpec(kind="ncu", argv=["-c", "1"], command=["python", "x.py"])
-    image_mode = jobs.NcuKind().command(Settings(), spec, lambda ref: True)
+    image_mode = jobs.NcuKind().command(Settings(), spec)
     assert image_mode[:5] == ["python3", "-m", "profiling.run_tool", "ncu", "--report"]
     assert image_mode[image_mode.index("--") + 1] == "ncu"
     venv = tmp_path / "bin"
@@ -80,17 +80,17 @@ def test_commands_use_host_paths_in_toolchain_mode(tmp_path: Path) -> None:
         (venv / name).chmod(0o755)
     host = Settings(toolchain_mounts=("/usr",), python=str(venv / "python"))
     ispec = JobSpec(kind="iket", argv=["profile"], command=["python", "c.py"])
-    icmd = jobs.IketKind().command(host, ispec, lambda ref: False)
+    icmd = jobs.IketKind().command(host, ispec)
     assert icmd[0] == str(venv / "python")
     assert icmd[icmd.index("--") + 1:] == [str(venv / "run-iket"), "--output-dir", "/job/out/.iket-stage",
                                           "profile", "--postprocess", "json", "--", "python", "c.py"]
-    assert jobs.IketKind().command(Settings(), ispec, lambda ref: True)[icmd.index("--") + 1] == "run-iket"
+    assert jobs.IketKind().command(Settings(), ispec)[icmd.index("--") + 1] == "run-iket"
 
 
 def test_profiler_images_in_image_mode_only() -> None:
-    assert jobs.profiler_image(Settings(), "ncu") == "kcoral-ncu:latest"
-    assert jobs.profiler_image(Settings(iket_image="x:1"), "iket") == "x:1"
-    assert jobs.profiler_image(Settings(toolchain_mounts=("/usr",), image="kcoral-toolchain:latest"),
+    assert capabilities.profiler_image(Settings(), "ncu") == "kcoral-ncu:latest"
+    assert capabilities.profiler_image(Settings(iket_image="x:1"), "iket") == "x:1"
+    assert capabilities.profiler_image(Settings(toolchain_mounts=("/usr",), image="kcoral-toolchain:latest"),
                                "ncu") == "kcoral-toolchain:latest"
 
 
