@@ -14,17 +14,16 @@ from typing import Annotated
 import typer
 
 from cli.commands.cancel import cancel
+from cli.commands.common import PASSTHROUGH_CONTEXT
 from cli.commands.eval_cmd import evaluate
 from cli.commands.gpus import gpus
-from cli.commands.iket_cmd import CONTEXT_SETTINGS as IKET_CONTEXT
 from cli.commands.iket_cmd import OPTIONS_METAVAR as IKET_METAVAR
 from cli.commands.iket_cmd import iket
 from cli.commands.jobs import jobs
 from cli.commands.logs import logs
-from cli.commands.ncu_cmd import CONTEXT_SETTINGS as NCU_CONTEXT
 from cli.commands.ncu_cmd import OPTIONS_METAVAR as NCU_METAVAR
 from cli.commands.ncu_cmd import ncu
-from cli.commands.python_cmd import CONTEXT_SETTINGS, OPTIONS_METAVAR, python
+from cli.commands.python_cmd import OPTIONS_METAVAR, python
 from cli.commands.rerun_cmd import rerun
 from cli.commands.show_cmd import show
 from cli.commands.status import status
@@ -63,14 +62,14 @@ def _root(
     """
 
 
-app.command("python", context_settings=CONTEXT_SETTINGS, options_metavar=OPTIONS_METAVAR)(python)
+app.command("python", context_settings=PASSTHROUGH_CONTEXT, options_metavar=OPTIONS_METAVAR)(python)
 app.command("jobs")(jobs)
 app.command("status")(status)
 app.command("logs")(logs)
 app.command("cancel")(cancel)
 app.command("gpus")(gpus)
-app.command("ncu", context_settings=NCU_CONTEXT, options_metavar=NCU_METAVAR)(ncu)
-app.command("iket", context_settings=IKET_CONTEXT, options_metavar=IKET_METAVAR)(iket)
+app.command("ncu", context_settings=PASSTHROUGH_CONTEXT, options_metavar=NCU_METAVAR)(ncu)
+app.command("iket", context_settings=PASSTHROUGH_CONTEXT, options_metavar=IKET_METAVAR)(iket)
 app.command("eval")(evaluate)
 app.command("tasks")(tasks)
 app.command("show")(show)

@@ -34,8 +34,6 @@ BUILDERS: dict[str, Builder] = {
 ProfilerBuilder = Callable[[docker.DockerClient, bool, Callable[[str], None], ProfilerBuild], str]
 #: layers on a job image, built after the images above (their base may be one of them)
 PROFILER_BUILDERS: dict[str, ProfilerBuilder] = {"ncu": build_ncu_image, "iket": build_iket_image}
-ALL_IMAGES = list(BUILDABLE)
-DEFAULT_IMAGES = list(DEFAULT_BUILD)
 
 
 def image_digest(client: docker.DockerClient, ref: str) -> str | None:
@@ -60,9 +58,9 @@ def build_images(
     image ensured (the base included when "cpu" is named). ``profiler`` holds the ncu/iket options.
     Raises ImageBuildError.
     """
-    unknown = sorted(set(which) - set(ALL_IMAGES))
+    unknown = sorted(set(which) - set(BUILDABLE))
     if unknown:
-        raise ImageBuildError(f"unknown image(s) {unknown}: choose from {ALL_IMAGES}")
+        raise ImageBuildError(f"unknown image(s) {unknown}: choose from {list(BUILDABLE)}")
     wanted = set(which)
     if "cpu" in wanted:
         wanted.add("base")
@@ -91,12 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         "images",
         nargs="*",
         metavar="IMAGE",
-        help=f"images to build: {', '.join(ALL_IMAGES)} (default: {' '.join(DEFAULT_IMAGES)})",
+        help=f"images to build: {', '.join(BUILDABLE)} (default: {' '.join(DEFAULT_BUILD)})",
     )
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.images) - set(ALL_IMAGES))
+    unknown = sorted(set(args.images) - set(BUILDABLE))
     if unknown:
-        parser.error(f"unknown image(s) {', '.join(unknown)}: choose from {', '.join(ALL_IMAGES)}")
+        parser.error(f"unknown image(s) {', '.join(unknown)}: choose from {', '.join(BUILDABLE)}")
     try:
         client = docker.from_env(timeout=600)
     except docker.errors.DockerException as exc:
@@ -108,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         built = build_images(
             client,
-            args.images or DEFAULT_IMAGES,
+            args.images or list(DEFAULT_BUILD),
             args.force,
             log=lambda msg: print(msg, file=sys.stderr, flush=True),
             profiler=ProfilerBuild(args.base, args.ncu_dir),

@@ -29,6 +29,8 @@ EnvOption = Annotated[
 ]
 TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")]
 ProfilerGpusOption = Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")]
+#: typer context of the commands that pass the rest of their command line on (python, ncu, iket)
+PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
 def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> JobSpec:

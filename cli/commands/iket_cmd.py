@@ -34,7 +34,6 @@ from profiling import iket as iket_opts
 from runner.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] -- [RUN-IKET OPTIONS] profile [PROFILE OPTIONS] -- COMMAND [ARGS]...  |  summarize|plot"
-CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
 TOOLS = ("summarize", "plot")
 
 

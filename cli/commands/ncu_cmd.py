@@ -37,7 +37,6 @@ from profiling.ncu_summary import SummaryError, format_kernel_lines, summarize
 from runner.models import JobSpec, JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [NCU OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE.ncu-rep"
-CONTEXT_SETTINGS = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
 
 #: kcoral's own options, recognised also after the first ncu option: name -> takes a value
 OWN_OPTIONS = {"-o": True, "--output": True, "--send": True, "-e": True, "--env": True, "--timeout": True,

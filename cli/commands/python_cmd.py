@@ -19,11 +19,6 @@ from cli.runflow import PythonRun, RunOptions
 from runner.models import JobSpec
 
 OPTIONS_METAVAR = "[OPTIONS] [--] SCRIPT|-c CODE|-m MODULE [ARGS]..."
-CONTEXT_SETTINGS = {
-    "allow_extra_args": True,
-    "ignore_unknown_options": True,
-    "allow_interspersed_args": False,
-}
 
 
 def build_spec(
