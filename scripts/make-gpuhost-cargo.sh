@@ -3,7 +3,7 @@
 # git-ignored): the Docker engine bundle (xz -9e, ~38 MB), the server's wheels for the host's
 # Python 3.12 (whl/), the task reference packages jobs import (jobwhl/: fla-core), and the IKET
 # layer: nvidia-cutlass-dsl 4.8.1 with its cu13 libs and nvdisasm installed for Python 3.12, run-iket's
-# shebang made `/usr/bin/env python3`, as one xz'd tar (~68 MiB) split into 20 MiB parts (iket/), so
+# shebang made `/usr/bin/env python3`, as one xz'd tar (~68 MiB) split into 20 MiB parts, so
 # that they travel in two calls beside the rest (a call carries at most 64 MiB): p1/ holds the first
 # part, p2/ the others. scripts/gpu-host-profile.sh joins them on the host.
 # Usage: bash scripts/make-gpuhost-cargo.sh [DEST]     (on a Debian dev machine with apt and PyPI)
