@@ -15,6 +15,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner import jobfs
 from runner.errors import BadRequest, NotFound, PayloadTooLarge
 from runner.limits import Limits
 from runner.models import OutputFile
@@ -121,20 +122,9 @@ class DirUsage:
 def dir_usage(root: Path, stop_after_entries: int) -> DirUsage:
     """Bytes allocated and entries below ``root``, never following links; stops counting early."""
     usage = DirUsage()
-    stack = [root]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    usage.entries += 1
-                    if usage.entries > stop_after_entries:
-                        return usage
-                    st = entry.stat(follow_symlinks=False)
-                    usage.bytes += max(st.st_size if stat.S_ISREG(st.st_mode) else 0, st.st_blocks * 512)
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(Path(entry.path))
-        except OSError:
-            continue
+    for entry in jobfs.walk(root, stop_after_entries + 1):
+        usage.entries += 1
+        usage.bytes += max(entry.size if stat.S_ISREG(entry.mode) else 0, entry.blocks * 512)
     return usage
 
 
@@ -148,66 +138,50 @@ def collect_outputs(raw: Path, dest: Path, limits: Limits) -> Collected:
     """Copy the regular files a job left in ``raw`` into ``dest`` within the output budgets.
 
     Symbolic links, FIFOs, sockets and devices are refused (named in ``refused``), as is
-    everything past the byte or file budget. ``raw`` must no longer be writable by the job.
+    everything past the byte or file budget. Every read is fd-relative and refuses links
+    (runner.jobfs), so a tree the job rearranges while it is read cannot lead outside ``raw``.
     """
     result = Collected()
     budget = limits.output_bytes
     dest.mkdir(parents=True, exist_ok=True)
-    for rel in _walk_nofollow(raw, limits.output_files * 4):
-        src = raw / rel
-        try:
-            st = os.lstat(src)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            result.refused.append(f"{rel}: not a regular file (link, FIFO, socket or device)")
-            continue
-        if len(result.files) >= limits.output_files:
-            result.refused.append(f"{rel}: over the {limits.output_files}-file output budget")
-            continue
-        if st.st_size > budget:
-            result.refused.append(f"{rel}: {st.st_size} bytes is over the remaining output budget")
-            continue
-        copied = _copy_nofollow(src, dest / rel, budget)
-        if copied is None:
-            result.refused.append(f"{rel}: could not be read safely")
-            continue
-        size, digest = copied
-        budget -= size
-        result.files.append(OutputFile(path=rel, size=size, sha256=digest))
+    entries = sorted((e for e in jobfs.walk(raw, limits.output_files * 4) if not stat.S_ISDIR(e.mode)),
+                     key=lambda e: e.rel)
+    try:
+        root_fd = os.open(raw, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return result
+    try:
+        for entry in entries:
+            rel = entry.rel
+            if not stat.S_ISREG(entry.mode):
+                result.refused.append(f"{rel}: not a regular file (link, FIFO, socket or device)")
+                continue
+            if len(result.files) >= limits.output_files:
+                result.refused.append(f"{rel}: over the {limits.output_files}-file output budget")
+                continue
+            if entry.size > budget:
+                result.refused.append(f"{rel}: {entry.size} bytes is over the remaining output budget")
+                continue
+            copied = _copy_nofollow(root_fd, rel, dest / rel, budget)
+            if copied is None:
+                result.refused.append(f"{rel}: could not be read safely")
+                continue
+            size, digest = copied
+            budget -= size
+            result.files.append(OutputFile(path=rel, size=size, sha256=digest))
+    finally:
+        os.close(root_fd)
     return result
 
 
-def _walk_nofollow(root: Path, max_entries: int) -> list[str]:
-    out: list[str] = []
-    stack = [""]
-    while stack and len(out) < max_entries:
-        rel_dir = stack.pop()
-        try:
-            entries = sorted(os.scandir(root / rel_dir), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(rel)
-            else:
-                out.append(rel)
-    return sorted(out)
-
-
-def _copy_nofollow(src: Path, dst: Path, budget: int) -> tuple[int, str] | None:
+def _copy_nofollow(root_fd: int, rel: str, dst: Path, budget: int) -> tuple[int, str] | None:
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = jobfs.open_file(root_fd, rel)
     except OSError:
         return None
     digest = hashlib.sha256()
     size = 0
     with os.fdopen(fd, "rb") as fin:
-        if not stat.S_ISREG(os.fstat(fin.fileno()).st_mode):
-            return None
         dst.parent.mkdir(parents=True, exist_ok=True)
         with open(dst, "wb") as fout:
             while chunk := fin.read(_CHUNK):

@@ -34,7 +34,8 @@ from runner.store import JobPaths
 
 log = logging.getLogger("kcoral.executor")
 _DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
-_JOB_UID = 65534
+#: seconds the other members of a group get to leave by themselves after the leader exited
+GROUP_GRACE_S = 5.0
 
 
 @dataclass
@@ -95,7 +96,8 @@ class DockerExecutor:
         try:
             info = self._api().info()
             return {"ok": True, "version": info.get("ServerVersion", ""), "runtimes": sorted(info.get("Runtimes", {})),
-                    "cgroup": info.get("CgroupVersion", ""), "storage": info.get("Driver", "")}
+                    "cgroup": info.get("CgroupVersion", ""), "cgroup_driver": info.get("CgroupDriver", ""),
+                    "storage": info.get("Driver", "")}
         except (InfrastructureError, *_DOCKER_ERRORS) as exc:
             return {"ok": False, "error": str(exc)}
 
@@ -113,6 +115,27 @@ class DockerExecutor:
                 return "devices"
             self._gpu_mode = "runtime" if "nvidia" in engine.get("runtimes", []) else "devices"
         return self._gpu_mode
+
+    def cgroup_mount(self) -> tuple[str, str] | None:
+        """(host folder that holds the job containers' cgroups, cgroup version "1" or "2"), for the
+        evaluation supervisor's watch over the candidate's CPU time; None where it cannot be found."""
+        engine = self.engine()
+        version, driver = str(engine.get("cgroup", "")), engine.get("cgroup_driver", "")
+        parent = "system.slice" if driver == "systemd" else "docker"
+        if version == "2":
+            folder = f"/sys/fs/cgroup/{parent}"
+        elif version == "1":
+            hierarchy = next((h for h in ("cpuacct", "cpu,cpuacct") if os.path.isdir(f"/sys/fs/cgroup/{h}")), None)
+            if hierarchy is None:
+                return None
+            folder = f"/sys/fs/cgroup/{hierarchy}/{parent}"
+        else:
+            return None
+        try:
+            os.makedirs(folder, exist_ok=True)  # the engine makes it at its first container; the mount needs it now
+        except OSError:
+            return None
+        return folder, version
 
     def image_info(self, ref: str) -> ImageInfo:
         try:
@@ -175,37 +198,47 @@ class DockerExecutor:
         The container's output is appended to ``log_path`` within the log budget. Raises
         InfrastructureError when Docker fails.
         """
-        container = None
-        watch = _Watch()
+        return self.run_group(job_id, [(step, log_path)], lease, deadline, cancel)[0]
+
+    def run_group(self, job_id: str, steps: list[tuple[ContainerStep, Path]], lease: Lease, deadline: float,
+                  cancel: threading.Event) -> list[StepOutcome]:
+        """Run containers side by side on one lease; the first leads. Steps with ``join`` set share
+        the leader's PID (and, where the leader shares it, IPC) namespace. The group ends when the
+        leader exits: the others get a moment to leave by themselves, then are killed. A breach of
+        any member (deadline, cancel, a log flood, an output budget) kills them all.
+        """
+        started: list[_Member] = []
         try:
-            if step.output_dir is not None:
-                _prepare_output_dir(step.output_dir)
-            options = container_options(self.settings, job_id, step, lease, self.gpu_mode())
-            container = self._api().containers.create(**options)
-            container.start()
-            log_start = log_path.stat().st_size if log_path.exists() else 0
-            budget = self.settings.limits.log_bytes - log_start
-            threads = [threading.Thread(target=_wait_exit, args=(container, watch), daemon=True),
-                       threading.Thread(target=_copy_log, args=(container, log_path, budget, watch), daemon=True)]
-            for t in threads:
-                t.start()
-            killed = self._watch(container, watch, deadline, cancel, step.output_dir,
-                                 step.output_budget or self.settings.limits.output_bytes)
-            watch.exited.wait(30)
-            for t in threads:
-                t.join(10)
-            _catch_up_log(container, log_path, budget, watch)
-            killed = settle_breach(killed, watch.log_over, self.settings.limits.log_bytes)
-            container.reload()
-            state = container.attrs.get("State", {})
-            exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
-            return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes, log_start,
-                               watch.arrivals)
+            for step, log_path in steps:
+                if step.output_dir is not None:
+                    _prepare_output_dir(step.output_dir, step.uid)
+                leader = started[0].container.id if step.join and started else None
+                options = container_options(self.settings, job_id, step, lease, self.gpu_mode(), leader)
+                member = _Member(step, self._api().containers.create(**options), log_path)
+                started.append(member)
+                member.container.start()
+                member.begin(self.settings.limits.log_bytes)
+            killed = self._watch(started, deadline, cancel)
+            return [self._settle(m, killed) for m in started]
         except _DOCKER_ERRORS as exc:
             raise InfrastructureError(f"Docker error: {exc}") from None
         finally:
-            if container is not None:
-                _remove(container)
+            for member in reversed(started):
+                _remove(member.container)
+
+    def _settle(self, member: _Member, killed: tuple[Verdict, str] | None) -> StepOutcome:
+        """How one member ended, once its log is complete."""
+        watch = member.watch
+        watch.exited.wait(30)
+        for t in member.threads:
+            t.join(10)
+        _catch_up_log(member.container, member.log_path, member.budget, watch)
+        killed = settle_breach(killed, watch.log_over, self.settings.limits.log_bytes)
+        member.container.reload()
+        state = member.container.attrs.get("State", {})
+        exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
+        return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes, member.log_start,
+                           watch.arrivals)
 
     def judge_step(self, outcome: StepOutcome) -> RunResult:
         """The verdict of one step: a breach we killed it for, the OOM killer, or its exit code."""
@@ -220,28 +253,62 @@ class DockerExecutor:
             verdict, reason = Verdict.exit, f"exited with code {outcome.exit_code}"
         return RunResult(verdict, outcome.exit_code, reason, outcome.log_bytes)
 
-    def _watch(self, container: Any, watch: _Watch, deadline: float, cancel: threading.Event,
-               output_dir: Path | None, output_budget: int) -> tuple[Verdict, str] | None:
-        """Wait for the exit; kill on a breach and say which. None when the job ended by itself."""
+    def _watch(self, members: list[_Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
+        """Wait for the leader's exit; kill every member on a breach and say which. None when the
+        leader ended by itself (the others are then given a grace period, and killed after it)."""
         limits = self.settings.limits
-        while not watch.exited.wait(limits.output_poll_s):
-            breach: tuple[Verdict, str] | None = None
-            if cancel.is_set():
-                breach = (Verdict.cancelled, "cancelled by request")
-            elif time.monotonic() >= deadline:
-                breach = (Verdict.timeout, "the job ran past its timeout and was killed")
-            elif watch.log_over:
-                breach = (Verdict.output_limit, f"the job printed more than {limits.log_bytes} bytes and was killed")
-            elif output_dir is not None:
-                usage = dir_usage(output_dir, limits.output_files * 2)
-                if usage.bytes > output_budget or usage.entries > limits.output_files * 2:
-                    breach = (Verdict.output_limit,
-                              f"the output directory passed its budget ({output_budget} bytes, "
-                              f"{limits.output_files} files) and the job was killed")
+        leader = members[0].watch
+        while not leader.exited.wait(limits.output_poll_s):
+            breach = self._breach(members, deadline, cancel)
             if breach:
-                _kill(container)
+                for m in members:
+                    _kill(m.container)
                 return breach
+        grace = time.monotonic() + GROUP_GRACE_S
+        for m in members[1:]:
+            if not m.watch.exited.wait(max(0.0, grace - time.monotonic())):
+                _kill(m.container)
         return None
+
+    def _breach(self, members: list[_Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
+        limits = self.settings.limits
+        if cancel.is_set():
+            return (Verdict.cancelled, "cancelled by request")
+        if time.monotonic() >= deadline:
+            return (Verdict.timeout, "the job ran past its timeout and was killed")
+        for m in members:
+            if m.watch.log_over:
+                return (Verdict.output_limit, f"the job printed more than {limits.log_bytes} bytes and was killed")
+            if m.step.output_dir is not None:
+                budget = m.step.output_budget or limits.output_bytes
+                usage = dir_usage(m.step.output_dir, limits.output_files * 2)
+                if usage.bytes > budget or usage.entries > limits.output_files * 2:
+                    return (Verdict.output_limit,
+                            f"the output directory passed its budget ({budget} bytes, "
+                            f"{limits.output_files} files) and the job was killed")
+        return None
+
+
+@dataclass
+class _Member:
+    """One running container of a group, with the threads that follow it."""
+
+    step: ContainerStep
+    container: Any
+    log_path: Path
+    watch: _Watch = field(default_factory=lambda: _Watch())
+    threads: list[threading.Thread] = field(default_factory=list)
+    log_start: int = 0
+    budget: int = 0
+
+    def begin(self, log_cap: int) -> None:
+        self.log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.budget = log_cap - self.log_start
+        self.threads = [threading.Thread(target=_wait_exit, args=(self.container, self.watch), daemon=True),
+                        threading.Thread(target=_copy_log, args=(self.container, self.log_path, self.budget,
+                                                                 self.watch), daemon=True)]
+        for t in self.threads:
+            t.start()
 
 
 def settle_breach(killed: tuple[Verdict, str] | None, log_over: bool, cap: int) -> tuple[Verdict, str] | None:
@@ -254,10 +321,10 @@ def settle_breach(killed: tuple[Verdict, str] | None, log_over: bool, cap: int) 
     return killed
 
 
-def _prepare_output_dir(path: Path) -> None:
+def _prepare_output_dir(path: Path, uid: int) -> None:
     path.mkdir(parents=True, exist_ok=True)
     if os.geteuid() == 0:
-        os.chown(path, _JOB_UID, _JOB_UID)
+        os.chown(path, uid, uid)
         os.chmod(path, 0o700)
     else:
         os.chmod(path, 0o777)

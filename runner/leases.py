@@ -1,12 +1,16 @@
 """Exclusive leases on execution slots: one slot per GPU, plus CPU slots for jobs without a GPU.
 
 On a host without GPUs the CPU slots stand in for GPU jobs, so everything runs on a CPU-only
-machine. ``Placement`` is the seam for placing jobs elsewhere (many hosts): the scheduler only
+machine. Each slot owns a disjoint set of CPU cores (its containers get that cpuset), so the
+timed calls of an evaluation never share a core with another job; where the host has fewer cores
+than slots, slots are not pinned and ``describe`` says so. Memory bandwidth and the last-level
+cache stay shared between slots. ``Placement`` is the seam for placing jobs elsewhere (many hosts): the scheduler only
 needs ``try_acquire``, ``release``, ``drain`` and ``describe``.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -19,6 +23,8 @@ from runner.models import GpuInfo
 class Slot:
     name: str
     gpu: GpuInfo | None = None
+    #: the CPU cores this slot's containers run on (empty: not pinned)
+    cpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,19 @@ class Lease:
     @property
     def name(self) -> str:
         return ",".join(s.name for s in self.slots)
+
+    @property
+    def cpuset(self) -> str:
+        """The leased cores as a Docker cpuset ("0-3,8"), or "" when the slots are not pinned."""
+        return ",".join(str(c) for c in sorted({c for s in self.slots for c in s.cpus}))
+
+
+def split_cores(cores: list[int], slots: int) -> list[tuple[int, ...]]:
+    """Disjoint, equal shares of ``cores`` for ``slots`` slots; no shares when there are too few cores."""
+    if slots < 1 or len(cores) < slots:
+        return [() for _ in range(slots)]
+    each = len(cores) // slots
+    return [tuple(cores[i * each:(i + 1) * each]) for i in range(slots)]
 
 
 class Placement(Protocol):
@@ -52,9 +71,12 @@ class LeasePool:
     _drained: dict[str, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    cores: list[int] = field(default_factory=lambda: sorted(os.sched_getaffinity(0)))
+
     def __post_init__(self) -> None:
-        self._slots = {f"gpu{g.index}": Slot(f"gpu{g.index}", g) for g in self.gpus}
-        self._slots.update({f"cpu{i}": Slot(f"cpu{i}") for i in range(self.cpu_slots)})
+        shares = iter(split_cores(self.cores, len(self.gpus) + self.cpu_slots))
+        self._slots = {f"gpu{g.index}": Slot(f"gpu{g.index}", g, next(shares)) for g in self.gpus}
+        self._slots.update({f"cpu{i}": Slot(f"cpu{i}", None, next(shares)) for i in range(self.cpu_slots)})
         self._free = set(self._slots)
 
     def check(self, gpus: int) -> None:
@@ -91,6 +113,7 @@ class LeasePool:
         with self._lock:
             return {
                 "slots": sorted(self._slots),
+                "cpus": {n: ",".join(map(str, s.cpus)) or "not pinned" for n, s in sorted(self._slots.items())},
                 "free": sorted(self._free - set(self._drained)),
                 "drained": dict(self._drained),
             }

@@ -19,7 +19,10 @@ from docker.types import DeviceRequest, LogConfig, Ulimit
 from runner.leases import Lease
 from runner.settings import Settings
 
-JOB_USER = "65534:65534"
+#: the uid jobs and candidates run as; the evaluation's supervisor runs as SUPERVISOR_UID, so neither
+#: can signal, ptrace or read the other's files
+JOB_UID = 65534
+SUPERVISOR_UID = 65533
 INPUT_MOUNT = "/job/input"
 OUTPUT_MOUNT = "/job/out"
 LABEL_JOB = "kcoral.job"
@@ -43,6 +46,11 @@ class ContainerStep:
     name: str = "job"
     #: bytes the step may leave in output_dir (None: the server's output_bytes limit)
     output_budget: int | None = None
+    uid: int = JOB_UID
+    #: in a group (DockerExecutor.run_group): join the leader's PID namespace (and IPC, if it shares it)
+    join: bool = False
+    #: as a group's leader: let joined members share this container's IPC namespace (CUDA IPC needs it)
+    share_ipc: bool = False
 
 
 def python_step(settings: Settings, image: str, argv: list[str], env: dict[str, str], input_dir: Path,
@@ -53,8 +61,9 @@ def python_step(settings: Settings, image: str, argv: list[str], env: dict[str, 
 
 
 def container_options(settings: Settings, job_id: str, step: ContainerStep, lease: Lease,
-                      gpu_mode: str) -> dict[str, object]:
-    """Keyword arguments for ``client.containers.create`` for one step of a job."""
+                      gpu_mode: str, leader: str | None = None) -> dict[str, object]:
+    """Keyword arguments for ``client.containers.create`` for one step of a job (``leader``: the
+    id of the group leader whose namespaces a joined step enters)."""
     limits = settings.limits
     volumes: dict[str, dict[str, str]] = {host: {"bind": inside, "mode": mode}
                                           for host, (inside, mode) in step.mounts.items()}
@@ -70,7 +79,7 @@ def container_options(settings: Settings, job_id: str, step: ContainerStep, leas
         command=step.command,
         environment=step.env,
         working_dir=step.working_dir,
-        user=JOB_USER,
+        user=f"{step.uid}:{step.uid}",
         labels={LABEL_JOB: job_id, LABEL_INSTANCE: settings.instance, LABEL_STEP: step.name},
         hostname="kcoral-job",
         detach=True,
@@ -79,7 +88,7 @@ def container_options(settings: Settings, job_id: str, step: ContainerStep, leas
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
         network_mode="none",
-        ipc_mode="private",
+        ipc_mode="shareable" if step.share_ipc else "private",
         pids_limit=limits.pids,
         mem_limit=limits.memory_bytes,
         memswap_limit=limits.memory_bytes,
@@ -96,6 +105,11 @@ def container_options(settings: Settings, job_id: str, step: ContainerStep, leas
     )
     if limits.cpus > 0:
         options["nano_cpus"] = int(limits.cpus * 1e9)
+    if step.join and leader:
+        options["pid_mode"] = f"container:{leader}"
+        options["ipc_mode"] = f"container:{leader}" if step.share_ipc else "private"
+    if lease.cpuset:
+        options["cpuset_cpus"] = lease.cpuset
     options.update(gpu_options(lease, gpu_mode))
     return options
 

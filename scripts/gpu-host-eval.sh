@@ -2,7 +2,7 @@
 # `kcoral eval` on the GPU host: the KDA tasks with the FLA-wrapping candidate (expect 10/10 and
 # ~1.0x), candidates that must fail, and the GPU-only attacks (each must fail, or pass with no gain).
 # Writes reports under $OUT; every evaluation ends with an `expected ...: OK|UNEXPECTED` line.
-# Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASE: a|b|c|d|l2|all]
+# Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASE: a|b|c|all]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
 source scripts/gpu-host-serve.sh "$1" "$2" "$3" "$out"
@@ -14,15 +14,26 @@ ev() {  # ev NAME TASK DIR EXPECT (pass | fail | no-gain): one evaluation, its r
   local t0=$SECONDS rc
   kc eval "$2" "$3" --timeout 1500 --output-dir "$out/$1"; rc=$?
   echo "exit code: $rc ($((SECONDS - t0)) s)"
+  tail -n 4 "$(ls -t /tmp/kc/jobs/*/eval/judge.log 2>/dev/null | head -n 1)" 2>/dev/null | cut -c1-600
   python3 - "$out/$1/report.json" "$rc" "$4" "$NO_GAIN" <<'PY'
 import json, sys
 path, rc, expect, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+report = {}
 try:
-    speedup = json.load(open(path)).get("summary", {}).get("speedup")
-except OSError:
-    speedup = None
-ok = {"pass": rc == 0, "fail": rc == 1,
-      "no-gain": rc == 1 or (rc == 0 and speedup is not None and speedup <= limit)}[expect]
+    report = json.load(open(path))
+except (OSError, ValueError):
+    pass
+speedup = report.get("summary", {}).get("speedup")
+# a fail must be the candidate's failure (a failed check or a flag), never an infrastructure error
+failed = rc == 1 and (report.get("holdout") == "FAIL" or report.get("flags")
+                      or any(w.get("verdict") != "PASS" for w in report.get("workloads", [])))
+for w in report.get("workloads", []):
+    if w.get("timed"):
+        print("timed:", {k: w.get(k) for k in ("verdict", "baseline_ms", "kernel_ms", "speedup", "speedup_lo",
+                                                "speedup_hi", "samples", "protocol_ms", "idle_cpu_ms", "reason")})
+print("flags:", report.get("flags"), "holdout:", report.get("holdout"), report.get("holdout_failure", ""))
+ok = {"pass": rc == 0, "fail": bool(failed),
+      "no-gain": bool(failed) or (rc == 0 and speedup is not None and speedup <= limit)}[expect]
 print(f"expected {expect}: {'OK' if ok else 'UNEXPECTED'} (exit {rc}, speedup {speedup})")
 PY
 }
@@ -32,20 +43,21 @@ small=kda/forward_b1_t512_h8
 pinned=kda/forward_b1_t8192_h96
 if [ "$phase" = all ] || [ "$phase" = a ]; then
   ev small-fla $small $cands/fla_wrapper pass
+  ev pinned-fla-1 $pinned $cands/fla_wrapper pass
+  ev pinned-twice $pinned $cands/fla_twice pass
+  ev pinned-fla-2 $pinned $cands/fla_wrapper pass
 fi
 if [ "$phase" = all ] || [ "$phase" = b ]; then
-  for i in 1 2 3; do ev pinned-fla-$i $pinned $cands/fla_wrapper pass; done
+  ev attack-side-stream $small $attacks/side_stream no-gain
+  ev attack-early-answer $small $attacks/early_answer no-gain
+  ev attack-replay $small $attacks/replay_by_pointer fail
+  ev attack-stale $small $attacks/stale_allocator fail
+  ev attack-gpu-hog $small $attacks/gpu_hog fail
 fi
 if [ "$phase" = all ] || [ "$phase" = c ]; then
+  ev pinned-clone $pinned $cands/baseline_clone pass
+  ev pinned-fla-3 $pinned $cands/fla_wrapper pass
   ev pinned-standard-only $pinned $cands/standard_only fail
-  ev pinned-out-of-tol $pinned $cands/out_of_tolerance fail
-  ev attack-side-stream $small $attacks/side_stream no-gain
-  ev attack-replay $small $attacks/replay_by_pointer no-gain
-fi
-if [ "$phase" = all ] || [ "$phase" = d ]; then
-  ev attack-stale $small $attacks/stale_allocator no-gain
-fi
-if [ "$phase" = all ] || [ "$phase" = d ] || [ "$phase" = l2 ]; then
   ev attack-l2-persist $pinned $attacks/l2_persist no-gain
 fi
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv

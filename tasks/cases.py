@@ -1,9 +1,10 @@
 """Building an evaluation's cases on the server: workloads, then holdout probes from the secret.
 
 Seeds: check inputs of the standard and stress workloads come from a hash of the workload id
-(the same every request, so results compare across requests); timing samples are derived from
-a fresh per-request nonce inside the harness; holdout probes draw their regimes and seeds from
-HMAC(server key, nonce || label), so neither can be known before the request.
+(the same every request, so results compare across requests); holdout probes draw their regimes
+and seeds from HMAC(server key, nonce || label); every timed sample's inputs (and the decoy inputs
+a worker sets up on) come from the per-request ``sample_key``, which only the supervisor holds.
+None of them can be known before the request, and the candidate never sees this document.
 """
 
 from __future__ import annotations
@@ -51,9 +52,8 @@ def build_cases(task: Task, module: Any, key: bytes, nonce: bytes) -> dict[str, 
                       "timed": timed, "tolerance": w.get("tolerance", default_tol)})
     for i, case in enumerate(cases):
         case["id"] = f"c{i:02d}"
-        if case["timed"]:
-            case["samples"] = _seed(nonce + f"samples/{i}".encode())
-    return {"task": task.id, "device": task.device, "cases": cases}
+    sample_key = hmac.new(key, nonce + b"samples/" + task.id.encode(), hashlib.sha256).hexdigest()
+    return {"task": task.id, "device": task.device, "cases": cases, "sample_key": sample_key}
 
 
 def seed_hashes(doc: dict[str, Any]) -> dict[str, str]:

@@ -1,14 +1,16 @@
-"""``kcoral eval`` on the server: three containers per request, the judge outside the candidate.
+"""``kcoral eval`` on the server: a supervisor and the candidate, in two containers on one lease.
 
-1. judge-prepare (task code only): expected outputs of every case and a trusted baseline time,
-   written to a directory no other container sees.
-2. candidate (the submission + the public harness): runs the cases from the public case file
-   (opaque ids, one recipe form for every phase), saves outputs and timing claims.
-3. judge-check (task code only): compares the candidate's outputs with the expected ones.
-The server then builds the report (tasks.report), bounding the candidate's timing claims.
-The holdout key and the per-request nonce never leave the server process; the candidate sees
-only the seeds derived from them. The task directory is snapshotted into the job, so a rerun
-evaluates with the same task version.
+- supervisor (uid 65533, task code only, tasks.harness.supervisor): owns the cases, the holdout,
+  the secret sample key, every input and output buffer, the reference, the baseline (a worker of
+  its own) and the clock; writes the result document. Its folders (the judge's case file, its
+  output, the compiled-kernel cache) are mounted into no other container.
+- candidate (uid 65534, the submission, tasks.harness.worker): joins the supervisor's PID (and, on
+  CUDA tasks, IPC) namespace, connects to its socket and does what it is told on buffers it is
+  handed. It writes nothing the server reads; its output is the job's log.
+The server then reads the supervisor's result (fd-relative, no links, size-capped, validated by
+tasks.schema) and builds the report (tasks.report). The holdout key never leaves the server; the
+per-request sample key reaches the supervisor only. The task directory is snapshotted into the
+job, so a rerun evaluates with the same task version.
 """
 
 from __future__ import annotations
@@ -23,18 +25,19 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runner import jobfs
 from runner.envpolicy import job_environment
 from runner.errors import BadRequest, InfrastructureError
-from runner.executor import RunResult
+from runner.executor import RunResult, StepOutcome
 from runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
 from runner.models import JobSpec, OutputFile, Verdict
-from runner.sandbox import ContainerStep
+from runner.sandbox import SUPERVISOR_UID, ContainerStep
 from tasks import cases as case_builder
-from tasks.harness import casefile
+from tasks import schema
+from tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
 from tasks.harness.taskdef import Task, load_task
 from tasks.registry import DEFAULT_TASKS_DIR, find_task
 from tasks.report import build_report, passed, report_lines
-from tasks.wallclock import wall_marks
 
 if TYPE_CHECKING:
     from runner.services import Services
@@ -42,13 +45,16 @@ if TYPE_CHECKING:
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 FAMILY_MOUNT = f"{CODE_MOUNT}/taskfamily"
 JUDGE_CACHE_MOUNT = "/judge-cache"
-#: inside the candidate: the judge's compiled-kernel cache, read-only, copied into $HOME at start
+CHANNEL_MOUNT = "/chan"
+#: inside the candidate: the supervisor's compiled-kernel cache, read-only, copied into $HOME at start
 SEED_CACHE_MOUNT = f"{CODE_MOUNT}/seed-cache"
+#: bytes the supervisor may leave in its output folder (its result document)
+SUPERVISOR_OUTPUT_BYTES = 64 << 20
 
 
 def harness_version() -> str:
     h = hashlib.sha256()
-    for path in sorted(HARNESS_DIR.glob("*.py")):
+    for path in sorted([*HARNESS_DIR.glob("*.py"), Path(__file__).with_name("schema.py")]):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
@@ -74,13 +80,13 @@ class EvalKind:
 
 class _Evaluation:
     task: Task  # the snapshot's task, set by _snapshot_task before any step
+
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.root = ctx.paths.root / "eval"
-        self.judge_in = self.root / "judge-in"      # full case file: judge containers only
-        self.judge_dir = self.root / "judge"        # expected outputs: judge containers only
-        self.verdict_dir = self.root / "verdict"
-        self.public = self.root / "public"          # the case file the candidate sees
+        self.judge_in = self.root / "judge-in"      # the judge's case file: the supervisor only
+        self.judge_dir = self.root / "judge"        # the supervisor's result: the supervisor only
+        self.channel = self.root / "chan"           # the supervisor's socket (read-only for the candidate)
         self.judge_log = self.root / "judge.log"
         self.family_copy = self.root / "task"      # the task's folder and its siblings (shared code)
         self.task_copy = self.family_copy          # set to the task's own folder by _snapshot_task
@@ -88,53 +94,53 @@ class _Evaluation:
     def run(self) -> RunResult:
         ctx = self.ctx
         task = self._snapshot_task()
-        module = task.module()
-        nonce = os.urandom(16)
-        doc = case_builder.build_cases(task, module, case_builder.holdout_key(ctx.settings.data_dir), nonce)
-        for d in (self.judge_in, self.public):
-            d.mkdir(parents=True, exist_ok=True)
-        casefile.write(self.judge_in / "cases.json", doc)
-        casefile.write(self.public / "cases.json", casefile.public_view(doc))
-        image = ctx.executor.image_info(ctx.job.spec.image or ctx.settings.image)
-        ctx.on_image(image)
+        doc = case_builder.build_cases(task, task.module(), case_builder.holdout_key(ctx.settings.data_dir),
+                                       os.urandom(16))
+        _private_dir(self.judge_in, 0o700)
+        _private_dir(self.channel, 0o755)
+        (self.judge_in / "cases.json").write_text(json.dumps(doc))
+        _own(self.judge_in / "cases.json")
         run_image = ctx.job.spec.image or ctx.settings.image
-
+        image = ctx.executor.image_info(run_image)
+        ctx.on_image(image)
+        cgroups = ctx.executor.cgroup_mount()
         cache = self._judge_cache()
-        prepare = self._judge_step(run_image, ["prepare", self.task_mount, "/judge-in/cases.json", "/job/out"],
-                                   {str(self.judge_in): ("/judge-in", "ro"), str(cache): (JUDGE_CACHE_MOUNT, "rw")},
-                                   self.judge_dir, "judge-prepare",
-                                   {"TRITON_CACHE_DIR": f"{JUDGE_CACHE_MOUNT}/triton"})
-        self._run_judge(prepare)
-
+        cuda = task.device == "cuda"
+        supervisor = ContainerStep(
+            image=run_image,
+            command=[ctx.settings.python, "-P", "-m", "tasks.harness.supervisor", self.task_mount,
+                     "/judge-in/cases.json", "/job/out", f"{CHANNEL_MOUNT}/worker.sock",
+                     cgroups[1] if cgroups else "none"],
+            # USER: the host's passwd (toolchain mode) has no entry for this uid, and getpass needs a name
+            env={**self._env(), "TRITON_CACHE_DIR": f"{JUDGE_CACHE_MOUNT}/triton", "USER": "kcoral-supervisor",
+                 "LOGNAME": "kcoral-supervisor"},
+            mounts={**self._code(), str(self.judge_in): ("/judge-in", "ro"), str(self.channel): (CHANNEL_MOUNT, "rw"),
+                    str(cache): (JUDGE_CACHE_MOUNT, "rw"),
+                    **({cgroups[0]: (str(CGROUP_MOUNT), "ro")} if cgroups else {})},
+            working_dir="/tmp", output_dir=self.judge_dir, name="supervisor", output_budget=SUPERVISOR_OUTPUT_BYTES,
+            uid=SUPERVISOR_UID, share_ipc=cuda)
+        candidate = ContainerStep(
+            image=run_image,
+            command=[ctx.settings.python, "-P", "-m", "tasks.harness.worker", self.task_mount,
+                     f"{CHANNEL_MOUNT}/worker.sock"],
+            env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache", "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
+            mounts={**self._code(), str(ctx.paths.input): ("/job/input", "ro"),
+                    str(self.channel): (CHANNEL_MOUNT, "ro"), str(cache): (SEED_CACHE_MOUNT, "ro")},
+            name="candidate", join=True, share_ipc=cuda)
         telemetry: list[dict[str, float]] = []
         stop = threading.Event()
         sampler = threading.Thread(target=self._sample, args=(telemetry, stop), daemon=True)
         sampler.start()
-        candidate = ContainerStep(
-            image=run_image,
-            command=[ctx.settings.python, "-P", "-m", "tasks.harness.candidate", self.task_mount,
-                     "/job/cases/cases.json", "/job/out"],
-            env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache",
-                 "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
-            mounts={str(ctx.paths.input): ("/job/input", "ro"), **code_mounts("tasks"),
-                    str(self.family_copy): (FAMILY_MOUNT, "ro"), str(self.public): ("/job/cases", "ro"),
-                    str(cache): (SEED_CACHE_MOUNT, "ro")},
-            output_dir=ctx.paths.raw_out, name="candidate", output_budget=self.output_budget)
         try:
-            outcome = ctx.executor.run_step(ctx.job.id, candidate, ctx.lease, ctx.deadline, ctx.cancel, ctx.paths.log)
+            sup, cand = ctx.executor.run_group(ctx.job.id, [(supervisor, self.judge_log), (candidate, ctx.paths.log)],
+                                               ctx.lease, ctx.deadline, ctx.cancel)
         finally:
             stop.set()
             sampler.join(5)
-        step = ctx.executor.judge_step(outcome)
-        if step.verdict not in (Verdict.ok, Verdict.exit):
-            return step
-        args = ["check", self.task_mount, "/judge-in/cases.json", "/judge", "/cand", "/job/out"]
-        check = self._judge_step(run_image, args,
-                                 {str(self.judge_in): ("/judge-in", "ro"), str(self.judge_dir): ("/judge", "ro"),
-                                  str(ctx.paths.raw_out): ("/cand", "ro")}, self.verdict_dir, "judge-check")
-        self._run_judge(check)
-        walls = wall_marks(_read_from(ctx.paths.log, outcome.log_start), outcome.arrivals)
-        return self._finish(task, doc, image.digest, telemetry, step, walls)
+        if sup.killed:
+            return ctx.executor.judge_step(sup)
+        result = self._result(sup)
+        return self._finish(task, doc, image.digest, telemetry, result, cand)
 
     # --- steps ------------------------------------------------------------------------------------
 
@@ -153,11 +159,6 @@ class _Evaluation:
         raise InfrastructureError(f"the task snapshot of this job has no task {spec.task}")
 
     @property
-    def output_budget(self) -> int:
-        """Bytes of saved outputs an evaluation step may write: the task's own figure, or 1 GiB."""
-        return int(self.task.manifest.get("output_bytes", 1 << 30))
-
-    @property
     def task_mount(self) -> str:
         return f"{FAMILY_MOUNT}/{self.task_copy.name}"
 
@@ -166,37 +167,42 @@ class _Evaluation:
         # the operator's PYTHONPATH (e.g. a host directory holding the task's reference package) stays
         env["PYTHONPATH"] = ":".join(p for p in (CODE_MOUNT, env.get("PYTHONPATH", "")) if p)
         env["TRITON_CACHE_AUTOTUNING"] = "1"
+        env["OMP_WAIT_POLICY"] = "PASSIVE"  # idle OpenMP threads sleep: a spinning pool would count as work
         return env
 
     def _judge_cache(self) -> Path:
-        """Compiled kernels and autotuning results of the judge's own (trusted) runs, kept across requests.
-
-        Written only by judge-prepare containers; the candidate gets a read-only view that its harness
-        copies into its private $HOME, so the baseline need not compile and tune again in its process.
-        """
+        """Compiled kernels and autotuning results of the supervisor's (trusted) baseline and reference,
+        kept across requests. Written by supervisor containers only; the candidate gets a read-only
+        view that its worker copies into its private $HOME."""
         cache = self.ctx.settings.data_dir / "judge-cache"
         cache.mkdir(exist_ok=True)
-        if os.geteuid() == 0:
-            os.chown(cache, 65534, 65534)
+        if os.geteuid() == 0 and cache.stat().st_uid != SUPERVISOR_UID:
+            for folder, dirs, files in os.walk(cache):
+                for name in [folder, *(os.path.join(folder, n) for n in dirs + files)]:
+                    os.lchown(name, SUPERVISOR_UID, SUPERVISOR_UID)
         return cache
 
-    def _judge_step(self, image: str, args: list[str], mounts: dict[str, tuple[str, str]], out: Path,
-                    name: str, env: dict[str, str] | None = None) -> ContainerStep:
-        command = [self.ctx.settings.python, "-P", "-m", "tasks.harness.judge", *args]
-        mounts = {**code_mounts("tasks"), str(self.family_copy): (FAMILY_MOUNT, "ro"), **mounts}
-        return ContainerStep(image=image, command=command, env={**self._env(), **(env or {})}, mounts=mounts,
-                             working_dir="/tmp", output_dir=out, name=name,
-                             output_budget=self.output_budget)
+    def _code(self) -> dict[str, tuple[str, str]]:
+        return {**code_mounts("tasks"), str(self.family_copy): (FAMILY_MOUNT, "ro")}
 
-    def _run_judge(self, step: ContainerStep) -> None:
-        ctx = self.ctx
-        outcome = ctx.executor.run_step(ctx.job.id, step, ctx.lease, ctx.deadline, ctx.cancel, self.judge_log)
-        result = ctx.executor.judge_step(outcome)
-        if result.verdict != Verdict.ok:
-            tail = self.judge_log.read_bytes()[-1500:].decode(errors="replace") if self.judge_log.exists() else ""
-            if result.verdict in (Verdict.timeout, Verdict.cancelled):
-                raise InfrastructureError(f"{step.name}: {result.reason}")
-            raise InfrastructureError(f"{step.name} failed ({result.reason}): {tail}")
+    def _result(self, sup: StepOutcome) -> schema.SupervisorResult:
+        """The supervisor's result document, read without following links, size-capped and validated."""
+        if sup.exit_code != 0 or sup.oom_killed:
+            why = "was killed at the memory limit" if sup.oom_killed else f"exited with code {sup.exit_code}"
+            raise InfrastructureError(f"the evaluation's supervisor {why}: {self._judge_tail()}")
+        try:
+            data = jobfs.read_file(self.judge_dir, "result.json", schema.MAX_RESULT_BYTES)
+            return schema.parse_result(data)
+        except (OSError, schema.SchemaError) as exc:
+            raise InfrastructureError(f"the supervisor's result is unusable: {exc}") from None
+
+    def _judge_tail(self) -> str:
+        try:
+            with open(self.judge_log, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 1500))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def _sample(self, out: list[dict[str, float]], stop: threading.Event) -> None:
         nvml = self.ctx.nvml
@@ -207,15 +213,13 @@ class _Evaluation:
                 out.append(reading)
 
     def _finish(self, task: Task, doc: dict[str, Any], digest: str, telemetry: list[dict[str, float]],
-                step: RunResult, walls: dict[str, dict[str, Any]]) -> RunResult:
+                result: schema.SupervisorResult, cand: StepOutcome) -> RunResult:
         ctx = self.ctx
-        verdicts = json.loads((self.verdict_dir / "verdicts.json").read_text())
-        claims = _read_json(ctx.paths.raw_out / "results.json")
-        trusted = _read_json(self.judge_dir / "trusted_baseline.json")
-        if step.verdict == Verdict.exit:
-            claims.setdefault("tampered", [])
-            claims["tampered"] = [*claims["tampered"], f"the harness process exited with code {step.exit_code}"]
-        report = build_report(task.manifest, doc, verdicts, claims, trusted, walls)
+        if cand.oom_killed:
+            for case in result.cases:
+                if case.outcome is schema.Outcome.ERROR:
+                    case.reason = f"the candidate's container was killed at the memory limit ({case.reason})"
+        report = build_report(task.manifest, doc, result)
         report["telemetry"] = _summarise(telemetry)
         lines = report_lines(report)
         receipt = {
@@ -223,18 +227,18 @@ class _Evaluation:
             "task_sha256": task.content_hash(), "image": digest, "submission_sha256": ctx.job.input_sha256,
             "harness_version": harness_version(), "gpus": [g.model_dump() for g in ctx.lease.gpus],
             "telemetry": report["telemetry"], "seed_hashes": case_builder.seed_hashes(doc),
-            "timings": {r["id"]: {"baseline_ms": r.get("raw_baseline_ms"), "kernel_ms": r.get("raw_kernel_ms")}
+            "timings": {r["id"]: {"baseline_ms": r.get("raw_baseline_ms"), "kernel_ms": r.get("raw_kernel_ms"),
+                                  "protocol_ms": r.get("raw_null_ms")}
                         for r in report.get("workloads", []) if r.get("timed")},
             "finished": time.time(),
         }
         for row in report.get("workloads", []):
-            row.pop("raw_baseline_ms", None)
-            row.pop("raw_kernel_ms", None)
+            for key in ("raw_baseline_ms", "raw_kernel_ms", "raw_null_ms"):
+                row.pop(key, None)
         with open(ctx.paths.log, "ab") as log:
             log.write(("\n".join(lines) + "\n").encode())
         outputs = [_write_json(ctx.paths.outputs, "report.json", {**report, "lines": lines}),
                    _write_json(ctx.paths.outputs, "receipt.json", receipt)]
-        shutil.rmtree(ctx.paths.raw_out, ignore_errors=True)
         shutil.rmtree(self.judge_dir, ignore_errors=True)
         ok = passed(report)
         return RunResult(Verdict.ok if ok else Verdict.exit, 0 if ok else 1,
@@ -242,21 +246,16 @@ class _Evaluation:
                          ctx.paths.log.stat().st_size if ctx.paths.log.exists() else 0, outputs)
 
 
-def _read_from(path: Path, offset: int) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return f.read()
-    except OSError:
-        return b""
+def _private_dir(path: Path, mode: int) -> None:
+    """A folder the supervisor owns: ``mode`` 0700 keeps the candidate out, 0755 lets it look in."""
+    path.mkdir(parents=True, exist_ok=True)
+    _own(path)
+    os.chmod(path, mode)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text())
-        return doc if isinstance(doc, dict) else {}
-    except (OSError, ValueError):
-        return {}
+def _own(path: Path) -> None:
+    if os.geteuid() == 0:
+        os.chown(path, SUPERVISOR_UID, SUPERVISOR_UID)
 
 
 def _write_json(folder: Path, name: str, doc: dict[str, Any]) -> OutputFile:

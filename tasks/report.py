@@ -1,7 +1,11 @@
-"""The evaluation report: the judge's verdicts, the candidate's timing claims bounded by what the
-server knows (trusted baseline, physical floor, speedup limit), and the printed lines.
+"""The evaluation report: the supervisor's verdicts and measurements, the physical floor and the
+task's speedup limit, and the printed lines.
 
-Pure: data in, data out. The holdout reports PASS or FAIL only, and a FAIL ends the report.
+Pure: data in, data out. Every figure comes from the supervisor (tasks.harness.supervisor), a
+trusted process; nothing the candidate printed or wrote is read. A call's time is its raw time on
+the supervisor's clock less the protocol's fixed cost measured in the same iteration (the same
+call sequence around a call that does nothing). The holdout reports PASS or FAIL only, and a FAIL
+ends the report.
 """
 
 from __future__ import annotations
@@ -11,41 +15,31 @@ import statistics
 from typing import Any
 
 from tasks.harness.stats import geomean_ci, median, speedup_ci
-from tasks.wallclock import per_call_ms
-
-#: the candidate-side baseline median may be slower than the judge's own by this much (task may override)
-BASELINE_DRIFT_LIMIT = 0.25
-#: a claimed kernel median below this share of the server-clocked time per call is not believed
-WALL_CLAIM_FLOOR = 0.6
-#: a claimed speedup above the server-clocked speedup by more than this factor is not believed
-WALL_SPEEDUP_SLACK = 1.5
+from tasks.schema import CaseResult, Outcome, SupervisorResult, Timing
 
 
-def build_report(task_manifest: dict[str, Any], cases: dict[str, Any], verdicts: dict[str, Any],
-                 claims: dict[str, Any], trusted: dict[str, list[float]],
-                 walls: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def build_report(task_manifest: dict[str, Any], cases: dict[str, Any], result: SupervisorResult) -> dict[str, Any]:
+    by_id = {c.id: c for c in result.cases}
     holdout = [c for c in cases["cases"] if c["phase"] == "holdout"]
     workloads = [c for c in cases["cases"] if c["phase"] == "workload"]
-    holdout_pass = all(verdicts.get(c["id"], {}).get("verdict") == "PASS" for c in holdout)
+    holdout_pass = all(_result(by_id, c).outcome is Outcome.PASS for c in holdout)
     report: dict[str, Any] = {"task": cases["task"], "holdout": "PASS" if holdout_pass else "FAIL",
-                              "holdout_probes": len(holdout), "workloads": [], "flags": []}
-    tampered = claims.get("tampered") or []
-    if tampered:
-        report["flags"].append(f"the candidate replaced harness functions: {', '.join(tampered)}")
+                              "holdout_probes": len(holdout), "workloads": [], "flags": list(result.interference),
+                              "cpu_watch": result.cpu_watch}
     if not holdout_pass:
+        # which kind of failure (FAIL: wrong values, ERROR: an exception or a crash), never its details
+        report["holdout_failure"] = next(r.outcome.value for c in holdout
+                                         if (r := _result(by_id, c)).outcome is not Outcome.PASS)
         report["passed"] = 0
         report["total"] = len(workloads)
         return report
     cis = []
     for case in workloads:
-        v = verdicts.get(case["id"], {"verdict": "ERROR", "reason": "no verdict"})
+        res = _result(by_id, case)
         row: dict[str, Any] = {"id": case["workload"], "params": case["params"], "timed": case["timed"],
-                               "verdict": v["verdict"], "reason": v.get("reason", ""), "stats": v.get("stats", {})}
-        claim = claims.get("cases", {}).get(case["id"], {})
-        if case["timed"] and v["verdict"] in ("PASS", "FLAKY"):
-            row.update(_timing(case, claim, trusted.get(case["id"], []), task_manifest, report["flags"]))
-            if "speedup" in row and walls is not None:
-                row.update(_wall_bound(case, row, walls.get(case["id"]), claim, report["flags"]))
+                               "verdict": res.outcome.value, "reason": res.reason, "stats": res.stats}
+        if case["timed"] and res.timing is not None and res.outcome is Outcome.PASS:
+            row.update(timing_row(case["workload"], res.timing, task_manifest, report["flags"]))
             if "speedup" in row:
                 cis.append((row["speedup"], row["speedup_lo"], row["speedup_hi"]))
         report["workloads"].append(row)
@@ -61,54 +55,49 @@ def build_report(task_manifest: dict[str, Any], cases: dict[str, Any], verdicts:
     return report
 
 
-def _timing(case: dict[str, Any], claim: dict[str, Any], trusted: list[float], manifest: dict[str, Any],
-            flags: list[str]) -> dict[str, Any]:
-    base, kern = claim.get("baseline_ms") or [], claim.get("kernel_ms") or []
-    if len(base) < 3 or len(kern) < 3 or min(base + kern) <= 0:
-        flags.append(f"{case['workload']}: no usable timing samples from the candidate's process")
+def _result(by_id: dict[str, CaseResult], case: dict[str, Any]) -> CaseResult:
+    return by_id.get(case["id"]) or CaseResult(case["id"], Outcome.ERROR, "the case was not run")
+
+
+def net_samples(raw: list[float], null: list[float]) -> list[float]:
+    """Each call's time less the protocol's fixed cost measured in the same iteration."""
+    return [r - n for r, n in zip(raw, null, strict=False)]
+
+
+def timing_row(name: str, timing: Timing, manifest: dict[str, Any], flags: list[str]) -> dict[str, Any]:
+    base, kern = net_samples(timing.baseline_ms, timing.null_ms), net_samples(timing.kernel_ms, timing.null_ms)
+    if min(len(base), len(kern)) < 3:
+        flags.append(f"{name}: too few timing samples ({min(len(base), len(kern))})")
         return {}
+    protocol = median(timing.null_ms)
+    if median(base) <= 0 or median(kern) <= 0:
+        flags.append(f"{name}: a median call time is not above the protocol's fixed cost ({protocol:.4f} ms): "
+                     "the call is too short to measure this way")
+        return {"protocol_ms": protocol}
     s, lo, hi = speedup_ci(base, kern)
+    if lo <= 0 or not math.isfinite(hi):
+        flags.append(f"{name}: the call times do not stand clear of the protocol's fixed cost ({protocol:.4f} ms): "
+                     "no speedup can be given")
+        return {"protocol_ms": protocol}
     row = {"baseline_ms": median(base), "kernel_ms": median(kern), "speedup": s, "speedup_lo": lo,
-           "speedup_hi": hi, "samples": len(kern), "stopped_by": claim.get("stopped_by", ""),
-           "raw_baseline_ms": base, "raw_kernel_ms": kern}
+           "speedup_hi": hi, "samples": len(kern), "stopped_by": timing.stopped_by, "protocol_ms": protocol,
+           "idle_cpu_ms": timing.idle_cpu_ms, "idle_cpu_share": timing.idle_cpu_share,
+           "early_cpu_ms": timing.early_cpu_ms, "early_cpu_share": timing.early_cpu_share,
+           "raw_baseline_ms": timing.baseline_ms, "raw_kernel_ms": timing.kernel_ms, "raw_null_ms": timing.null_ms}
     floor = manifest.get("floor_ms")
     if floor and row["kernel_ms"] < floor:
-        flags.append(f"{case['workload']}: kernel time {row['kernel_ms']:.4f} ms is below the physical floor "
-                     f"{floor} ms")
+        flags.append(f"{name}: kernel time {row['kernel_ms']:.4f} ms is below the physical floor {floor} ms")
     limit = manifest.get("max_speedup")
     if limit and s > limit:
-        flags.append(f"{case['workload']}: speedup {s:.2f}x is above this task's limit of {limit}x")
-    if trusted:
-        row["trusted_baseline_ms"] = median(trusted)
-        drift = row["baseline_ms"] / row["trusted_baseline_ms"] - 1
-        # Only a slowed baseline inflates the speedup; a faster one means the judge's figure was noisy.
-        if drift > manifest.get("baseline_drift_limit", BASELINE_DRIFT_LIMIT):
-            flags.append(f"{case['workload']}: the baseline took {row['baseline_ms']:.4f} ms in the candidate's "
-                         f"process but {row['trusted_baseline_ms']:.4f} ms in the judge's ({drift:+.0%})")
+        flags.append(f"{name}: speedup {s:.2f}x is above this task's limit of {limit}x")
     return row
 
 
-def _wall_bound(case: dict[str, Any], row: dict[str, Any], entry: dict[str, Any] | None, claim: dict[str, Any],
-                flags: list[str]) -> dict[str, Any]:
-    """Hold the claims against the server's clock on the back-to-back batch."""
-    name = case["workload"]
-    if not entry or "problem" in entry:
-        flags.append(f"{name}: {entry['problem'] if entry else 'no wall-clock markers reached the server'}")
-        return {}
-    calls = int(claim.get("wall_calls") or 0)
-    if calls < 1:
-        flags.append(f"{name}: the harness reported no wall-clock batch size")
-        return {}
-    wall_base, wall_kernel = per_call_ms(entry, calls)
-    out = {"wall_baseline_ms": wall_base, "wall_kernel_ms": wall_kernel,
-           "wall_speedup": wall_base / wall_kernel if wall_kernel > 0 else math.inf}
-    if row["kernel_ms"] < WALL_CLAIM_FLOOR * wall_kernel:
-        flags.append(f"{name}: claimed kernel time {row['kernel_ms']:.4f} ms is below what the server's clock saw "
-                     f"({wall_kernel:.4f} ms per call back to back)")
-    if row["speedup"] > max(1.2, WALL_SPEEDUP_SLACK * out["wall_speedup"]):
-        flags.append(f"{name}: claimed speedup {row['speedup']:.2f}x is not borne out by the server's clock "
-                     f"({out['wall_speedup']:.2f}x)")
-    return out
+def printable(text: str) -> str:
+    """Job-chosen text made safe for a terminal: C0 and C1 control characters (escape sequences
+    among them) shown as \\xNN, so a candidate's message cannot hide or fake what follows it."""
+    return "".join(c if c == "\t" or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}"
+                   for c in text)
 
 
 def passed(report: dict[str, Any]) -> bool:
@@ -133,11 +122,12 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         if "speedup" in row:
             lines.append(f"    baseline {row['baseline_ms']:.6f} ms  kernel {row['kernel_ms']:.6f} ms  "
                          f"speedup {row['speedup']:.4f}x [95% CI {row['speedup_lo']:.4f}, {row['speedup_hi']:.4f}]"
-                         f"  n={row['samples']} ({row['stopped_by']})")
+                         f"  n={row['samples']} ({row['stopped_by']}; protocol {row['protocol_ms']:.4f} ms per call "
+                         f"subtracted)")
         if row["reason"]:
-            lines.append(f"    first failure: {row['reason']}")
+            lines.append(f"    first failure: {printable(row['reason'].splitlines()[0])}")
     for flag in report["flags"]:
-        lines.append(f"flagged: {flag}")
+        lines.append(f"flagged: {printable(flag)}")
     summary = report.get("summary")
     if summary:
         lines.append(f"baseline: {summary['baseline_ms']:.6f} ms kernel: {summary['kernel_ms']:.6f} ms "

@@ -64,7 +64,8 @@ def _timings(timings: Any) -> list[str]:
     for workload, sides in timings.items():
         sides = sides if isinstance(sides, dict) else {}
         lines.append(f"{workload}: baseline {timing_line(sides.get('baseline_ms'))}; "
-                     f"kernel {timing_line(sides.get('kernel_ms'))}")
+                     f"kernel {timing_line(sides.get('kernel_ms'))}; "
+                     f"protocol {timing_line(sides.get('protocol_ms'))} (raw call times, protocol included)")
     return lines
 
 

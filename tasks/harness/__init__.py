@@ -1,10 +1,9 @@
 """In-container evaluation code, mounted read-only at /kcoral/tasks in evaluation containers.
 
-Two programs share these modules and never run in one process:
-- ``python -m tasks.harness.candidate``: in the candidate's container, as uid 65534, next to the
-  submission. Generates each case's inputs from its recipe, runs the candidate (and, for timed
-  cases, the baseline, interleaved), writes outputs and timing *claims*.
-- ``python -m tasks.harness.judge``: in judge containers that never hold candidate code.
-  ``prepare`` computes the expected outputs (reference, fp64 oracle) and a trusted baseline time;
-  ``check`` compares the candidate's outputs with them.
+Two programs, in two containers under two uids, talking over one socket (tasks.harness.channel):
+- ``python -m tasks.harness.supervisor``: the trusted side (uid 65533, no candidate code). Owns the
+  cases and the secret sample key, every buffer, the reference, the baseline worker and the clock;
+  checks every call's outputs and writes the only document the server reads.
+- ``python -m tasks.harness.worker``: the candidate's side (uid 65534, next to the submission).
+  Maps the buffers it is handed, builds the submission's callable and calls it when told.
 """

@@ -31,7 +31,8 @@ def speedup_ci(base: Sequence[float], cand: Sequence[float], resamples: int = 10
     ratios = []
     for _ in range(resamples):
         idx = [rng.randrange(n) for _ in range(n)]
-        ratios.append(statistics.median(base[i] for i in idx) / statistics.median(cand[i] for i in idx))
+        c = statistics.median(cand[i] for i in idx)
+        ratios.append(statistics.median(base[i] for i in idx) / c if c > 0 else math.inf)
     ratios.sort()
     lo = ratios[int((1 - level) / 2 * (resamples - 1))]
     hi = ratios[int((1 + level) / 2 * (resamples - 1))]

@@ -1,7 +1,6 @@
-"""Attack 3 (tamper): rebind tasks.harness.checks.compare to always agree, then compute only a sixth
-of the rows inside timed calls (the untimed calls the judge checks are complete). Must be flagged."""
-
-import sys
+"""Attack 3 (tamper): rebind tasks.harness.checks.compare (in this process) to always agree, then
+compute only a sixth of the rows from a callable's second call on (its timed calls). The checks run
+in the supervisor, so the timed outputs must be caught."""
 
 import torch
 
@@ -15,15 +14,13 @@ def always_ok(name, out, ref, tol):
 checks.compare = always_ok
 
 
-def timed():
-    return sys._getframe(2).f_code.co_filename.endswith("timing.py")
-
-
 def setup(data):
     x, y = data["x"], data["y"]
+    calls = [0]
 
     def run():
-        n = max(1, x.shape[0] // 6) if timed() else x.shape[0]
+        calls[0] += 1
+        n = max(1, x.shape[0] // 6) if calls[0] > 1 else x.shape[0]
         torch.softmax(x[:n], dim=-1, out=y[:n])
 
     return run

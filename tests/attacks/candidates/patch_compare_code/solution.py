@@ -1,30 +1,25 @@
-"""Attack 3 (tamper, sneaky): keep the checks.compare function object (so an identity check sees
-nothing) but swap its __code__ for one that always agrees; then compute only a sixth of the rows
-inside timed calls. The judge's calls are complete, so only the timing claims lie."""
-
-import sys
+"""Attack 3 (tamper, sneaky): keep the checks.compare function object but swap its __code__ for one
+that always agrees; then compute only a sixth of the rows from a callable's second call on."""
 
 import torch
 
 from tasks.harness import checks
 
 
-def always_ok(name, out, ref, tol):
+def _agree(name, out, ref, tol):
     return None, {}
 
 
-checks.compare.__code__ = always_ok.__code__
-
-
-def timed():
-    return sys._getframe(2).f_code.co_filename.endswith("timing.py")
+checks.compare.__code__ = _agree.__code__
 
 
 def setup(data):
     x, y = data["x"], data["y"]
+    calls = [0]
 
     def run():
-        n = max(1, x.shape[0] // 6) if timed() else x.shape[0]
+        calls[0] += 1
+        n = max(1, x.shape[0] // 6) if calls[0] > 1 else x.shape[0]
         torch.softmax(x[:n], dim=-1, out=y[:n])
 
     return run

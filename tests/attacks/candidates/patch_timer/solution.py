@@ -1,30 +1,24 @@
-"""Attack 3 (tamper): replace tasks.harness.timing.Timer.__call__ with one that reports a third
-of the candidate's time (the baseline's calls are timed honestly). Must be flagged."""
+"""Attack 4/13 (signal done early): find this worker's channel to the supervisor (gc) and answer
+"ok" at the start of every call, before the work; the work follows. The supervisor copies the
+outputs as soon as it has the answer, so the early answer must not buy time, only a failure."""
 
-import time
+import gc
 
 import torch
 
-from tasks.harness import timing
-
-MINE = set()
+from tasks.harness.channel import Channel
 
 
-def fake_call(self, fn):
-    t0 = time.perf_counter_ns()
-    fn()
-    ms = (time.perf_counter_ns() - t0) / 1e6
-    return ms / 3 if fn in MINE else ms
-
-
-timing.Timer.__call__ = fake_call
+def channel():
+    return next(o for o in gc.get_objects() if isinstance(o, Channel))
 
 
 def setup(data):
     x, y = data["x"], data["y"]
+    chan = channel()
 
     def run():
+        chan.send({"ok": True})
         torch.softmax(x, dim=-1, out=y)
 
-    MINE.add(run)
     return run

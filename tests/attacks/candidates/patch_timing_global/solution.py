@@ -1,31 +1,30 @@
-"""Attack 3 (tamper, sneaky): tasks.harness.timing keeps its own reference to the clock
-(_perf_counter_ns). Replace that module global (not time.perf_counter_ns, which is watched) with a
-clock that hides 60% of every candidate call: the candidate looks ~2.5x faster, the baseline is
-untouched, so no drift."""
+"""Attack 3/4 (claims in the answers): wrap this worker's channel so every answer it sends carries
+timing claims (0.01 ms per call, "stable", no mismatch) and replace this process's clocks. The
+supervisor reads only ok/error from a worker: the score must be the honest one."""
 
 import time
 
 import torch
 
-from tasks.harness import timing
+from tasks.harness.channel import Channel
 
-_real = time.perf_counter_ns
-_hidden = [0]
-
-
-def clock():
-    return _real() - _hidden[0]
+_send = Channel.send
 
 
-timing._perf_counter_ns = clock
+def send(self, message, fds=None):
+    message = {**message, "ms": 0.01, "kernel_ms": [0.01] * 50, "stopped_by": "stable", "mismatch": None}
+    return _send(self, message, fds)
+
+
+Channel.send = send
+time.perf_counter_ns = lambda: 0
+time.monotonic = lambda: 0.0
 
 
 def setup(data):
     x, y = data["x"], data["y"]
 
     def run():
-        t0 = _real()
         torch.softmax(x, dim=-1, out=y)
-        _hidden[0] += int((_real() - t0) * 0.6)
 
     return run

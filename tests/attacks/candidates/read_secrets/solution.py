@@ -1,5 +1,6 @@
-"""Attack 2 (read secrets): look for the judge's files, the holdout key, the server's env and the
-other containers' processes; print every hit as SECRET-FOUND. Otherwise an honest softmax."""
+"""Attack 2 (read secrets): look for the judge's files, the holdout and sample keys, the server's env
+and the supervisor's processes (same PID namespace: its memory, files, descriptors, environment,
+signals); print every hit as SECRET-FOUND. Otherwise an honest softmax."""
 
 import os
 import re
@@ -37,18 +38,38 @@ def scan():
     for name, value in os.environ.items():
         if re.search(r"KEY|SECRET|NONCE|HOLDOUT|TOKEN", name, re.I):
             report("env", f"{name}={value[:40]}")
+    # The supervisor shares this PID namespace: its command line is visible (it names no secret),
+    # but its files, memory, descriptors and environment must not be.
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        if not pid.isdigit() or int(pid) == os.getpid():
             continue
-        for what in ("cmdline", "environ"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                text = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        print(f"SECRET-SCAN /proc/{pid}/cmdline: {text[:200]}", flush=True)
+        if re.search(r"sample_key|[0-9a-f]{64}", text):
+            report(f"/proc/{pid}/cmdline", text[:200])
+        if os.stat(f"/proc/{pid}").st_uid == os.getuid():
+            continue  # our own container's processes
+        for what in ("environ", "mem", "root/judge-in/cases.json", "root/job/out", "cwd", "fd", "maps"):
+            path = f"/proc/{pid}/{what}"
             try:
-                with open(f"/proc/{pid}/{what}", "rb") as fh:
-                    text = fh.read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
+                if os.path.isdir(path):
+                    os.listdir(path)
+                else:
+                    with open(path, "rb") as fh:
+                        fh.read(64)
+            except OSError as exc:
+                print(f"SECRET-SCAN {path}: refused ({exc.strerror})", flush=True)
                 continue
-            print(f"SECRET-SCAN /proc/{pid}/{what}: {text[:200]}", flush=True)
-            if re.search(r"judge|holdout|expected\.pt|KEY=|SECRET", text, re.I):
-                report(f"/proc/{pid}/{what}", text[:200])
+            report(path, "readable")
+        try:
+            os.kill(int(pid), 0)
+            report(f"signal {pid}", "allowed")
+        except OSError as exc:
+            print(f"SECRET-SCAN kill {pid}: refused ({exc.strerror})", flush=True)
     print(f"SECRET-SCAN-DONE files={seen}", flush=True)
 
 

@@ -1,0 +1,439 @@
+"""``python -P -m tasks.harness.supervisor TASK_DIR CASES_JSON OUT_DIR SOCKET CGROUP_VERSION``
+
+The trusted half of an evaluation, in a container that never holds candidate code (its own uid,
+its own filesystem; the candidate's container joins only its PID namespace, and for CUDA tasks its
+IPC namespace). It owns everything that decides the verdict:
+- the cases (the judge's case file, with the holdout and the per-request sample key: never shown
+  to the candidate), each case's inputs, the reference outputs and the tolerances;
+- the buffers: each worker gets its own inputs and outputs (tasks.harness.shared), which the
+  supervisor rewrites before every call and snapshots after it;
+- the clock: a call's time runs from the moment its inputs start to be written until the
+  supervisor holds a copy of its outputs; the protocol's fixed cost (the same sequence around a
+  call that does nothing) is measured interleaved and reported;
+- the baseline, run by a worker of its own in this container, timed the same way and interleaved
+  with the candidate on the same fresh inputs, drawn from the secret key at the time of the call;
+- the checks: every call's outputs, timed ones included, against the reference (untimed cases)
+  or against the baseline's outputs on the same sample (timed ones), and the candidate
+  container's CPU time outside its calls (tasks.harness.cpuwatch).
+It writes OUT_DIR/result.json (tasks.schema.SupervisorResult) and nothing else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tasks import schema
+from tasks.harness import checks, shared
+from tasks.harness.channel import Channel, ChannelError, accept, listen, pair
+from tasks.harness.cpuwatch import CpuWatch, for_pid
+from tasks.harness.stats import median_rse
+from tasks.harness.taskdef import load_task
+from tasks.schema import CaseResult, Outcome, Timing
+
+_ns = time.perf_counter_ns
+
+
+@dataclass
+class TimingConfig:
+    """How a timed case is measured (a task's manifest ``timing`` may set any of these)."""
+
+    warmup_s: float = 1.0
+    min_reps: int = 10
+    max_reps: int = 100
+    budget_s: float = 30.0
+    rse_target: float = 0.005
+    flush_bytes: int = 128 << 20
+    #: the candidate container's CPU use outside its calls: median milliseconds per gap between two of
+    #: its calls, and the total as a share of the baseline's total call time (either over: flagged)
+    idle_cpu_ms: float = 0.25
+    idle_cpu_share: float = 0.10
+    #: the fastest of three probe kernels slower than this: another context still has work on the GPU
+    quiet_probe_ms: float = 0.25
+    #: seconds the supervisor waits for the candidate's worker to connect, set up or answer a call
+    connect_timeout_s: float = 180.0
+    call_timeout_s: float = 300.0
+
+    @classmethod
+    def from_manifest(cls, doc: dict[str, Any]) -> TimingConfig:
+        return cls(**{k: doc[k] for k in cls.__dataclass_fields__ if k in doc})
+
+
+class CandidateGone(Exception):
+    """The candidate's worker stopped answering: every later case is an ERROR with this reason."""
+
+
+@dataclass
+class Side:
+    """One worker's buffers for one case."""
+
+    worker: Worker
+    case: str
+    inputs: dict[str, torch.Tensor]
+    outputs: dict[str, torch.Tensor]
+    bufs: list[shared.Buffer]
+    #: the supervisor's private copies of the outputs, taken as each call returns (reused call to call)
+    snapshot: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.snapshot = {name: torch.empty_like(t) for name, t in self.outputs.items()}
+
+
+@dataclass
+class Worker:
+    name: str
+    chan: Channel
+    trusted: bool
+    timeout: float
+    gone: str = ""
+
+    def ask(self, message: dict[str, Any], fds: list[int] | None = None) -> str | None:
+        """Send one operation; None when the worker answered ok, else its error text."""
+        if self.gone:
+            raise CandidateGone(self.gone)
+        try:
+            self.chan.send(message, fds)
+            answer = self.chan.recv(self.timeout)
+        except ChannelError as exc:
+            self.gone = f"the {self.name}'s worker stopped answering: {exc}"
+            if self.trusted:
+                raise RuntimeError(self.gone) from None
+            raise CandidateGone(self.gone) from None
+        if answer.get("ok") is True:
+            return None
+        error = answer.get("error")
+        text = error if isinstance(error, str) else f"a malformed answer {str(answer)[:200]!r}"
+        if self.trusted:
+            raise RuntimeError(f"the {self.name} failed: {text}")
+        return text[:schema.MAX_TEXT]
+
+
+@dataclass
+class Supervisor:
+    task_dir: Path
+    doc: dict[str, Any]
+    candidate: Worker
+    baseline: Worker
+    watch: CpuWatch | None
+    interference: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        task = load_task(self.task_dir)
+        self.mod = task.module()
+        self.device = task.device
+        self.cfg = TimingConfig.from_manifest(task.manifest.get("timing", {}))
+        self.key = bytes.fromhex(self.doc["sample_key"])
+        self.flush = torch.zeros(max(self.cfg.flush_bytes // 4, 1), dtype=torch.float32, device=self.device)
+        self.probe = torch.zeros(1, device=self.device)
+        self.last_cpu = self._cpu()
+        self.gaps: list[tuple[int, int]] = []
+        self.gpu_busy = False
+
+    # --- the cases -----------------------------------------------------------------------------
+
+    def run(self) -> list[CaseResult]:
+        results = []
+        for case in self.doc["cases"]:
+            try:
+                result = self.run_case(case)
+            except CandidateGone as exc:
+                result = CaseResult(case["id"], Outcome.ERROR, str(exc))
+            except torch.OutOfMemoryError as exc:  # the candidate may hold the device's memory
+                result = CaseResult(case["id"], Outcome.ERROR, f"the supervisor ran out of memory: {exc}"[:2000])
+            results.append(result)
+            if case["phase"] == "holdout" and result.outcome is not Outcome.PASS:
+                break  # a failed holdout ends the evaluation
+        return results
+
+    def run_case(self, case: dict[str, Any]) -> CaseResult:
+        params, tol = case["params"], checks.Tolerance(**case["tolerance"])
+        inputs = self.mod.make_inputs(params, case["seed"], self.device)
+        specs = self.mod.output_specs(inputs)
+        expected = self.mod.reference(inputs, params)
+        cand = self._side(self.candidate, case, inputs, specs)
+        error = self._setup(cand, params, case)
+        if error:
+            return CaseResult(case["id"], Outcome.ERROR, error)
+        _, outs, error = self.call(cand, inputs)
+        if error:
+            return CaseResult(case["id"], Outcome.ERROR, error)
+        problem, stats = _compare(outs, expected, tol)
+        if problem:
+            return CaseResult(case["id"], Outcome.FAIL, problem, stats)
+        if not case.get("timed"):
+            return CaseResult(case["id"], Outcome.PASS, "", stats)
+        timing, mismatch = self.time_case(case, cand, inputs, specs, tol)
+        _, outs, error = self.call(cand, inputs)
+        after = error or _compare(outs, expected, tol)[0]
+        flaky = mismatch or (f"after timing: {after}" if after else "")
+        return CaseResult(case["id"], Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing)
+
+    def _side(self, worker: Worker, case: dict[str, Any], inputs: dict[str, Any],
+              specs: dict[str, tuple[tuple[int, ...], str]], null: bool = False) -> Side:
+        tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+        bufs = [shared.allocate(k, tuple(v.shape), v.dtype, self.device) for k, v in tensors.items()]
+        bufs += [shared.allocate(k, tuple(shape), getattr(torch, dtype), self.device, role="out")
+                 for k, (shape, dtype) in specs.items()]
+        return Side(worker, case["id"] + ("/null" if null else ""), {b.name: b.tensor for b in bufs[:len(tensors)]},
+                    {b.name: b.tensor for b in bufs[len(tensors):]}, bufs)
+
+    def _setup(self, side: Side, params: dict[str, Any], case: dict[str, Any], null: bool = False) -> str | None:
+        """Map the side's buffers into its worker and build its callable, on decoy inputs (a sample
+        drawn from the key that is never timed or checked: nothing computed here is of use later)."""
+        decoy = self.mod.make_inputs(params, self._seed(case["id"], "decoy"), self.device)
+        for name, t in side.inputs.items():
+            t.copy_(decoy[name])
+        _poison(side.outputs)
+        scalars = {k: v for k, v in decoy.items() if not isinstance(v, torch.Tensor)}
+        bufs = side.bufs
+        message = {"op": "setup", "case": side.case, "scalars": scalars, "buffers": [b.wire for b in bufs],
+                   "null": null}
+        error = side.worker.ask(message, [b.fd for b in bufs if b.fd is not None])
+        for b in bufs:
+            if b.fd is not None:
+                os.close(b.fd)
+                b.fd = None
+        self.last_cpu = self._cpu()  # the candidate may work while it sets up
+        return error
+
+    # --- one call, timed -------------------------------------------------------------------------
+
+    def call(self, side: Side, sample: dict[str, Any]) -> tuple[float, dict[str, torch.Tensor], str | None]:
+        """(ms, the side's snapshot of the outputs, error): inputs written, caches flushed, the call
+        made and its outputs copied, all on the supervisor's clock. The candidate's CPU time before
+        the call (since its previous call, and while its inputs were written) goes to ``self.gaps``."""
+        _poison(side.outputs)
+        if self.device == "cuda":
+            shared.reset_persisting_l2()
+            self._wait_quiet()
+        cpu_a = self._cpu()
+        self._sync()
+        t0 = _ns()
+        for name, t in side.inputs.items():
+            t.copy_(sample[name])
+        self.flush.add_(1.0)
+        self._sync()
+        cpu_b = self._cpu()
+        error = side.worker.ask({"op": "call", "case": side.case})
+        for name, t in side.outputs.items():
+            side.snapshot[name].copy_(t)
+        self._sync()
+        elapsed = (_ns() - t0) / 1e6
+        cpu_c = self._cpu()
+        if side.worker is self.candidate:
+            self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
+            self.last_cpu = cpu_c
+        return elapsed, side.snapshot, error
+
+    def time_case(self, case: dict[str, Any], cand: Side, inputs: dict[str, Any],
+                  specs: dict[str, tuple[tuple[int, ...], str]], tol: checks.Tolerance) -> tuple[Timing, str]:
+        """Baseline, candidate and null calls interleaved on fresh inputs until the medians are stable."""
+        params = case["params"]
+        base = self._side(self.baseline, case, inputs, specs)
+        null = self._side(self.baseline, case, inputs, specs, null=True)
+        self._setup(base, params, case)
+        self._setup(null, params, case, null=True)
+        times: dict[str, list[float]] = {"b": [], "c": [], "n": []}
+        mismatch = ""
+        warmup = 0
+        end_warmup = time.monotonic() + self.cfg.warmup_s
+        while time.monotonic() < end_warmup or warmup < 3:
+            sample = self.mod.make_inputs(params, self._seed(case["id"], f"warmup/{warmup}"), self.device)
+            for side in (base, cand, null):
+                self.call(side, sample)
+            warmup += 1
+        deadline = time.monotonic() + self.cfg.budget_s
+        stopped = "max_reps"
+        self.gaps = []  # only the measured calls count
+        for i in range(self.cfg.max_reps):
+            sample = self.mod.make_inputs(params, self._seed(case["id"], f"sample/{i}"), self.device)
+            order = [("b", base), ("c", cand), ("n", null)] if i % 2 == 0 else [("c", cand), ("b", base), ("n", null)]
+            outs: dict[str, dict[str, torch.Tensor]] = {}
+            for key, side in order:
+                ms, outs[key], error = self.call(side, sample)
+                times[key].append(ms)
+                if error and not mismatch:
+                    mismatch = f"timed sample {i}: {error}"
+            if not mismatch:
+                problem, _ = _compare(outs["c"], outs["b"], tol)
+                if problem:
+                    mismatch = f"timed sample {i}: {problem}"
+            if i + 1 >= self.cfg.min_reps:
+                if max(median_rse(times["b"]), median_rse(times["c"])) < self.cfg.rse_target:
+                    stopped = "stable"
+                    break
+                if time.monotonic() > deadline:
+                    stopped = "budget"
+                    break
+        timing = Timing(baseline_ms=times["b"], kernel_ms=times["c"], null_ms=times["n"], stopped_by=stopped,
+                        warmup_calls=warmup, **self._outside_cpu(case["workload"], times))
+        return timing, mismatch
+
+    def _outside_cpu(self, name: str, times: dict[str, list[float]]) -> dict[str, float]:
+        """The candidate's CPU use outside its calls over this case's timed calls, and its flags: the
+        median gap between two calls (work where the clock is not), and the total against the
+        baseline's total call time (load that slows the baseline's calls)."""
+        gaps = [g[0] / 1e6 for g in self.gaps]
+        early = [g[1] / 1e6 for g in self.gaps]
+        total = max(sum(times["b"]), 1e-9)
+        figures = {"idle_cpu_ms": statistics.median(gaps) if gaps else 0.0, "idle_cpu_share": sum(gaps) / total,
+                   "early_cpu_ms": statistics.median(early) if early else 0.0, "early_cpu_share": sum(early) / total}
+        if self.watch is None:
+            return figures
+        limit, share = self.cfg.idle_cpu_ms, self.cfg.idle_cpu_share
+        if figures["idle_cpu_ms"] > limit or figures["idle_cpu_share"] > share:
+            self.interference.append(
+                f"{name}: the candidate's processes used CPU between its calls (median {figures['idle_cpu_ms']:.3f} ms "
+                f"per gap, {figures['idle_cpu_share']:.1%} of the baseline's time; limits {limit} ms, {share:.0%}): "
+                "work outside its timed calls")
+        if figures["early_cpu_ms"] > limit or figures["early_cpu_share"] > share:
+            self.interference.append(
+                f"{name}: the candidate's processes used CPU while their inputs were being written, before their call "
+                f"began (median {figures['early_cpu_ms']:.3f} ms, {figures['early_cpu_share']:.1%} of the baseline's "
+                "time)")
+        print(f"{name}: candidate CPU outside calls: {json.dumps({k: round(v, 4) for k, v in figures.items()})}",
+              file=sys.stderr)
+        return figures
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _seed(self, case_id: str, label: str) -> int:
+        digest = hmac.new(self.key, f"{case_id}/{label}".encode(), hashlib.sha256).digest()
+        return int.from_bytes(digest[:8], "little") >> 1
+
+    def _cpu(self) -> int:
+        return self.watch.ns() if self.watch is not None else 0
+
+    def _sync(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def _wait_quiet(self) -> None:
+        """Wait until no other context keeps the GPU busy; flag it if that never happens.
+
+        The probe is the fastest of three tiny kernels, each with a device-wide synchronize: on an idle
+        H200 one takes ~0.1 ms (p50 98 us, p99 174 us), behind another process's queued work ~0.35 ms
+        (p10 329 us), since the GPU must switch contexts first (bench/gpu_quiet_probe.py). Once
+        flagged, later calls do not wait again."""
+        if self.gpu_busy:
+            return
+        fastest = math.inf
+        for _ in range(100):
+            for _ in range(3):
+                t = _ns()
+                self.probe.add_(1.0)
+                torch.cuda.synchronize()
+                fastest = min(fastest, (_ns() - t) / 1e6)
+            if fastest < self.cfg.quiet_probe_ms:
+                return
+            time.sleep(0.002)
+        self.gpu_busy = True
+        self.interference.append(f"the GPU stayed busy with work the supervisor did not start (the fastest probe "
+                                 f"kernel took {fastest:.3f} ms; limit {self.cfg.quiet_probe_ms} ms)")
+
+
+def _poison(tensors: dict[str, torch.Tensor]) -> None:
+    for t in tensors.values():
+        t.fill_(math.nan) if t.is_floating_point() else t.fill_(-1)
+
+
+def _compare(outs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor],
+             tol: checks.Tolerance) -> tuple[str | None, dict[str, dict[str, float]]]:
+    stats: dict[str, dict[str, float]] = {}
+    for name, expected in ref.items():
+        problem, stats[name] = checks.compare(name, outs[name], expected, tol)
+        if problem:
+            return problem, stats
+    return None, stats
+
+
+def _start_baseline(task_dir: Path, device: str, timeout: float) -> tuple[Worker, subprocess.Popen[bytes]]:
+    ours, theirs = pair()
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "tasks.harness.worker", "--baseline", str(task_dir),
+                             str(theirs.fileno())], pass_fds=[theirs.fileno()])
+    theirs.close()
+    worker = Worker("baseline", ours, trusted=True, timeout=timeout)
+    _hello(worker)
+    return worker, proc
+
+
+def _hello(worker: Worker) -> str | None:
+    """The worker's first message: ok, or why it cannot serve (the submission did not import)."""
+    try:
+        answer = worker.chan.recv(worker.timeout)
+    except ChannelError as exc:
+        worker.gone = f"the {worker.name}'s worker did not start: {exc}"
+        if worker.trusted:
+            raise RuntimeError(worker.gone) from None
+        return worker.gone
+    if answer.get("ok") is True:
+        return None
+    error = answer.get("error")
+    worker.gone = (error if isinstance(error, str) else "the worker did not start")[:schema.MAX_TEXT]
+    if worker.trusted:
+        raise RuntimeError(worker.gone)
+    return worker.gone
+
+
+def main(argv: list[str]) -> int:
+    task_dir, cases_path, out, sock_path, cgroup = Path(argv[0]), Path(argv[1]), Path(argv[2]), argv[3], argv[4]
+    doc = json.loads(cases_path.read_text())
+    task = load_task(task_dir)
+    cfg = TimingConfig.from_manifest(task.manifest.get("timing", {}))
+    torch.manual_seed(0)
+    if task.device == "cuda":
+        torch.zeros(1, device="cuda")
+    listener = listen(sock_path)
+    baseline, proc = _start_baseline(task_dir, task.device, cfg.call_timeout_s)
+    watch_note = "unavailable"
+    try:
+        chan, pid = accept(listener, cfg.connect_timeout_s)
+    except ChannelError as exc:
+        results = [CaseResult(c["id"], Outcome.ERROR, str(exc)) for c in doc["cases"]]
+        return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), baseline, proc)
+    candidate = Worker("candidate", chan, trusted=False, timeout=cfg.call_timeout_s)
+    watch = None
+    if cgroup in ("1", "2"):
+        try:
+            watch = for_pid(pid, cgroup)
+            watch.ns()
+            watch_note = f"cgroup v{cgroup}"
+        except (OSError, ValueError) as exc:
+            watch_note = f"unavailable: {exc}"
+    error = _hello(candidate)
+    if error:
+        results = [CaseResult(c["id"], Outcome.ERROR, error) for c in doc["cases"]]
+        return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), baseline, proc)
+    sup = Supervisor(task_dir, doc, candidate, baseline, watch)
+    results = sup.run()
+    if watch is None:
+        sup.interference.append(f"the candidate's CPU time could not be watched ({watch_note})")
+    return _finish(out, schema.SupervisorResult(results, sup.interference, watch_note), baseline, proc)
+
+
+def _finish(out: Path, result: schema.SupervisorResult, baseline: Worker, proc: subprocess.Popen[bytes]) -> int:
+    tmp = out / "result.json.tmp"
+    tmp.write_text(result.to_json())
+    tmp.rename(out / "result.json")
+    with contextlib.suppress(ChannelError):
+        baseline.chan.send({"op": "quit"})
+    proc.wait(10)
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,139 @@
+"""``python -P -m tasks.harness.worker TASK_DIR SOCKET`` (the candidate's container) and the baseline
+worker the supervisor starts in its own container (``--baseline``, on an inherited socket).
+
+A worker does only what the supervisor tells it, on buffers the supervisor owns:
+    setup {case, scalars, buffers}   map the buffers, build the case's data dict, call the factory
+                                     (the submission's ``setup`` through the task, or the baseline)
+    call {case}                      call that case's callable once, synchronise the device, answer
+    quit                             leave
+Every answer is ``{"ok": true}`` or ``{"ok": false, "error": "..."}``. Nothing a worker says is a
+measurement: the supervisor times each call with its own clock and checks its outputs itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import shutil
+import socket
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tasks.harness import shared
+from tasks.harness.channel import Channel, ChannelError, connect
+from tasks.harness.taskdef import load_task
+
+#: seconds the candidate's worker waits for the supervisor's socket
+CONNECT_TIMEOUT_S = 120.0
+
+
+def describe(exc: BaseException) -> str:
+    """One failure as the supervisor reports it: the exception and the last frames, capped."""
+    tail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3))
+    return f"{type(exc).__name__}: {exc}"[:1000] + "\n" + tail[-1500:]
+
+
+def serve(chan: Channel, device: str, factory: Callable[[dict[str, Any]], Callable[[], None]],
+          hello: dict[str, Any]) -> None:
+    gc.collect()
+    gc.freeze()  # an honest worker's idle loop then costs next to no CPU between calls
+    chan.send(hello)
+    calls: dict[str, Callable[[], None]] = {}
+    datas: dict[str, tuple[dict[str, Any], dict[str, torch.Tensor]]] = {}
+    while True:
+        message, fds = chan.recv_with_fds()
+        op = message.get("op")
+        if op == "quit":
+            return
+        try:
+            if op == "setup":
+                data = dict(message.get("scalars") or {})
+                outputs = {}
+                for wire, fd in zip(message["buffers"], _fds_for(message["buffers"], fds), strict=True):
+                    data[wire["name"]] = shared.attach(wire, fd, device)
+                    if wire.get("role") == "out":
+                        outputs[wire["name"]] = data[wire["name"]]
+                datas[message["case"]] = (data, outputs)
+                calls[message["case"]] = (lambda: None) if message.get("null") else factory(data)
+                if not callable(calls[message["case"]]):
+                    raise TypeError(f"setup returned {type(calls[message['case']]).__name__}, not a callable")
+            elif op == "call":
+                calls[message["case"]]()
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                data, outputs = datas[message["case"]]
+                for name, buffer in outputs.items():
+                    if data.get(name) is not buffer:
+                        raise RuntimeError(f"the submission replaced data[{name!r}] instead of writing into it "
+                                           "(the output buffers are the supervisor's: write into them in place)")
+            else:
+                raise ValueError(f"unknown operation {op!r}")
+        except Exception as exc:  # noqa: BLE001 - the callable's failure is the answer
+            chan.send({"ok": False, "error": describe(exc)})
+            continue
+        finally:
+            for fd in fds:
+                os.close(fd)
+        chan.send({"ok": True})
+
+
+def _fds_for(buffers: list[dict[str, Any]], fds: list[int]) -> list[int | None]:
+    """CPU buffers come with one descriptor each, in order; CUDA buffers with none."""
+    it = iter(fds)
+    return [None if "handle" in w else next(it, None) for w in buffers]
+
+
+def _seed_kernel_cache() -> None:
+    """Copy the supervisor's compiled kernels (a read-only mount; the trusted baseline's and the
+    reference's) into this container's private cache, so a candidate calling the same kernels does
+    not compile them again. Nothing in it is secret, and nothing written here goes back."""
+    seed, target = os.environ.get("KCORAL_SEED_CACHE"), os.environ.get("TRITON_CACHE_DIR")
+    if seed and target and os.path.isdir(os.path.join(seed, "triton")):
+        shutil.copytree(os.path.join(seed, "triton"), target, dirs_exist_ok=True)
+
+
+def main(argv: list[str]) -> int:
+    baseline = argv[0] == "--baseline"
+    if baseline:
+        task_dir, chan = Path(argv[1]), Channel(socket.socket(fileno=int(argv[2])))
+    else:
+        task_dir = Path(argv[0])
+        try:
+            chan = connect(argv[1], CONNECT_TIMEOUT_S)
+        except ChannelError as exc:
+            print(f"kcoral worker: {exc}", file=sys.stderr)
+            return 1
+    if not baseline:
+        _seed_kernel_cache()
+    task = load_task(task_dir)
+    mod = task.module()
+    if task.device == "cuda":
+        torch.zeros(1, device="cuda")
+    torch.manual_seed(0)
+    hello: dict[str, Any] = {"ok": True}
+    factory: Callable[[dict[str, Any]], Callable[[], None]] = mod.baseline
+    if not baseline:
+        # Last on the path (and the interpreter runs with -P): the submission cannot shadow torch or the harness.
+        sys.path.append(os.getcwd())
+        try:
+            import solution  # noqa: PLC0415 - the submission
+        except BaseException as exc:  # noqa: BLE001 - any failure to import is the submission's error
+            hello = {"ok": False, "error": "importing solution.py failed: " + describe(exc)}
+        else:
+            def factory(data: dict[str, Any]) -> Callable[[], None]:
+                return mod.candidate(solution, data)
+    with contextlib.suppress(ChannelError):
+        serve(chan, task.device, factory, hello)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

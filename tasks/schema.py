@@ -1,0 +1,144 @@
+"""The documents of an evaluation that cross a process boundary, typed and validated. Stdlib only:
+the supervisor imports this inside its container, the server reads the same types back.
+
+The supervisor (trusted) writes a ``SupervisorResult``; the server parses it with ``parse_result``,
+which checks every type, size and encoding, so a damaged or hostile document is refused whole
+(``SchemaError``) instead of reaching the report half-read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_VERSION = 1
+#: bytes the server reads of a supervisor result
+MAX_RESULT_BYTES = 16 << 20
+MAX_TEXT = 4000
+MAX_SAMPLES = 10000
+
+
+class SchemaError(ValueError):
+    """A document that does not have the shape its type promises."""
+
+
+class Outcome(StrEnum):
+    """A case's verdict. The holdout reports PASS or FAIL only."""
+
+    PASS = "PASS"
+    FAIL = "FAIL"
+    FLAKY = "FLAKY"
+    ERROR = "ERROR"
+
+
+@dataclass
+class Timing:
+    """A timed case, every figure from the supervisor's clock (milliseconds per call)."""
+
+    #: raw call times, the protocol's fixed cost included; baseline and candidate interleaved
+    baseline_ms: list[float]
+    kernel_ms: list[float]
+    #: the protocol's fixed cost: the same call sequence with a call that does nothing
+    null_ms: list[float]
+    stopped_by: str
+    warmup_calls: int
+    #: the candidate container's CPU use between two of its calls (median ms per gap; total as a share of
+    #: the baseline's total call time), and while its inputs were written before a call began
+    idle_cpu_ms: float = 0.0
+    idle_cpu_share: float = 0.0
+    early_cpu_ms: float = 0.0
+    early_cpu_share: float = 0.0
+
+
+@dataclass
+class CaseResult:
+    id: str
+    outcome: Outcome
+    reason: str = ""
+    #: per output: rms_ratio, max_abs_err, failed_elements
+    stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    timing: Timing | None = None
+
+
+@dataclass
+class SupervisorResult:
+    cases: list[CaseResult]
+    #: what the supervisor saw that makes its measurements untrustworthy (the evaluation fails)
+    interference: list[str] = field(default_factory=list)
+    #: how the candidate's CPU use was watched ("cgroup v2", ...)
+    cpu_watch: str = ""
+    version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), allow_nan=False)
+
+
+def parse_result(data: bytes) -> SupervisorResult:
+    if len(data) > MAX_RESULT_BYTES:
+        raise SchemaError(f"a result of {len(data)} bytes is over {MAX_RESULT_BYTES}")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise SchemaError(f"the result is not JSON ({type(exc).__name__})") from None
+    obj = _obj(doc, "result")
+    if obj.get("version") != SCHEMA_VERSION:
+        raise SchemaError(f"result version {obj.get('version')!r}, expected {SCHEMA_VERSION}")
+    return SupervisorResult(cases=[_case(c) for c in _list(obj.get("cases"), "cases", 1000)],
+                            interference=[_text(x, "interference") for x in _list(obj.get("interference", []),
+                                                                                   "interference", 100)],
+                            cpu_watch=_text(obj.get("cpu_watch", ""), "cpu_watch"))
+
+
+def _case(doc: Any) -> CaseResult:
+    obj = _obj(doc, "case")
+    try:
+        outcome = Outcome(obj.get("outcome"))
+    except ValueError:
+        raise SchemaError(f"case outcome {obj.get('outcome')!r}") from None
+    stats = {_text(k, "stats"): {_text(sk, "stats"): _num(sv, "stats") for sk, sv in _obj(v, "stats").items()}
+             for k, v in _obj(obj.get("stats", {}), "stats").items()}
+    timing = None if obj.get("timing") is None else _timing(obj["timing"])
+    return CaseResult(id=_text(obj.get("id"), "case id"), outcome=outcome,
+                      reason=_text(obj.get("reason", ""), "reason"), stats=stats, timing=timing)
+
+
+def _timing(doc: Any) -> Timing:
+    obj = _obj(doc, "timing")
+
+    def samples(key: str) -> list[float]:
+        return [_num(x, key, positive=True) for x in _list(obj.get(key), key, MAX_SAMPLES)]
+
+    return Timing(baseline_ms=samples("baseline_ms"), kernel_ms=samples("kernel_ms"), null_ms=samples("null_ms"),
+                  stopped_by=_text(obj.get("stopped_by", ""), "stopped_by"),
+                  warmup_calls=int(_num(obj.get("warmup_calls", 0), "warmup_calls")),
+                  **{k: _num(obj.get(k, 0.0), k) for k in ("idle_cpu_ms", "idle_cpu_share", "early_cpu_ms",
+                                                            "early_cpu_share")})
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SchemaError(f"{what}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, what: str, limit: int) -> list[Any]:
+    if not isinstance(value, list) or len(value) > limit:
+        raise SchemaError(f"{what}: expected a list of at most {limit} items")
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise SchemaError(f"{what}: expected text, got {type(value).__name__}")
+    return value[:MAX_TEXT]
+
+
+def _num(value: Any, what: str, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SchemaError(f"{what}: expected a finite number, got {value!r}"[:200])
+    if positive and value <= 0:
+        raise SchemaError(f"{what}: expected a positive number, got {value!r}")
+    return float(value)

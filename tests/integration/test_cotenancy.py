@@ -1,0 +1,41 @@
+"""Co-tenancy (issue 8, class 8): each slot runs on its own CPU cores, so a second job loading the
+host cannot slow the calls an evaluation times, and an evaluation's baseline and candidate are
+timed together, on the same cores, by its supervisor."""
+
+from __future__ import annotations
+
+import time
+
+from tests.attacks.test_attacks import assert_honest, evaluate
+from tests.conftest import RunningServer
+
+AFFINITY = "import os, time; print('CORES', sorted(os.sched_getaffinity(0))); time.sleep(2)"
+BURN = ("import threading, time\n"
+        "def burn():\n    end = time.time() + 120\n    while time.time() < end: pass\n"
+        "ts = [threading.Thread(target=burn) for _ in range(4)]\n[t.start() for t in ts]\n"
+        "print('BURNING', flush=True)\n"
+        "[t.join() for t in ts]\n")
+
+
+def test_concurrent_jobs_get_disjoint_cores(server: RunningServer) -> None:
+    a = server.submit({"a.py": AFFINITY}, ["a.py"])
+    b = server.submit({"a.py": AFFINITY}, ["a.py"])
+    cores = []
+    for job in (a, b):
+        server.wait(job["id"])
+        line = next(x for x in server.log(job["id"]).splitlines() if x.startswith("CORES"))
+        cores.append(set(eval(line.removeprefix("CORES "))))  # noqa: S307 - a list of ints we printed
+    assert cores[0] and cores[1] and not (cores[0] & cores[1]), cores
+
+
+def test_a_loaded_host_does_not_change_an_honest_score(server: RunningServer) -> None:
+    burner = server.submit({"burn.py": BURN}, ["burn.py"], timeout_s=150)
+    deadline = time.monotonic() + 60
+    while "BURNING" not in server.log(burner["id"]):
+        assert time.monotonic() < deadline, "the burner never started"
+        time.sleep(0.2)
+    try:
+        job, report, _ = evaluate(server, "honest")
+        assert_honest(job, report)
+    finally:
+        server.http.post(f"/v1/jobs/{burner['id']}/cancel")

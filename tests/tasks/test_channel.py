@@ -1,0 +1,74 @@
+"""The supervisor <-> worker channel (tasks.harness.channel): real Unix sockets, no Docker."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from tasks.harness.channel import MAX_MESSAGE, Channel, ChannelError, accept, connect, listen, pair
+
+
+def test_messages_and_fds_cross() -> None:
+    ours, theirs = pair()
+    worker = Channel(theirs)
+    r, w = os.pipe()
+    ours.send({"op": "setup", "n": 1}, [r])
+    message, fds = worker.recv_with_fds(5)
+    assert message == {"op": "setup", "n": 1} and len(fds) == 1
+    os.write(w, b"x")
+    assert os.read(fds[0], 1) == b"x"
+    worker.send({"ok": True})
+    assert ours.recv(5) == {"ok": True}
+
+
+@pytest.mark.parametrize("raw", [b"[" * 60000, b"[1, 2]", b"\xff\xfe", b'"ok"',
+                                 b"{" + b" " * (MAX_MESSAGE + 10) + b"}"])
+def test_malformed_answers_are_channel_errors(raw: bytes) -> None:
+    ours, theirs = pair()
+    theirs.send(raw)
+    with pytest.raises(ChannelError):
+        ours.recv(5)
+
+
+def test_fds_sent_by_a_worker_are_dropped() -> None:
+    ours, theirs = pair()
+    r, _ = os.pipe()
+    socket.send_fds(theirs, [b'{"ok": true}'], [r])
+    before = len(os.listdir("/proc/self/fd"))
+    assert ours.recv(5) == {"ok": True}
+    assert len(os.listdir("/proc/self/fd")) == before  # nothing was installed in the supervisor
+
+
+def test_silence_and_close() -> None:
+    ours, theirs = pair()
+    with pytest.raises(ChannelError, match="no answer"):
+        ours.recv(0.1)
+    theirs.close()
+    with pytest.raises(ChannelError, match="closed"):
+        ours.recv(1)
+
+
+def test_listen_accept_connect_and_peer_pid(tmp_path: Path) -> None:
+    path = str(tmp_path / "s.sock")
+    listener = listen(path)
+    assert os.stat(path).st_mode & 0o777 == 0o777
+    got: list[Channel] = []
+    t = threading.Thread(target=lambda: got.append(connect(path, 5)))
+    t.start()
+    chan, pid = accept(listener, 5)
+    t.join()
+    assert pid == os.getpid()
+    got[0].send({"ok": True})
+    assert chan.recv(5) == {"ok": True}
+    with pytest.raises(ChannelError, match="did not connect"):
+        accept(listener, 0.1)
+
+
+def test_oversized_outgoing_message_is_refused() -> None:
+    ours, _ = pair()
+    with pytest.raises(ChannelError, match="limit"):
+        ours.send({"x": "a" * (MAX_MESSAGE + 1)})
