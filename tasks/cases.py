@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.harness.taskdef import Task
+from tasks.schema import Case, CaseFile, Phase
 
 
 def holdout_key(data_dir: Path) -> bytes:
@@ -33,29 +34,26 @@ def _seed(material: bytes) -> int:
     return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
 
 
-def build_cases(task: Task, module: Any, key: bytes, nonce: bytes) -> dict[str, Any]:
+def build_cases(task: Task, module: Any, key: bytes, nonce: bytes) -> CaseFile:
     """The judge's case file: holdout probes first, then the workloads, with opaque ids."""
     manifest = task.manifest
     default_tol = manifest["tolerance"]
-    cases: list[dict[str, Any]] = []
+    drafts: list[tuple[Phase, str, dict[str, Any], int, bool, dict[str, float]]] = []
     count = manifest.get("holdout", {}).get("count", 0)
     if count:
         digest = hmac.new(key, nonce + b"holdout/" + task.id.encode(), hashlib.sha256).digest()
         for i, params in enumerate(module.holdout_params(random.Random(digest), count)):
             seed = _seed(hmac.new(key, nonce + f"holdout/{task.id}/{i}".encode(), hashlib.sha256).digest())
-            cases.append({"phase": "holdout", "workload": f"holdout{i}", "params": params, "seed": seed,
-                          "timed": False, "tolerance": default_tol})
+            drafts.append((Phase.HOLDOUT, f"holdout{i}", params, seed, False, default_tol))
     for w in manifest["workloads"]:
-        timed = bool(w.get("timed"))
         seed = _seed(f"{task.id}/{w['id']}".encode())
-        cases.append({"phase": "workload", "workload": w["id"], "params": w["params"], "seed": seed,
-                      "timed": timed, "tolerance": w.get("tolerance", default_tol)})
-    for i, case in enumerate(cases):
-        case["id"] = f"c{i:02d}"
+        drafts.append((Phase.WORKLOAD, w["id"], w["params"], seed, bool(w.get("timed")),
+                       w.get("tolerance", default_tol)))
+    cases = [Case(f"c{i:02d}", *draft) for i, draft in enumerate(drafts)]
     sample_key = hmac.new(key, nonce + b"samples/" + task.id.encode(), hashlib.sha256).hexdigest()
-    return {"task": task.id, "device": task.device, "cases": cases, "sample_key": sample_key}
+    return CaseFile(task=task.id, device=task.device, cases=cases, sample_key=sample_key)
 
 
-def seed_hashes(doc: dict[str, Any]) -> dict[str, str]:
+def seed_hashes(doc: CaseFile) -> dict[str, str]:
     """What a receipt keeps of the seeds: their hashes, not the seeds."""
-    return {c["id"]: hashlib.sha256(str(c["seed"]).encode()).hexdigest()[:16] for c in doc["cases"]}
+    return {c.id: hashlib.sha256(str(c.seed).encode()).hexdigest()[:16] for c in doc.cases}

@@ -98,35 +98,14 @@ class _Evaluation:
                                        os.urandom(16))
         _private_dir(self.judge_in, 0o700)
         _private_dir(self.channel, 0o755)
-        (self.judge_in / "cases.json").write_text(json.dumps(doc))
+        (self.judge_in / "cases.json").write_text(doc.to_json())
         _own(self.judge_in / "cases.json")
         run_image = ctx.job.spec.image or ctx.settings.image
         image = ctx.executor.image_info(run_image)
         ctx.on_image(image)
-        cgroups = ctx.executor.cgroup_mount()
         cache = self._judge_cache()
-        cuda = task.device == "cuda"
-        supervisor = ContainerStep(
-            image=run_image,
-            command=[ctx.settings.python, "-P", "-m", "tasks.harness.supervisor", self.task_mount,
-                     "/judge-in/cases.json", "/job/out", f"{CHANNEL_MOUNT}/worker.sock",
-                     cgroups[1] if cgroups else "none"],
-            # USER: the host's passwd (toolchain mode) has no entry for this uid, and getpass needs a name
-            env={**self._env(), "TRITON_CACHE_DIR": f"{JUDGE_CACHE_MOUNT}/triton", "USER": "kcoral-supervisor",
-                 "LOGNAME": "kcoral-supervisor"},
-            mounts={**self._code(), str(self.judge_in): ("/judge-in", "ro"), str(self.channel): (CHANNEL_MOUNT, "rw"),
-                    str(cache): (JUDGE_CACHE_MOUNT, "rw"),
-                    **({cgroups[0]: (str(CGROUP_MOUNT), "ro")} if cgroups else {})},
-            working_dir="/tmp", output_dir=self.judge_dir, name="supervisor", output_budget=SUPERVISOR_OUTPUT_BYTES,
-            uid=SUPERVISOR_UID, share_ipc=cuda)
-        candidate = ContainerStep(
-            image=run_image,
-            command=[ctx.settings.python, "-P", "-m", "tasks.harness.worker", self.task_mount,
-                     f"{CHANNEL_MOUNT}/worker.sock"],
-            env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache", "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
-            mounts={**self._code(), str(ctx.paths.input): ("/job/input", "ro"),
-                    str(self.channel): (CHANNEL_MOUNT, "ro"), str(cache): (SEED_CACHE_MOUNT, "ro")},
-            name="candidate", join=True, share_ipc=cuda)
+        supervisor = self._supervisor_step(run_image, cache, task.device == "cuda")
+        candidate = self._candidate_step(run_image, cache, task.device == "cuda")
         telemetry: list[dict[str, float]] = []
         stop = threading.Event()
         sampler = threading.Thread(target=self._sample, args=(telemetry, stop), daemon=True)
@@ -143,6 +122,34 @@ class _Evaluation:
         return self._finish(task, doc, image.digest, telemetry, result, cand)
 
     # --- steps ------------------------------------------------------------------------------------
+
+    def _supervisor_step(self, image: str, cache: Path, cuda: bool) -> ContainerStep:
+        ctx = self.ctx
+        cgroups = ctx.executor.cgroup_mount()
+        return ContainerStep(
+            image=image,
+            command=[ctx.settings.python, "-P", "-m", "tasks.harness.supervisor", self.task_mount,
+                     "/judge-in/cases.json", "/job/out", f"{CHANNEL_MOUNT}/worker.sock",
+                     cgroups[1] if cgroups else "none"],
+            # USER: the host's passwd (toolchain mode) has no entry for this uid, and getpass needs a name
+            env={**self._env(), "TRITON_CACHE_DIR": f"{JUDGE_CACHE_MOUNT}/triton", "USER": "kcoral-supervisor",
+                 "LOGNAME": "kcoral-supervisor"},
+            mounts={**self._code(), str(self.judge_in): ("/judge-in", "ro"), str(self.channel): (CHANNEL_MOUNT, "rw"),
+                    str(cache): (JUDGE_CACHE_MOUNT, "rw"),
+                    **({cgroups[0]: (str(CGROUP_MOUNT), "ro")} if cgroups else {})},
+            working_dir="/tmp", output_dir=self.judge_dir, name="supervisor", output_budget=SUPERVISOR_OUTPUT_BYTES,
+            uid=SUPERVISOR_UID, share_ipc=cuda)
+
+    def _candidate_step(self, image: str, cache: Path, cuda: bool) -> ContainerStep:
+        ctx = self.ctx
+        return ContainerStep(
+            image=image,
+            command=[ctx.settings.python, "-P", "-m", "tasks.harness.worker", self.task_mount,
+                     f"{CHANNEL_MOUNT}/worker.sock"],
+            env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache", "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
+            mounts={**self._code(), str(ctx.paths.input): ("/job/input", "ro"),
+                    str(self.channel): (CHANNEL_MOUNT, "ro"), str(cache): (SEED_CACHE_MOUNT, "ro")},
+            name="candidate", join=True, share_ipc=cuda)
 
     def _snapshot_task(self) -> Task:
         """Copy the task's family folder (a task may load a sibling's code) into the job, once."""
@@ -212,7 +219,7 @@ class _Evaluation:
             if reading:
                 out.append(reading)
 
-    def _finish(self, task: Task, doc: dict[str, Any], digest: str, telemetry: list[dict[str, float]],
+    def _finish(self, task: Task, doc: schema.CaseFile, digest: str, telemetry: list[dict[str, float]],
                 result: schema.SupervisorResult, cand: StepOutcome) -> RunResult:
         ctx = self.ctx
         if cand.oom_killed:

@@ -15,16 +15,17 @@ import statistics
 from typing import Any
 
 from tasks.harness.stats import geomean_ci, median, speedup_ci
-from tasks.schema import CaseResult, Outcome, SupervisorResult, Timing
+from tasks.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
 
 
-def build_report(task_manifest: dict[str, Any], cases: dict[str, Any], result: SupervisorResult) -> dict[str, Any]:
+def build_report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult) -> dict[str, Any]:
     by_id = {c.id: c for c in result.cases}
-    holdout = [c for c in cases["cases"] if c["phase"] == "holdout"]
-    workloads = [c for c in cases["cases"] if c["phase"] == "workload"]
+    holdout = [c for c in cases.cases if c.phase is Phase.HOLDOUT]
+    workloads = [c for c in cases.cases if c.phase is Phase.WORKLOAD]
     holdout_pass = all(_result(by_id, c).outcome is Outcome.PASS for c in holdout)
-    report: dict[str, Any] = {"task": cases["task"], "holdout": "PASS" if holdout_pass else "FAIL",
-                              "holdout_probes": len(holdout), "workloads": [], "flags": list(result.interference),
+    report: dict[str, Any] = {"task": cases.task, "holdout": "PASS" if holdout_pass else "FAIL",
+                              "holdout_probes": len(holdout), "workloads": [],
+                              "flags": [printable(f) for f in result.interference],
                               "cpu_watch": result.cpu_watch}
     if not holdout_pass:
         # which kind of failure (FAIL: wrong values, ERROR: an exception or a crash), never its details
@@ -36,10 +37,11 @@ def build_report(task_manifest: dict[str, Any], cases: dict[str, Any], result: S
     cis = []
     for case in workloads:
         res = _result(by_id, case)
-        row: dict[str, Any] = {"id": case["workload"], "params": case["params"], "timed": case["timed"],
-                               "verdict": res.outcome.value, "reason": res.reason, "stats": res.stats}
-        if case["timed"] and res.timing is not None and res.outcome is Outcome.PASS:
-            row.update(timing_row(case["workload"], res.timing, task_manifest, report["flags"]))
+        row: dict[str, Any] = {"id": case.workload, "params": case.params, "timed": case.timed,
+                               "verdict": res.outcome.value, "reason": printable(res.reason, newlines=True),
+                               "stats": res.stats}
+        if case.timed and res.timing is not None and res.outcome is Outcome.PASS:
+            row.update(timing_row(case.workload, res.timing, task_manifest, report["flags"]))
             if "speedup" in row:
                 cis.append((row["speedup"], row["speedup_lo"], row["speedup_hi"]))
         report["workloads"].append(row)
@@ -55,8 +57,8 @@ def build_report(task_manifest: dict[str, Any], cases: dict[str, Any], result: S
     return report
 
 
-def _result(by_id: dict[str, CaseResult], case: dict[str, Any]) -> CaseResult:
-    return by_id.get(case["id"]) or CaseResult(case["id"], Outcome.ERROR, "the case was not run")
+def _result(by_id: dict[str, CaseResult], case: Case) -> CaseResult:
+    return by_id.get(case.id) or CaseResult(case.id, Outcome.ERROR, "the case was not run")
 
 
 def net_samples(raw: list[float], null: list[float]) -> list[float]:
@@ -93,10 +95,11 @@ def timing_row(name: str, timing: Timing, manifest: dict[str, Any], flags: list[
     return row
 
 
-def printable(text: str) -> str:
+def printable(text: str, newlines: bool = False) -> str:
     """Job-chosen text made safe for a terminal: C0 and C1 control characters (escape sequences
     among them) shown as \\xNN, so a candidate's message cannot hide or fake what follows it."""
-    return "".join(c if c == "\t" or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}"
+    keep = "\t\n" if newlines else "\t"
+    return "".join(c if c in keep or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}"
                    for c in text)
 
 
@@ -125,9 +128,9 @@ def report_lines(report: dict[str, Any]) -> list[str]:
                          f"  n={row['samples']} ({row['stopped_by']}; protocol {row['protocol_ms']:.4f} ms per call "
                          f"subtracted)")
         if row["reason"]:
-            lines.append(f"    first failure: {printable(row['reason'].splitlines()[0])}")
+            lines.append(f"    first failure: {row['reason'].splitlines()[0]}")
     for flag in report["flags"]:
-        lines.append(f"flagged: {printable(flag)}")
+        lines.append(f"flagged: {flag}")
     summary = report.get("summary")
     if summary:
         lines.append(f"baseline: {summary['baseline_ms']:.6f} ms kernel: {summary['kernel_ms']:.6f} ms "

@@ -1,9 +1,10 @@
 """The documents of an evaluation that cross a process boundary, typed and validated. Stdlib only:
 the supervisor imports this inside its container, the server reads the same types back.
 
-The supervisor (trusted) writes a ``SupervisorResult``; the server parses it with ``parse_result``,
-which checks every type, size and encoding, so a damaged or hostile document is refused whole
-(``SchemaError``) instead of reaching the report half-read.
+The server writes a ``CaseFile`` (the judge's cases and the sample key) for the supervisor, which
+reads it with ``parse_cases``; the supervisor (trusted) writes a ``SupervisorResult``, which the
+server reads with ``parse_result``. Both parsers check every type, size and encoding, so a damaged
+or hostile document is refused whole (``SchemaError``) instead of being half-read.
 """
 
 from __future__ import annotations
@@ -23,6 +24,61 @@ MAX_SAMPLES = 10000
 
 class SchemaError(ValueError):
     """A document that does not have the shape its type promises."""
+
+
+class Phase(StrEnum):
+    HOLDOUT = "holdout"
+    WORKLOAD = "workload"
+
+
+@dataclass
+class Case:
+    """One case: its opaque id, the recipe of its inputs, and how it is judged."""
+
+    id: str
+    phase: Phase
+    workload: str
+    params: dict[str, Any]
+    seed: int
+    timed: bool
+    tolerance: dict[str, float]
+
+
+@dataclass
+class CaseFile:
+    """The judge's case file: holdout probes first, then the workloads, and the per-request key
+    every timed sample's inputs are drawn from. Only the supervisor ever reads it."""
+
+    task: str
+    device: str
+    cases: list[Case]
+    sample_key: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+
+def parse_cases(data: bytes) -> CaseFile:
+    try:
+        obj = _obj(json.loads(data.decode("utf-8")), "case file")
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise SchemaError(f"the case file is not JSON ({type(exc).__name__})") from None
+    cases = []
+    for c in _list(obj.get("cases"), "cases", 1000):
+        c = _obj(c, "case")
+        try:
+            phase = Phase(c.get("phase"))
+        except ValueError:
+            raise SchemaError(f"case phase {c.get('phase')!r}") from None
+        seed = c.get("seed")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise SchemaError(f"case seed {seed!r}")
+        cases.append(Case(id=_text(c.get("id"), "case id"), phase=phase, workload=_text(c.get("workload"), "workload"),
+                          params=_obj(c.get("params"), "params"), seed=seed, timed=c.get("timed") is True,
+                          tolerance={_text(k, "tolerance"): _num(v, "tolerance")
+                                     for k, v in _obj(c.get("tolerance"), "tolerance").items()}))
+    return CaseFile(task=_text(obj.get("task"), "task"), device=_text(obj.get("device"), "device"), cases=cases,
+                    sample_key=_text(obj.get("sample_key"), "sample_key"))
 
 
 class Outcome(StrEnum):

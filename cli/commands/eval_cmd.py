@@ -66,7 +66,8 @@ def first_failure(view: JobView, report: dict[str, Any] | None) -> str:
         return "holdout correctness: FAIL (the holdout probes are secret: no details are given)"
     for row in report.get("workloads") or []:
         if row.get("verdict") != "PASS":
-            return f"workload {row.get('id')}: {row.get('verdict')}: {row.get('reason') or 'no reason given'}"
+            reason = (row.get("reason") or "no reason given").splitlines()[0]
+            return f"workload {row.get('id')}: {row.get('verdict')}: {reason}"
     flags = report.get("flags") or []
     if flags:
         return f"flagged: {flags[0]}"

@@ -124,7 +124,7 @@ class Worker:
 @dataclass
 class Supervisor:
     task_dir: Path
-    doc: dict[str, Any]
+    doc: schema.CaseFile
     candidate: Worker
     baseline: Worker
     watch: CpuWatch | None
@@ -135,7 +135,7 @@ class Supervisor:
         self.mod = task.module()
         self.device = task.device
         self.cfg = TimingConfig.from_manifest(task.manifest.get("timing", {}))
-        self.key = bytes.fromhex(self.doc["sample_key"])
+        self.key = bytes.fromhex(self.doc.sample_key)
         self.flush = torch.zeros(max(self.cfg.flush_bytes // 4, 1), dtype=torch.float32, device=self.device)
         self.probe = torch.zeros(1, device=self.device)
         self.last_cpu = self._cpu()
@@ -146,54 +146,56 @@ class Supervisor:
 
     def run(self) -> list[CaseResult]:
         results = []
-        for case in self.doc["cases"]:
+        for case in self.doc.cases:
             try:
                 result = self.run_case(case)
             except CandidateGone as exc:
-                result = CaseResult(case["id"], Outcome.ERROR, str(exc))
+                result = CaseResult(case.id, Outcome.ERROR, str(exc))
             except torch.OutOfMemoryError as exc:  # the candidate may hold the device's memory
-                result = CaseResult(case["id"], Outcome.ERROR, f"the supervisor ran out of memory: {exc}"[:2000])
+                result = CaseResult(case.id, Outcome.ERROR, f"the supervisor ran out of memory: {exc}"[:2000])
             results.append(result)
-            if case["phase"] == "holdout" and result.outcome is not Outcome.PASS:
+            # the operator's record (the judge log stays on the server): holdout details included
+            print(f"{case.id} {case.workload}: {result.outcome.value} {result.reason[:500]!r}", file=sys.stderr)
+            if case.phase is schema.Phase.HOLDOUT and result.outcome is not Outcome.PASS:
                 break  # a failed holdout ends the evaluation
         return results
 
-    def run_case(self, case: dict[str, Any]) -> CaseResult:
-        params, tol = case["params"], checks.Tolerance(**case["tolerance"])
-        inputs = self.mod.make_inputs(params, case["seed"], self.device)
+    def run_case(self, case: schema.Case) -> CaseResult:
+        params, tol = case.params, checks.Tolerance(**case.tolerance)
+        inputs = self.mod.make_inputs(params, case.seed, self.device)
         specs = self.mod.output_specs(inputs)
         expected = self.mod.reference(inputs, params)
         cand = self._side(self.candidate, case, inputs, specs)
         error = self._setup(cand, params, case)
         if error:
-            return CaseResult(case["id"], Outcome.ERROR, error)
+            return CaseResult(case.id, Outcome.ERROR, error)
         _, outs, error = self.call(cand, inputs)
         if error:
-            return CaseResult(case["id"], Outcome.ERROR, error)
+            return CaseResult(case.id, Outcome.ERROR, error)
         problem, stats = _compare(outs, expected, tol)
         if problem:
-            return CaseResult(case["id"], Outcome.FAIL, problem, stats)
-        if not case.get("timed"):
-            return CaseResult(case["id"], Outcome.PASS, "", stats)
+            return CaseResult(case.id, Outcome.FAIL, problem, stats)
+        if not case.timed:
+            return CaseResult(case.id, Outcome.PASS, "", stats)
         timing, mismatch = self.time_case(case, cand, inputs, specs, tol)
         _, outs, error = self.call(cand, inputs)
         after = error or _compare(outs, expected, tol)[0]
         flaky = mismatch or (f"after timing: {after}" if after else "")
-        return CaseResult(case["id"], Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing)
+        return CaseResult(case.id, Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing)
 
-    def _side(self, worker: Worker, case: dict[str, Any], inputs: dict[str, Any],
+    def _side(self, worker: Worker, case: schema.Case, inputs: dict[str, Any],
               specs: dict[str, tuple[tuple[int, ...], str]], null: bool = False) -> Side:
         tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         bufs = [shared.allocate(k, tuple(v.shape), v.dtype, self.device) for k, v in tensors.items()]
         bufs += [shared.allocate(k, tuple(shape), getattr(torch, dtype), self.device, role="out")
                  for k, (shape, dtype) in specs.items()]
-        return Side(worker, case["id"] + ("/null" if null else ""), {b.name: b.tensor for b in bufs[:len(tensors)]},
+        return Side(worker, case.id + ("/null" if null else ""), {b.name: b.tensor for b in bufs[:len(tensors)]},
                     {b.name: b.tensor for b in bufs[len(tensors):]}, bufs)
 
-    def _setup(self, side: Side, params: dict[str, Any], case: dict[str, Any], null: bool = False) -> str | None:
+    def _setup(self, side: Side, params: dict[str, Any], case: schema.Case, null: bool = False) -> str | None:
         """Map the side's buffers into its worker and build its callable, on decoy inputs (a sample
         drawn from the key that is never timed or checked: nothing computed here is of use later)."""
-        decoy = self.mod.make_inputs(params, self._seed(case["id"], "decoy"), self.device)
+        decoy = self.mod.make_inputs(params, self._seed(case.id, "decoy"), self.device)
         for name, t in side.inputs.items():
             t.copy_(decoy[name])
         _poison(side.outputs)
@@ -233,15 +235,17 @@ class Supervisor:
         self._sync()
         elapsed = (_ns() - t0) / 1e6
         cpu_c = self._cpu()
+        if side.worker is not self.candidate:
+            _poison(side.outputs)  # the baseline's answer never waits in memory for the candidate's call
         if side.worker is self.candidate:
             self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
             self.last_cpu = cpu_c
         return elapsed, side.snapshot, error
 
-    def time_case(self, case: dict[str, Any], cand: Side, inputs: dict[str, Any],
+    def time_case(self, case: schema.Case, cand: Side, inputs: dict[str, Any],
                   specs: dict[str, tuple[tuple[int, ...], str]], tol: checks.Tolerance) -> tuple[Timing, str]:
         """Baseline, candidate and null calls interleaved on fresh inputs until the medians are stable."""
-        params = case["params"]
+        params = case.params
         base = self._side(self.baseline, case, inputs, specs)
         null = self._side(self.baseline, case, inputs, specs, null=True)
         self._setup(base, params, case)
@@ -251,7 +255,7 @@ class Supervisor:
         warmup = 0
         end_warmup = time.monotonic() + self.cfg.warmup_s
         while time.monotonic() < end_warmup or warmup < 3:
-            sample = self.mod.make_inputs(params, self._seed(case["id"], f"warmup/{warmup}"), self.device)
+            sample = self.mod.make_inputs(params, self._seed(case.id, f"warmup/{warmup}"), self.device)
             for side in (base, cand, null):
                 self.call(side, sample)
             warmup += 1
@@ -259,7 +263,7 @@ class Supervisor:
         stopped = "max_reps"
         self.gaps = []  # only the measured calls count
         for i in range(self.cfg.max_reps):
-            sample = self.mod.make_inputs(params, self._seed(case["id"], f"sample/{i}"), self.device)
+            sample = self.mod.make_inputs(params, self._seed(case.id, f"sample/{i}"), self.device)
             order = [("b", base), ("c", cand), ("n", null)] if i % 2 == 0 else [("c", cand), ("b", base), ("n", null)]
             outs: dict[str, dict[str, torch.Tensor]] = {}
             for key, side in order:
@@ -279,7 +283,7 @@ class Supervisor:
                     stopped = "budget"
                     break
         timing = Timing(baseline_ms=times["b"], kernel_ms=times["c"], null_ms=times["n"], stopped_by=stopped,
-                        warmup_calls=warmup, **self._outside_cpu(case["workload"], times))
+                        warmup_calls=warmup, **self._outside_cpu(case.workload, times))
         return timing, mismatch
 
     def _outside_cpu(self, name: str, times: dict[str, list[float]]) -> dict[str, float]:
@@ -390,7 +394,7 @@ def _hello(worker: Worker) -> str | None:
 
 def main(argv: list[str]) -> int:
     task_dir, cases_path, out, sock_path, cgroup = Path(argv[0]), Path(argv[1]), Path(argv[2]), argv[3], argv[4]
-    doc = json.loads(cases_path.read_text())
+    doc = schema.parse_cases(cases_path.read_bytes())
     task = load_task(task_dir)
     cfg = TimingConfig.from_manifest(task.manifest.get("timing", {}))
     torch.manual_seed(0)
@@ -402,7 +406,7 @@ def main(argv: list[str]) -> int:
     try:
         chan, pid = accept(listener, cfg.connect_timeout_s)
     except ChannelError as exc:
-        results = [CaseResult(c["id"], Outcome.ERROR, str(exc)) for c in doc["cases"]]
+        results = [CaseResult(c.id, Outcome.ERROR, str(exc)) for c in doc.cases]
         return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), baseline, proc)
     candidate = Worker("candidate", chan, trusted=False, timeout=cfg.call_timeout_s)
     watch = None
@@ -415,7 +419,7 @@ def main(argv: list[str]) -> int:
             watch_note = f"unavailable: {exc}"
     error = _hello(candidate)
     if error:
-        results = [CaseResult(c["id"], Outcome.ERROR, error) for c in doc["cases"]]
+        results = [CaseResult(c.id, Outcome.ERROR, error) for c in doc.cases]
         return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), baseline, proc)
     sup = Supervisor(task_dir, doc, candidate, baseline, watch)
     results = sup.run()

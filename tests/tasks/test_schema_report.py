@@ -10,17 +10,31 @@ from typing import Any
 import pytest
 
 from tasks.report import build_report, net_samples, passed, report_lines
-from tasks.schema import CaseResult, Outcome, SchemaError, SupervisorResult, Timing, parse_result
+from tasks.schema import (
+    Case,
+    CaseFile,
+    CaseResult,
+    Outcome,
+    Phase,
+    SchemaError,
+    SupervisorResult,
+    Timing,
+    parse_cases,
+    parse_result,
+)
 
 MANIFEST = {"floor_ms": 0.4, "max_speedup": 8}
 
 
-def cases() -> dict[str, Any]:
-    return {"task": "demo/softmax", "cases": [
-        {"id": "c00", "phase": "holdout", "workload": "holdout0", "params": {}, "timed": False},
-        {"id": "c01", "phase": "workload", "workload": "standard", "params": {"rows": 8}, "timed": True},
-        {"id": "c02", "phase": "workload", "workload": "wide", "params": {"rows": 2}, "timed": False},
-    ]}
+TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
+
+
+def cases() -> CaseFile:
+    return CaseFile("demo/softmax", "cpu", [
+        Case("c00", Phase.HOLDOUT, "holdout0", {}, 11, False, TOL),
+        Case("c01", Phase.WORKLOAD, "standard", {"rows": 8}, 12, True, TOL),
+        Case("c02", Phase.WORKLOAD, "wide", {"rows": 2}, 13, False, TOL),
+    ], sample_key="ab" * 32)
 
 
 def timing(base: float = 3.0, kern: float = 1.5, null: float = 1.0, n: int = 20) -> Timing:
@@ -138,3 +152,14 @@ def test_reasons_are_printed_without_control_sequences() -> None:
     failure = next(line for line in lines if "first failure" in line)
     assert failure == "    first failure: boom\\x1b[8m hidden\\x1b]52;c;ZWNobw==\\x07"
     assert not any("\x1b" in line or "\x07" in line for line in lines)
+
+
+def test_case_file_round_trip_and_refusals() -> None:
+    doc = cases()
+    assert parse_cases(doc.to_json().encode()) == doc
+    for bad in ('{"task": "t", "device": "cpu", "sample_key": "k", "cases": [{"id": "c", "phase": "x"}]}',
+                '{"task": "t", "device": "cpu", "sample_key": "k", "cases": [{"id": "c", "phase": "holdout", '
+                '"workload": "w", "params": {}, "seed": "1", "timed": false, "tolerance": {}}]}',
+                '[]', '{"task": 1}'):
+        with pytest.raises(SchemaError):
+            parse_cases(bad.encode())
