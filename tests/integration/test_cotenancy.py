@@ -39,3 +39,4 @@ def test_a_loaded_host_does_not_change_an_honest_score(server: RunningServer) ->
         assert_honest(job, report)
     finally:
         server.http.post(f"/v1/jobs/{burner['id']}/cancel")
+        assert server.wait(burner["id"], timeout=60)["verdict"] == "cancelled"

@@ -22,9 +22,8 @@ import pytest
 
 from cli.main import run
 from runner.limits import Limits
-from runner.sandbox import LABEL_INSTANCE
 from runner.settings import Settings
-from tests.conftest import RunningServer, free_port, make_tar, start_server
+from tests.conftest import RunningServer, free_port, make_tar, remove_containers, start_server
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "tests" / "eval_candidates" / "softmax_good"
@@ -83,8 +82,7 @@ def eval_server(tmp_path_factory: pytest.TempPathFactory, docker_client: docker.
     srv = start_server(replace(settings, limits=Limits()))
     yield srv
     srv.stop()
-    for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_INSTANCE}={srv.settings.instance}"}):
-        c.remove(force=True)
+    remove_containers(docker_client, srv.settings.instance)
 
 
 @pytest.fixture
