@@ -20,7 +20,11 @@ from pathlib import Path
 from runner.errors import InfrastructureError, NotFound
 from runner.models import GpuInfo, ImageInfo, JobSpec, JobState, JobTimes, JobView, OutputFile, Verdict
 
-_SCHEMA = """
+#: Numbered schema migrations: MIGRATIONS[i] brings a database from ``PRAGMA user_version`` i to i + 1.
+#: Append, never edit: a database made by any earlier kcoral opens by running the ones it lacks.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the jobs table, as kcoral 0.1 made it before the store kept a version (user_version 0)
+    """
 CREATE TABLE IF NOT EXISTS jobs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT UNIQUE NOT NULL,
@@ -43,7 +47,19 @@ CREATE TABLE IF NOT EXISTS jobs (
     finished REAL
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
-"""
+""",
+)
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Run the migrations this database lacks, each in its own transaction; return its version."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > len(MIGRATIONS):
+        raise InfrastructureError(f"the job database has schema version {version}, newer than this kcoral's "
+                                  f"{len(MIGRATIONS)}: run the kcoral that made it, or another data dir")
+    for number in range(version, len(MIGRATIONS)):
+        db.executescript(f"BEGIN IMMEDIATE; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
+    return len(MIGRATIONS)
 
 
 @dataclass(frozen=True)
@@ -85,7 +101,7 @@ class JobStore:
             self._db = sqlite3.connect(data_dir / "kcoral.sqlite3", check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            migrate(self._db)
         except sqlite3.Error as exc:
             raise InfrastructureError(f"cannot open the job database in {data_dir}: {exc}") from None
         self._db.row_factory = sqlite3.Row

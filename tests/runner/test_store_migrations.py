@@ -1,0 +1,74 @@
+"""The job store's numbered migrations (runner.store): a database made by the previous version opens,
+keeps its jobs and gets the current schema version; one made by a newer kcoral is refused."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from runner.errors import InfrastructureError
+from runner.store import MIGRATIONS, JobStore
+
+#: the schema kcoral 0.1 created (no user_version), copied from runner/store.py as it stood then
+V0_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT UNIQUE NOT NULL,
+    owner TEXT NOT NULL,
+    state TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    verdict TEXT,
+    exit_code INTEGER,
+    reason TEXT NOT NULL DEFAULT '',
+    image TEXT,
+    gpus TEXT NOT NULL DEFAULT '[]',
+    slot TEXT NOT NULL DEFAULT '',
+    input_sha256 TEXT NOT NULL DEFAULT '',
+    input_bytes INTEGER NOT NULL DEFAULT 0,
+    log_bytes INTEGER NOT NULL DEFAULT 0,
+    outputs TEXT NOT NULL DEFAULT '[]',
+    created REAL NOT NULL,
+    queued REAL,
+    started REAL,
+    finished REAL
+);
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
+"""
+
+
+def make_v0(data_dir: Path) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(data_dir / "kcoral.sqlite3")
+    db.executescript(V0_SCHEMA)
+    db.execute("INSERT INTO jobs (id, owner, state, spec, created) VALUES (?, ?, ?, ?, ?)",
+               ("20261130-000000-abcdef01", "local", "finished",
+                '{"kind": "python", "argv": ["a.py"], "timeout_s": 60}', 1.0))
+    db.commit()
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 0
+    db.close()
+
+
+def test_a_previous_version_database_opens_and_keeps_its_jobs(tmp_path: Path) -> None:
+    make_v0(tmp_path)
+    store = JobStore(tmp_path)
+    assert [j.id for j in store.list()] == ["20261130-000000-abcdef01"]
+    version = sqlite3.connect(tmp_path / "kcoral.sqlite3").execute("PRAGMA user_version").fetchone()[0]
+    assert version == len(MIGRATIONS)
+
+
+def test_a_new_database_gets_the_current_version(tmp_path: Path) -> None:
+    JobStore(tmp_path)
+    version = sqlite3.connect(tmp_path / "kcoral.sqlite3").execute("PRAGMA user_version").fetchone()[0]
+    assert version == len(MIGRATIONS)
+
+
+def test_a_newer_database_is_refused(tmp_path: Path) -> None:
+    JobStore(tmp_path)
+    db = sqlite3.connect(tmp_path / "kcoral.sqlite3")
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    db.commit()
+    db.close()
+    with pytest.raises(InfrastructureError, match="newer than this kcoral"):
+        JobStore(tmp_path)
