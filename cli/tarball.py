@@ -152,8 +152,8 @@ def build_tarball(directory: str | Path, tmp_dir: str | Path | None = None) -> T
     try:
         with os.fdopen(fd, "wb") as raw:
             writer = _HashingWriter(raw)
-            with tarfile.open(
-                fileobj=writer,  # type: ignore[arg-type]
+            with tarfile.open(  # type: ignore[call-overload]
+                fileobj=writer,
                 mode="w|",
                 format=tarfile.PAX_FORMAT,
             ) as tar:

@@ -49,7 +49,10 @@ def ncu_version(ncu: str) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.search(r"Version\s+([\w.\-() ]+)", out)
-    return m.group(1).strip() if m else (out.strip().splitlines() or [None])[-1]
+    if m:
+        return m.group(1).strip()
+    lines = out.strip().splitlines()
+    return lines[-1] if lines else None
 
 
 def find_run_iket(python: str | None = None, path: str = JOB_PATH) -> str | None:

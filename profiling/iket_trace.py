@@ -309,7 +309,7 @@ def load(path_or_file: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Trace:
     """Read a trace from a path or an open file."""
     if hasattr(path_or_file, "read"):
         return from_document(json.load(path_or_file), getattr(path_or_file, "name", ""))  # type: ignore[arg-type]
-    path = os.fspath(path_or_file)  # type: ignore[arg-type]
+    path = os.fspath(path_or_file)
     try:
         with open(path, "rb") as f:
             doc = json.load(f)

@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
@@ -213,7 +214,7 @@ async def job_log(job_id: str, request: Request, offset: int = 0, follow: bool =
     return StreamingResponse(stream(), media_type="application/octet-stream")
 
 
-def _read_at(path, pos: int) -> bytes:  # type: ignore[no-untyped-def]
+def _read_at(path: Path, pos: int) -> bytes:
     try:
         with open(path, "rb") as f:
             f.seek(pos)

@@ -41,7 +41,7 @@ def select_gpus(found: list[GpuInfo], wanted: str | tuple[int, ...]) -> list[Gpu
     """The GPUs this server leases: all ("auto"), none, or the NVML indices given."""
     if wanted == "auto":
         return found
-    if wanted == "none":
+    if isinstance(wanted, str):  # "none" (the CLI turns index lists into tuples)
         return []
     by_index = {g.index: g for g in found}
     missing = [i for i in wanted if i not in by_index]

@@ -6,6 +6,7 @@ a lock, so a crash leaves each job in one of its states, never between two.
 
 from __future__ import annotations
 
+import builtins
 import json
 import secrets
 import shutil
@@ -189,7 +190,7 @@ class JobStore:
             return self._select("ORDER BY seq DESC LIMIT ?", (limit,))
         return self._select("WHERE owner=? ORDER BY seq DESC LIMIT ?", (owner, limit))
 
-    def in_state(self, state: JobState) -> list[JobView]:
+    def in_state(self, state: JobState) -> builtins.list[JobView]:
         return self._select("WHERE state=? ORDER BY seq", (state,))
 
     def count(self, owner: str, states: tuple[JobState, ...]) -> int:
@@ -200,7 +201,7 @@ class JobStore:
             ).fetchone()
         return int(row[0])
 
-    def _select(self, where: str, args: tuple[object, ...]) -> list[JobView]:
+    def _select(self, where: str, args: tuple[object, ...]) -> builtins.list[JobView]:
         try:
             with self._lock:
                 rows = self._db.execute(f"SELECT * FROM jobs {where}", args).fetchall()

@@ -67,7 +67,7 @@ def parse_cases(data: bytes) -> CaseFile:
     for c in _list(obj.get("cases"), "cases", 1000):
         c = _obj(c, "case")
         try:
-            phase = Phase(c.get("phase"))
+            phase = Phase(str(c.get("phase")))
         except ValueError:
             raise SchemaError(f"case phase {c.get('phase')!r}") from None
         seed = c.get("seed")
@@ -151,7 +151,7 @@ def parse_result(data: bytes) -> SupervisorResult:
 def _case(doc: Any) -> CaseResult:
     obj = _obj(doc, "case")
     try:
-        outcome = Outcome(obj.get("outcome"))
+        outcome = Outcome(str(obj.get("outcome")))
     except ValueError:
         raise SchemaError(f"case outcome {obj.get('outcome')!r}") from None
     stats = {_text(k, "stats"): {_text(sk, "stats"): _num(sv, "stats") for sk, sv in _obj(v, "stats").items()}
