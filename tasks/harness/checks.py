@@ -21,7 +21,7 @@ class Tolerance:
 
 def layout_problem(name: str, out: object, shape: tuple[int, ...], dtype: torch.dtype, device: str) -> str | None:
     """Why ``out`` is not an acceptable output tensor, or None."""
-    if type(out) is not torch.Tensor:
+    if not isinstance(out, torch.Tensor) or type(out) is not torch.Tensor:  # a plain tensor, no subclass
         return f"{name}: not a plain torch.Tensor ({type(out).__name__})"
     if tuple(out.shape) != tuple(shape):
         return f"{name}: shape {tuple(out.shape)}, expected {tuple(shape)}"
