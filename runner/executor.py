@@ -9,7 +9,6 @@ container on the deadline, a cancel, a log flood or an output-directory breach.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import shutil
 import threading
@@ -55,10 +54,6 @@ class StepOutcome:
     exit_code: int | None
     oom_killed: bool
     log_bytes: int
-    #: where this step's output starts in the log file, and (bytes so far, server monotonic time) per
-    #: chunk as it arrived: the server's own clock on what the job printed (math.inf: read after the exit)
-    log_start: int = 0
-    arrivals: list[tuple[int, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -69,7 +64,6 @@ class _Watch:
     exit_status: int | None = None
     log_bytes: int = 0
     log_over: bool = False
-    arrivals: list[tuple[int, float]] = field(default_factory=list)
 
 
 class DockerExecutor:
@@ -237,8 +231,7 @@ class DockerExecutor:
         member.container.reload()
         state = member.container.attrs.get("State", {})
         exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
-        return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes, member.log_start,
-                           watch.arrivals)
+        return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes)
 
     def judge_step(self, outcome: StepOutcome) -> RunResult:
         """The verdict of one step: a breach we killed it for, the OOM killer, or its exit code."""
@@ -355,7 +348,6 @@ def _copy_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
                 out.write(piece)
                 out.flush()
                 watch.log_bytes += len(piece)
-                watch.arrivals.append((watch.log_bytes, time.monotonic()))
                 if len(chunk) > room:
                     watch.log_over = True
     except _DOCKER_ERRORS as exc:
@@ -376,7 +368,6 @@ def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
         with open(path, "ab") as out:
             out.write(missing)
         watch.log_bytes += len(missing)
-        watch.arrivals.append((watch.log_bytes, math.inf))
     if len(full) > cap:
         watch.log_over = True
 

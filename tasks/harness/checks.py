@@ -1,8 +1,9 @@
-"""The correctness rule, shared by the judge and the candidate harness's in-process checks.
+"""The correctness rule the supervisor applies to every call's outputs.
 
 Element rule (scaled by the reference's RMS): an element fails only if
-|err| > atol * RMS(ref) AND |err| / (|ref| + 1e-8) > rtol; plus RMS(err)/RMS(ref) < rms_tol.
-Outputs must be plain, dense, contiguous tensors of the right shape, dtype and device, all finite.
+|err| > atol * RMS(ref) AND |err| / (|ref| + 1e-8) > rtol; plus RMS(err)/RMS(ref) < rms_tol; every
+element finite. The outputs are the supervisor's own buffers (dense, contiguous, of the task's shape,
+dtype and device), so only their values are the candidate's.
 """
 
 from __future__ import annotations
@@ -17,21 +18,6 @@ class Tolerance:
     atol: float
     rtol: float
     rms: float
-
-
-def layout_problem(name: str, out: object, shape: tuple[int, ...], dtype: torch.dtype, device: str) -> str | None:
-    """Why ``out`` is not an acceptable output tensor, or None."""
-    if not isinstance(out, torch.Tensor) or type(out) is not torch.Tensor:  # a plain tensor, no subclass
-        return f"{name}: not a plain torch.Tensor ({type(out).__name__})"
-    if tuple(out.shape) != tuple(shape):
-        return f"{name}: shape {tuple(out.shape)}, expected {tuple(shape)}"
-    if out.dtype != dtype:
-        return f"{name}: dtype {out.dtype}, expected {dtype}"
-    if out.device.type != torch.device(device).type:
-        return f"{name}: on {out.device}, expected {device}"
-    if not out.is_contiguous() or out.layout != torch.strided:
-        return f"{name}: not dense and contiguous"
-    return None
 
 
 def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> tuple[str | None, dict[str, float]]:
