@@ -17,6 +17,7 @@ import docker.errors
 from images.errors import ImageBuildError
 from images.refs import IMAGE_LABEL, IMAGE_REFS, split_ref
 from images.util import image_id, remove_replaced
+from runner.sandbox import JOB_UID
 
 # Directories the job container mounts over (host bind mounts, tmpfs, or Docker's own /proc /sys /dev).
 MOUNT_POINTS: dict[str, int] = {
@@ -40,7 +41,7 @@ IMPORT_CHANGES = [
     "ENV HOME=/tmp/home",
     "ENV PYTHONDONTWRITEBYTECODE=1",
     "WORKDIR /job",
-    "USER 65534:65534",
+    f"USER {JOB_UID}:{JOB_UID}",
     f"LABEL {IMAGE_LABEL}=toolchain",
     'CMD ["/usr/bin/python3"]',
 ]

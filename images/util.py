@@ -8,6 +8,7 @@ import docker
 import docker.errors
 
 from images.errors import ImageBuildError
+from runner.sandbox import JOB_UID
 
 
 def image_id(client: docker.DockerClient, ref: str) -> str | None:
@@ -37,7 +38,7 @@ def run_as_job(client: docker.DockerClient, ref: str, command: list[str], what: 
         out = client.containers.run(
             ref,
             command,
-            user="65534:65534",
+            user=f"{JOB_UID}:{JOB_UID}",
             read_only=True,
             tmpfs={"/tmp": "rw,exec,size=256m"},
             environment={"HOME": "/tmp/home"},

@@ -13,7 +13,8 @@ and /job/out itself is a mount point that cannot be removed.
 
 from __future__ import annotations
 
-OUTPUT_DIR = "/job/out"
+from runner.settings import OUTPUT_MOUNT as OUTPUT_DIR
+
 #: run-iket's --output-dir inside the container; emptied into OUTPUT_DIR when it ends
 STAGE_DIR = f"{OUTPUT_DIR}/.iket-stage"
 SUBCOMMAND = "profile"

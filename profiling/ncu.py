@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: where the report and its summary are written inside the job container
-OUTPUT_DIR = "/job/out"
+from runner.settings import OUTPUT_MOUNT as OUTPUT_DIR  # where the report and its summary are written
+
 REPORT_NAME = "report"
 REPORT_FILE = f"{REPORT_NAME}.ncu-rep"
 SUMMARY_FILE = f"{REPORT_FILE}.json"

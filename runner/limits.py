@@ -19,6 +19,8 @@
 | env_bytes           | bytes | 64 KiB  | spec refused, 400                                         |
 | argv_bytes          | bytes | 64 KiB  | spec refused, 400                                         |
 | cpus                | cores | 0 (all) | the job is throttled                                      |
+| gpu_memory_slack_mib| MiB   | 64      | GPU memory left in use above the lease-time baseline after |
+|                     |       |         | a job, beyond this: the GPU is drained                    |
 """
 
 from __future__ import annotations
@@ -48,5 +50,6 @@ class Limits:
     env_bytes: int = 64 * KiB
     argv_bytes: int = 64 * KiB
     cpus: float = 0.0
+    gpu_memory_slack_mib: int = 64
     #: seconds between checks of the output directory while a job runs
     output_poll_s: float = 0.25

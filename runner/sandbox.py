@@ -17,14 +17,13 @@ from pathlib import Path
 from docker.types import DeviceRequest, LogConfig, Ulimit
 
 from runner.leases import Lease
-from runner.settings import Settings
+from runner.settings import OUTPUT_MOUNT, Settings
 
 #: the uid jobs and candidates run as; the evaluation's supervisor runs as SUPERVISOR_UID, so neither
 #: can signal, ptrace or read the other's files
 JOB_UID = 65534
 SUPERVISOR_UID = 65533
 INPUT_MOUNT = "/job/input"
-OUTPUT_MOUNT = "/job/out"
 LABEL_JOB = "kcoral.job"
 LABEL_INSTANCE = "kcoral.instance"
 LABEL_STEP = "kcoral.step"

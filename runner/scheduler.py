@@ -20,10 +20,6 @@ from runner.store import JobStore
 
 log = logging.getLogger("kcoral.scheduler")
 
-#: GPU memory a finished job may leave in use above the lease-time baseline (driver noise)
-GPU_MEMORY_SLACK_MIB = 64
-
-
 def fair_order(queued: list[JobView], running: list[JobView]) -> list[JobView]:
     """Round-robin over owners, FIFO within one owner; owners with fewer running jobs go first.
 
@@ -154,13 +150,14 @@ class Scheduler:
         for gpu in lease.gpus:
             before = baseline.get(gpu.index)
             reason = ""
+            slack = self.executor.settings.limits.gpu_memory_slack_mib
             for _ in range(20):
                 after = self.nvml.usage(gpu.index)
                 if after is None or before is None:
                     return
                 if after.processes:
                     reason = f"processes {list(after.processes)} still on GPU {gpu.index} after the job"
-                elif after.memory_used_mib > before.memory_used_mib + GPU_MEMORY_SLACK_MIB:
+                elif after.memory_used_mib > before.memory_used_mib + slack:
                     reason = (f"GPU {gpu.index} memory in use {after.memory_used_mib} MiB after the job, "
                               f"{before.memory_used_mib} MiB before")
                 else:

@@ -13,6 +13,9 @@ from runner.limits import Limits
 #: Not /sbin: Docker puts its init there (--init), and a mount over /sbin would hide it.
 DEFAULT_TOOLCHAIN_MOUNTS = ("/usr", "/lib", "/lib64", "/bin", "/opt", "/etc")
 
+#: where a job's container finds its writable output folder (the server copies it out afterwards)
+OUTPUT_MOUNT = "/job/out"
+
 #: Environment every job gets. Clients cannot override these names (see runner.envpolicy).
 BASE_JOB_ENV = {
     "HOME": "/tmp/home",
@@ -22,7 +25,7 @@ BASE_JOB_ENV = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "XDG_CACHE_HOME": "/tmp/home/.cache",
     "MPLCONFIGDIR": "/tmp/home/.config/matplotlib",
-    "KCORAL_OUTPUT_DIR": "/job/out",
+    "KCORAL_OUTPUT_DIR": OUTPUT_MOUNT,
     # NVLink multicast can take a shared host's GPUs out of service: keep it off in every job.
     "NCCL_NVLS_ENABLE": "0",
     "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",

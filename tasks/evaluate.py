@@ -32,6 +32,7 @@ from runner.executor import RunResult, StepOutcome
 from runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
 from runner.models import JobSpec, OutputFile, Verdict
 from runner.sandbox import SUPERVISOR_UID, ContainerStep
+from runner.settings import OUTPUT_MOUNT
 from tasks import cases as case_builder
 from tasks import schema
 from tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
@@ -129,7 +130,7 @@ class _Evaluation:
         return ContainerStep(
             image=image,
             command=[ctx.settings.python, "-P", "-m", "tasks.harness.supervisor", self.task_mount,
-                     "/judge-in/cases.json", "/job/out", f"{CHANNEL_MOUNT}/worker.sock",
+                     "/judge-in/cases.json", OUTPUT_MOUNT, f"{CHANNEL_MOUNT}/worker.sock",
                      cgroups[1] if cgroups else "none"],
             # USER: the host's passwd (toolchain mode) has no entry for this uid, and getpass needs a name
             env={**self._env(), "TRITON_CACHE_DIR": f"{JUDGE_CACHE_MOUNT}/triton", "USER": "kcoral-supervisor",
