@@ -405,6 +405,7 @@ def main(argv: list[str]) -> int:
     watch_note = "unavailable"
     try:
         chan, pid = accept(listener, cfg.connect_timeout_s)
+        listener.close()  # one candidate worker: later connections are refused, never read
     except ChannelError as exc:
         results = [CaseResult(c.id, Outcome.ERROR, str(exc)) for c in doc.cases]
         return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), baseline, proc)
