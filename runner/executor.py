@@ -70,6 +70,7 @@ class DockerExecutor:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._gpu_mode: str | None = None
+        self._cgroup_mount: tuple[str, str] | None = None
         try:
             self.client = docker.from_env(timeout=120, max_pool_size=64)
         except _DOCKER_ERRORS as exc:
@@ -112,7 +113,14 @@ class DockerExecutor:
 
     def cgroup_mount(self) -> tuple[str, str] | None:
         """(host folder that holds the job containers' cgroups, cgroup version "1" or "2"), for the
-        evaluation supervisor's watch over the candidate's CPU time; None where it cannot be found."""
+        evaluation supervisor's watch over the candidate's CPU time; None where it cannot be found.
+        Asked of the engine once it has been found (the engine's cgroup setup does not change under a
+        running server), not on every evaluation."""
+        if self._cgroup_mount is None:
+            self._cgroup_mount = self._find_cgroup_mount()
+        return self._cgroup_mount
+
+    def _find_cgroup_mount(self) -> tuple[str, str] | None:
         engine = self.engine()
         version, driver = str(engine.get("cgroup", "")), engine.get("cgroup_driver", "")
         parent = "system.slice" if driver == "systemd" else "docker"
