@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.overhead import start_server  # noqa: E402
-from cli.client import KcoralClient  # noqa: E402
-from cli.tarball import build_tarball  # noqa: E402
-from runner.models import JobSpec  # noqa: E402
+from kcoral.cli.client import KcoralClient  # noqa: E402
+from kcoral.cli.tarball import build_tarball  # noqa: E402
+from kcoral.runner.models import JobSpec  # noqa: E402
 
 
 def main() -> None:

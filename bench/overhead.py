@@ -28,9 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cli.client import KcoralClient  # noqa: E402
-from cli.tarball import build_tarball  # noqa: E402
-from runner.models import JobSpec  # noqa: E402
+from kcoral.cli.client import KcoralClient  # noqa: E402
+from kcoral.cli.tarball import build_tarball  # noqa: E402
+from kcoral.runner.models import JobSpec  # noqa: E402
 
 COMMAND = ["python3", "-c", "pass"]
 
@@ -43,7 +43,7 @@ def _free_port() -> int:
 
 def start_server(image: str, slots: int, data_dir: Path) -> tuple[subprocess.Popen, str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "runner", "--port", str(port), "--data-dir", str(data_dir),
+    proc = subprocess.Popen([sys.executable, "-m", "kcoral", "serve", "--port", str(port), "--data-dir", str(data_dir),
                              "--image", image, "--gpus", "none", "--cpu-slots", str(slots), "--log-level", "warning"],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -78,7 +78,7 @@ def library_run(client: KcoralClient, tar_path: Path) -> float:
 
 def cli_run(url: str, send: Path) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cli", "python", "--remote", url, "--send", str(send), "-c", "pass"],
+    subprocess.run([sys.executable, "-m", "kcoral", "python", "--remote", url, "--send", str(send), "-c", "pass"],
                    check=True, capture_output=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     return time.perf_counter() - t0
 

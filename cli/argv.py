@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cli.errors import UsageError
+from kcoral.cli.errors import UsageError
 
 __all__ = ["build_argv"]
 

@@ -24,7 +24,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from cli.errors import (
+from kcoral.cli.errors import (
     BadRequest,
     KcoralError,
     NotFound,
@@ -33,8 +33,8 @@ from cli.errors import (
     Unauthorized,
     UsageError,
 )
-from cli.paths import output_destination, safe_output_path
-from runner.models import JobSpec, JobView, OutputFile
+from kcoral.cli.paths import output_destination, safe_output_path
+from kcoral.runner.models import JobSpec, JobView, OutputFile
 
 __all__ = ["KcoralClient", "ProgressCallback", "normalise_base_url"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from cli.errors import UsageError
+from kcoral.cli.errors import UsageError
 
 __all__ = [
     "PYTHON_ALLOWED", "REFUSED_NAMES", "REFUSED_PREFIXES", "check_env_name", "parse_env_options", "refusal",

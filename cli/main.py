@@ -1,35 +1,36 @@
 """The ``kcoral`` command: the typer app, and THE one place where errors become messages + exit codes.
 
-``serve`` (runner.serve_command) and ``images`` (images.cli) belong to the server side; they are added
-only when importable, so the client works on a machine without the server's dependencies.
+``serve`` (runner.serve_command) and ``images`` (images.cli) belong to the server side (the ``server``
+extra); on a client-only install they say so, and the client works without the server's packages.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 import typer
 
-from cli.commands.cancel import cancel
-from cli.commands.common import PASSTHROUGH_CONTEXT
-from cli.commands.eval_cmd import evaluate
-from cli.commands.gpus import gpus
-from cli.commands.iket_cmd import OPTIONS_METAVAR as IKET_METAVAR
-from cli.commands.iket_cmd import iket
-from cli.commands.jobs import jobs
-from cli.commands.logs import logs
-from cli.commands.ncu_cmd import OPTIONS_METAVAR as NCU_METAVAR
-from cli.commands.ncu_cmd import ncu
-from cli.commands.python_cmd import OPTIONS_METAVAR, python
-from cli.commands.rerun_cmd import rerun
-from cli.commands.show_cmd import show
-from cli.commands.status import status
-from cli.commands.tasks_cmd import tasks
-from cli.errors import KcoralError
-from cli.output import EXIT_INTERRUPTED, EXIT_SERVER_ERROR, EXIT_USAGE, exit_code_for_error, print_error
+from kcoral.cli.commands.cancel import cancel
+from kcoral.cli.commands.common import PASSTHROUGH_CONTEXT
+from kcoral.cli.commands.eval_cmd import evaluate
+from kcoral.cli.commands.gpus import gpus
+from kcoral.cli.commands.iket_cmd import OPTIONS_METAVAR as IKET_METAVAR
+from kcoral.cli.commands.iket_cmd import iket
+from kcoral.cli.commands.jobs import jobs
+from kcoral.cli.commands.logs import logs
+from kcoral.cli.commands.ncu_cmd import OPTIONS_METAVAR as NCU_METAVAR
+from kcoral.cli.commands.ncu_cmd import ncu
+from kcoral.cli.commands.python_cmd import OPTIONS_METAVAR, python
+from kcoral.cli.commands.rerun_cmd import rerun
+from kcoral.cli.commands.show_cmd import show
+from kcoral.cli.commands.status import status
+from kcoral.cli.commands.tasks_cmd import tasks
+from kcoral.cli.errors import KcoralError, UsageError
+from kcoral.cli.output import EXIT_INTERRUPTED, EXIT_SERVER_ERROR, EXIT_USAGE, exit_code_for_error, print_error
 
 __all__ = ["app", "main", "register_optional_commands", "run"]
 
@@ -84,26 +85,35 @@ def _debug() -> bool:
     return bool(os.environ.get("KCORAL_DEBUG"))
 
 
+#: what ``kcoral serve`` and ``kcoral images`` import beyond the client (the ``server`` extra)
+SERVER_MODULES = ("fastapi", "uvicorn", "docker")
+
+
 def register_optional_commands(target: typer.Typer = app) -> None:
-    """Add ``serve`` and ``images`` to ``target`` when their modules import (once)."""
+    """Add ``serve`` and ``images`` to ``target`` (once). On a client-only install they are there too,
+    and say which packages are missing and how to add them."""
     global _optional_registered
     if _optional_registered:
         return
     _optional_registered = True
-    try:
-        from runner.serve_command import serve
-    except ImportError as exc:
-        if _debug():
-            print(f"kcoral: debug: no serve command: {exc}", file=sys.stderr)
-    else:
-        target.command("serve")(serve)
-    try:
-        from images.cli import images_app
-    except ImportError as exc:
-        if _debug():
-            print(f"kcoral: debug: no images command: {exc}", file=sys.stderr)
-    else:
-        target.add_typer(images_app, name="images")
+    missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        for name in ("serve", "images"):
+            target.command(name, context_settings=PASSTHROUGH_CONTEXT, add_help_option=False,
+                           help="(needs the server: pip install 'kcoral[server]')")(_server_missing(name, missing))
+        return
+    from kcoral.images.cli import images_app
+    from kcoral.runner.serve_command import serve
+
+    target.command("serve")(serve)
+    target.add_typer(images_app, name="images")
+
+
+def _server_missing(name: str, missing: list[str]) -> Callable[[typer.Context], None]:
+    def command(ctx: typer.Context) -> None:
+        raise UsageError(f"`kcoral {name}` runs the server, which is not installed here "
+                         f"(missing: {', '.join(missing)}): pip install 'kcoral[server]'")
+    return command
 
 
 def _is_parse_error(err: Exception) -> bool:
@@ -153,7 +163,7 @@ def _quiet_broken_stdout() -> None:
 
 
 def main() -> None:
-    """Console-script entry point (``kcoral = "cli.main:main"``)."""
+    """Console-script entry point (``kcoral = "kcoral.cli.main:main"``)."""
     code = run()
     _quiet_broken_stdout()
     sys.exit(code)

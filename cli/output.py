@@ -26,8 +26,8 @@ from typing import Any
 
 from rich.console import Console
 
-from cli.errors import BadRequest, KcoralError, ServerError, ServerUnreachable, Unauthorized, UsageError
-from runner.models import JobView, Verdict
+from kcoral.cli.errors import BadRequest, KcoralError, ServerError, ServerUnreachable, Unauthorized, UsageError
+from kcoral.runner.models import JobView, Verdict
 
 EXIT_OK = 0
 EXIT_USAGE = 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from cli.errors import ServerError
+from kcoral.cli.errors import ServerError
 
 
 def safe_output_path(name: str) -> PurePosixPath:

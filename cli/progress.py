@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-from cli.client import ProgressCallback
-from cli.output import stderr
+from kcoral.cli.client import ProgressCallback
+from kcoral.cli.output import stderr
 
 PROGRESS_MIN_BYTES = 1024 * 1024
 

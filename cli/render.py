@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from runner.models import JobView
+from kcoral.runner.models import JobView
 
 
 def short_digest(digest: str, length: int = 12) -> str:

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from cli import output
-from cli.client import KcoralClient
-from cli.errors import KcoralError
-from cli.logsink import LOG_KEEP_BYTES, LogSink
-from cli.output import emit_json, job_json, note
-from cli.progress import upload_progress
-from cli.render import summary_line
-from cli.tarball import Tarball, build_tarball
-from runner.models import JobSpec, JobState, JobView
+from kcoral.cli import output
+from kcoral.cli.client import KcoralClient
+from kcoral.cli.errors import KcoralError
+from kcoral.cli.logsink import LOG_KEEP_BYTES, LogSink
+from kcoral.cli.output import emit_json, job_json, note
+from kcoral.cli.progress import upload_progress
+from kcoral.cli.render import summary_line
+from kcoral.cli.tarball import Tarball, build_tarball
+from kcoral.runner.models import JobSpec, JobState, JobView
 
 WAITING = (JobState.created, JobState.queued)
 CANCEL_WAIT_S = 15.0

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from cli.errors import InputError
+from kcoral.cli.errors import InputError
 
 __all__ = ["Tarball", "build_tarball"]
 

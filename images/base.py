@@ -12,10 +12,10 @@ from pathlib import Path
 
 import docker
 
-from images.errors import ImageBuildError
-from images.mirror import debian_mirror
-from images.refs import IMAGE_LABEL, IMAGE_REFS, split_ref
-from images.util import image_id, remove_replaced
+from kcoral.images.errors import ImageBuildError
+from kcoral.images.mirror import debian_mirror
+from kcoral.images.refs import IMAGE_LABEL, IMAGE_REFS, split_ref
+from kcoral.images.util import image_id, remove_replaced
 
 SUITE = "bookworm"
 PACKAGES = ("python3", "python3-pip", "ca-certificates")

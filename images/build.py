@@ -1,28 +1,25 @@
 """Build the local kcoral images: ``build_images(client, ["cpu", "toolchain"])``.
 
-CLI: ``python -m images.build [--force] [--base REF] [--ncu-dir DIR] [cpu|toolchain|base|ncu|iket ...]``
-prints ``REF IMAGE_ID`` lines. ncu and iket are layers on a job image (images/profilers.py).
+The command line is ``kcoral images build`` (images/cli.py). ncu and iket are layers on a job image
+(images/profilers.py).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import docker
 import docker.errors
 
-from images.base import build_base_image
-from images.cpu import build_cpu_image
-from images.errors import ImageBuildError
-from images.profilers import ProfilerBuild, build_iket_image, build_ncu_image
-from images.refs import BUILDABLE, DEFAULT_BUILD, IMAGE_REFS
-from images.toolchain import build_toolchain_image
-from images.util import image_id
+from kcoral.images.base import build_base_image
+from kcoral.images.cpu import build_cpu_image
+from kcoral.images.errors import ImageBuildError
+from kcoral.images.profilers import ProfilerBuild, build_iket_image, build_ncu_image
+from kcoral.images.refs import BUILDABLE, IMAGE_REFS
+from kcoral.images.toolchain import build_toolchain_image
+from kcoral.images.util import image_id
 
-__all__ = ["IMAGE_REFS", "ImageBuildError", "ProfilerBuild", "build_images", "image_digest", "main"]
+__all__ = ["IMAGE_REFS", "ImageBuildError", "ProfilerBuild", "build_images", "image_digest"]
 
 Builder = Callable[[docker.DockerClient, bool, Callable[[str], None]], str]
 # Build order matters: cpu is FROM base.
@@ -78,46 +75,3 @@ def build_images(
         if name in wanted:
             result[IMAGE_REFS[name]] = layer(client, force, log, profiler)
     return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m images.build", description="Build local kcoral images.")
-    parser.add_argument("--force", action="store_true", help="rebuild even if the image exists")
-    parser.add_argument("--base", default=ProfilerBuild.base, help="job image that ncu/iket are layered on")
-    parser.add_argument("--ncu-dir", type=Path, help="Nsight Compute installation to copy (default: ncu's on PATH)")
-    parser.add_argument(
-        "images",
-        nargs="*",
-        metavar="IMAGE",
-        help=f"images to build: {', '.join(BUILDABLE)} (default: {' '.join(DEFAULT_BUILD)})",
-    )
-    args = parser.parse_args(argv)
-    unknown = sorted(set(args.images) - set(BUILDABLE))
-    if unknown:
-        parser.error(f"unknown image(s) {', '.join(unknown)}: choose from {', '.join(BUILDABLE)}")
-    try:
-        client = docker.from_env(timeout=600)
-    except docker.errors.DockerException as exc:
-        print(
-            f"error: cannot reach the Docker engine ({exc}): start it, e.g. .ci/start-docker.sh",
-            file=sys.stderr,
-        )
-        return 1
-    try:
-        built = build_images(
-            client,
-            args.images or list(DEFAULT_BUILD),
-            args.force,
-            log=lambda msg: print(msg, file=sys.stderr, flush=True),
-            profiler=ProfilerBuild(args.base, args.ncu_dir),
-        )
-    except (ImageBuildError, docker.errors.DockerException) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    for ref, digest in built.items():
-        print(ref, digest)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

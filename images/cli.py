@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from images.refs import BUILDABLE, DEFAULT_BUILD, PROFILER_BASE
+from kcoral.images.refs import BUILDABLE, DEFAULT_BUILD, PROFILER_BASE
 
 images_app = typer.Typer(help="Build and inspect kcoral's job images.", no_args_is_help=True)
 
@@ -29,8 +29,8 @@ def build(
     import docker  # here, not at the top: every kcoral command imports this module
     import docker.errors
 
-    from images.build import ProfilerBuild, build_images
-    from images.errors import ImageBuildError
+    from kcoral.images.build import ProfilerBuild, build_images
+    from kcoral.images.errors import ImageBuildError
 
     try:
         client = docker.from_env(timeout=600)

@@ -8,8 +8,8 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from images.errors import ImageBuildError
-from images.util import image_id
+from kcoral.images.errors import ImageBuildError
+from kcoral.images.util import image_id
 
 
 def docker_build(

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from images.errors import ImageBuildError
+from kcoral.images.errors import ImageBuildError
 
 MIRROR_ENV = "KCORAL_DEBIAN_MIRROR"
 _SOURCES_DIR = Path("/etc/apt")

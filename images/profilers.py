@@ -27,10 +27,10 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from images.dockerbuild import docker_build
-from images.errors import ImageBuildError
-from images.refs import IMAGE_REFS, PROFILER_BASE
-from images.util import image_id, remove_replaced, run_as_job
+from kcoral.images.dockerbuild import docker_build
+from kcoral.images.errors import ImageBuildError
+from kcoral.images.refs import IMAGE_REFS, PROFILER_BASE
+from kcoral.images.util import image_id, remove_replaced, run_as_job
 
 HERE = Path(__file__).parent
 #: exactly what the IKET layer installs (no dependency resolution: nvidia-cutlass-dsl itself would
@@ -86,7 +86,7 @@ def download_iket_wheels(dest: Path, python: str, log: Callable[[str], None] = p
 
 def ncu_install_dir(explicit: Path | None = None) -> Path:
     """The Nsight Compute installation folder: ``explicit``, else the one the ``ncu`` on PATH runs from."""
-    from profiling.ncu_summary import find_ncu, module_dirs
+    from kcoral.profiling.ncu_summary import find_ncu, module_dirs
 
     if explicit is None:
         dirs = module_dirs(find_ncu())

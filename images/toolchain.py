@@ -14,10 +14,10 @@ from collections.abc import Callable
 import docker
 import docker.errors
 
-from images.errors import ImageBuildError
-from images.refs import IMAGE_LABEL, IMAGE_REFS, split_ref
-from images.util import image_id, remove_replaced
-from runner.sandbox import JOB_UID
+from kcoral.images.errors import ImageBuildError
+from kcoral.images.refs import IMAGE_LABEL, IMAGE_REFS, split_ref
+from kcoral.images.util import image_id, remove_replaced
+from kcoral.runner.sandbox import JOB_UID
 
 # Directories the job container mounts over (host bind mounts, tmpfs, or Docker's own /proc /sys /dev).
 MOUNT_POINTS: dict[str, int] = {

@@ -7,8 +7,8 @@ import contextlib
 import docker
 import docker.errors
 
-from images.errors import ImageBuildError
-from runner.sandbox import JOB_UID
+from kcoral.images.errors import ImageBuildError
+from kcoral.runner.sandbox import JOB_UID
 
 
 def image_id(client: docker.DockerClient, ref: str) -> str | None:

@@ -17,10 +17,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from profiling.ncu_summary import find_ncu, module_dirs
+from kcoral.profiling.ncu_summary import find_ncu, module_dirs
 
 if TYPE_CHECKING:
-    from runner.settings import Settings
+    from kcoral.runner.settings import Settings
 
 PARAMS_FILE = "/proc/driver/nvidia/params"
 #: the PATH jobs run with (runner.settings.BASE_JOB_ENV); run-iket may also sit next to the job's python

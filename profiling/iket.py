@@ -13,7 +13,7 @@ and /job/out itself is a mount point that cannot be removed.
 
 from __future__ import annotations
 
-from runner.settings import OUTPUT_MOUNT as OUTPUT_DIR
+from kcoral.runner.settings import OUTPUT_MOUNT as OUTPUT_DIR
 
 #: run-iket's --output-dir inside the container; emptied into OUTPUT_DIR when it ends
 STAGE_DIR = f"{OUTPUT_DIR}/.iket-stage"
@@ -79,5 +79,5 @@ def build_iket_command(argv: list[str], command: list[str], run_iket: str = "run
 
 def driver_command(python: str, iket_argv: list[str]) -> list[str]:
     """The container's command: run run-iket, then move its files up into /job/out."""
-    return [python, "-m", "profiling.run_tool", "iket", "--stage", STAGE_DIR, "--out", OUTPUT_DIR,
+    return [python, "-m", "kcoral.profiling.run_tool", "iket", "--stage", STAGE_DIR, "--out", OUTPUT_DIR,
             "--", *iket_argv]

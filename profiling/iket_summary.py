@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from profiling.iket_trace import Launch, Loc, Trace
+from kcoral.profiling.iket_trace import Launch, Loc, Trace
 
 GROUPINGS = ("auto", "role", "warp", "name")
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from profiling import capabilities, iket, ncu
-from runner.envpolicy import job_environment
-from runner.errors import BadRequest, InfrastructureError
-from runner.executor import RunResult
-from runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
-from runner.models import JobSpec, Verdict
-from runner.sandbox import INPUT_MOUNT, ContainerStep
+from kcoral.profiling import capabilities, iket, ncu
+from kcoral.runner.envpolicy import job_environment
+from kcoral.runner.errors import BadRequest, InfrastructureError
+from kcoral.runner.executor import RunResult
+from kcoral.runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
+from kcoral.runner.models import JobSpec, Verdict
+from kcoral.runner.sandbox import INPUT_MOUNT, ContainerStep
 
 if TYPE_CHECKING:
-    from runner.services import Services
-    from runner.settings import Settings
+    from kcoral.runner.services import Services
+    from kcoral.runner.settings import Settings
 
 
 def profiling_env(settings: Settings, spec: JobSpec, job_id: str, extra: dict[str, str] | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.settings import OUTPUT_MOUNT as OUTPUT_DIR  # where the report and its summary are written
+from kcoral.runner.settings import OUTPUT_MOUNT as OUTPUT_DIR  # where the report and its summary are written
 
 REPORT_NAME = "report"
 REPORT_FILE = f"{REPORT_NAME}.ncu-rep"
@@ -149,6 +149,6 @@ def build_ncu_command(options: list[str], command: list[str], ncu: str = "ncu") 
 
 def driver_command(python: str, ncu_argv: list[str]) -> list[str]:
     """The container's command: run ncu, then summarise its report; exits with ncu's code."""
-    return [python, "-m", "profiling.run_tool", "ncu",
+    return [python, "-m", "kcoral.profiling.run_tool", "ncu",
             "--report", f"{OUTPUT_DIR}/{REPORT_FILE}", "--summary", f"{OUTPUT_DIR}/{SUMMARY_FILE}",
             "--", *ncu_argv]

@@ -1,6 +1,6 @@
 """A small JSON summary of an Nsight Compute report, so an agent needs no local ncu.
 
-    python -m profiling.ncu_summary REPORT.ncu-rep --out SUMMARY.json [--ncu PATH]
+    python -m kcoral.profiling.ncu_summary REPORT.ncu-rep --out SUMMARY.json [--ncu PATH]
 
 Per profiled kernel: name, grid/block, duration (ns), memory throughput %, compute (SM)
 throughput %, registers per thread, achieved occupancy %, and the rule advice. Read with
@@ -340,7 +340,7 @@ def format_kernel_lines(doc: dict[str, Any], advice: int = 3) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m profiling.ncu_summary", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kcoral.profiling.ncu_summary", description=__doc__.split("\n")[0])
     parser.add_argument("report")
     parser.add_argument("--out", help="write the JSON summary here (default: print it)")
     parser.add_argument("--ncu", help="the ncu binary (default: found on PATH or in the usual places)")

@@ -1,7 +1,7 @@
 """In-container driver of profiling jobs (stdlib only; kcoral's code is mounted at /kcoral).
 
-    python -m profiling.run_tool ncu --report R --summary S -- ncu ...
-    python -m profiling.run_tool iket --stage DIR --out OUT -- run-iket --output-dir DIR ...
+    python -m kcoral.profiling.run_tool ncu --report R --summary S -- ncu ...
+    python -m kcoral.profiling.run_tool iket --stage DIR --out OUT -- run-iket --output-dir DIR ...
 
 Runs the tool with the job's stdout/stderr, then the follow-up (the ncu summary; moving run-iket's
 files from its stage directory up into OUT) and exits with the tool's own exit code (128+N when
@@ -38,7 +38,7 @@ def _run(argv: list[str]) -> int:
 def run_ncu(report: str, summary: str, argv: list[str]) -> int:
     code = _run(argv)
     try:
-        from profiling.ncu_summary import write_summary
+        from kcoral.profiling.ncu_summary import write_summary
 
         if not os.path.exists(report):
             _say(f"ncu wrote no report (exit code {code}): no kernel matched the filters, or the command failed")
@@ -81,11 +81,11 @@ def run_iket(stage: str, out: str, argv: list[str]) -> int:
 def main(args: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if args is None else args)
     if "--" not in args:
-        _say("usage: python -m profiling.run_tool ncu|iket [options] -- TOOL ARGS...")
+        _say("usage: python -m kcoral.profiling.run_tool ncu|iket [options] -- TOOL ARGS...")
         return 2
     at = args.index("--")
     own, tool = args[:at], args[at + 1:]
-    parser = argparse.ArgumentParser(prog="profiling.run_tool")
+    parser = argparse.ArgumentParser(prog="kcoral.profiling.run_tool")
     parser.add_argument("kind", choices=["ncu", "iket"])
     parser.add_argument("--report")
     parser.add_argument("--summary")

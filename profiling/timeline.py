@@ -1,6 +1,6 @@
 """A per-CTA / per-warp timeline of an IKET launch as a PNG (matplotlib, imported lazily).
 
-    from profiling.timeline import plot
+    from kcoral.profiling.timeline import plot
     plot("iket_pid_0x1234.trace.json", "timeline.png")
 
 One row per (CTA, warp), ranges as bars coloured by name, markers as ticks, warp lifetimes as a
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from profiling.iket_trace import Launch, Trace, load
+from kcoral.profiling.iket_trace import Launch, Trace, load
 
 
 class PlotUnavailable(RuntimeError):

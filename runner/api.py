@@ -15,9 +15,9 @@ from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from runner.archive import extract_upload, safe_output_path
-from runner.envpolicy import validate_client_env
-from runner.errors import (
+from kcoral.runner.archive import extract_upload, safe_output_path
+from kcoral.runner.envpolicy import validate_client_env
+from kcoral.runner.errors import (
     BadRequest,
     Conflict,
     InfrastructureError,
@@ -26,9 +26,9 @@ from runner.errors import (
     RequestError,
     TooManyJobs,
 )
-from runner.jobkinds import kind_for
-from runner.models import JobSpec, JobState, JobView, OutputFile
-from runner.services import Services
+from kcoral.runner.jobkinds import kind_for
+from kcoral.runner.models import JobSpec, JobState, JobView, OutputFile
+from kcoral.runner.services import Services
 
 router = APIRouter(prefix="/v1")
 _LOG_CHUNK = 1 << 16
@@ -81,7 +81,7 @@ def health(request: Request) -> dict[str, object]:
 
 def _profiling(svc: Services) -> dict[str, object]:
     try:
-        from profiling.capabilities import for_server
+        from kcoral.profiling.capabilities import for_server
     except ImportError:
         return {"error": "the profiling package is not installed"}
     return for_server(svc.settings, svc.executor.has_image)
@@ -164,7 +164,7 @@ def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobVi
 
 @router.get("/tasks")
 def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, object]]:
-    from tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
 
     return [t.public() for t in all_tasks(services(request).settings.tasks_dir or DEFAULT_TASKS_DIR)]
 

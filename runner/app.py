@@ -10,10 +10,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from runner.api import router
-from runner.errors import KcoralError
-from runner.services import Services
-from runner.settings import Settings
+from kcoral.runner.api import router
+from kcoral.runner.errors import KcoralError
+from kcoral.runner.services import Services
+from kcoral.runner.settings import Settings
 
 log = logging.getLogger("kcoral.app")
 

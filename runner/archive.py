@@ -15,10 +15,10 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner import jobfs
-from runner.errors import BadRequest, NotFound, PayloadTooLarge
-from runner.limits import Limits
-from runner.models import OutputFile
+from kcoral.runner import jobfs
+from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge
+from kcoral.runner.limits import Limits
+from kcoral.runner.models import OutputFile
 
 _CHUNK = 1 << 20
 

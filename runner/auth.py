@@ -11,7 +11,7 @@ import hashlib
 import hmac
 from pathlib import Path
 
-from runner.errors import BadRequest, Unauthorized
+from kcoral.runner.errors import BadRequest, Unauthorized
 
 LOCAL_OWNER = "local"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from runner.errors import BadRequest
-from runner.limits import Limits
-from runner.settings import BASE_JOB_ENV
+from kcoral.runner.errors import BadRequest
+from kcoral.runner.limits import Limits
+from kcoral.runner.settings import BASE_JOB_ENV
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _FORBIDDEN_PREFIXES = ("LD_", "NVIDIA_", "KCORAL_", "CUDA_", "DYLD_", "GCONV_", "MALLOC_", "BASH_FUNC_")

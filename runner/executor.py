@@ -22,14 +22,14 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from runner.archive import collect_outputs, dir_usage
-from runner.envpolicy import job_environment
-from runner.errors import InfrastructureError
-from runner.leases import Lease
-from runner.models import ImageInfo, JobView, OutputFile, Verdict
-from runner.sandbox import LABEL_INSTANCE, ContainerStep, container_options, python_step
-from runner.settings import Settings
-from runner.store import JobPaths
+from kcoral.runner.archive import collect_outputs, dir_usage
+from kcoral.runner.envpolicy import job_environment
+from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.leases import Lease
+from kcoral.runner.models import ImageInfo, JobView, OutputFile, Verdict
+from kcoral.runner.sandbox import LABEL_INSTANCE, ContainerStep, container_options, python_step
+from kcoral.runner.settings import Settings
+from kcoral.runner.store import JobPaths
 
 log = logging.getLogger("kcoral.executor")
 _DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)

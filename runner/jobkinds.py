@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from runner.errors import BadRequest
-from runner.executor import DockerExecutor, RunResult
-from runner.gpus import Nvml
-from runner.leases import Lease
-from runner.models import ImageInfo, JobSpec, JobView
-from runner.settings import Settings
-from runner.store import JobPaths
+from kcoral.runner.errors import BadRequest
+from kcoral.runner.executor import DockerExecutor, RunResult
+from kcoral.runner.gpus import Nvml
+from kcoral.runner.leases import Lease
+from kcoral.runner.models import ImageInfo, JobSpec, JobView
+from kcoral.runner.settings import Settings
+from kcoral.runner.store import JobPaths
 
 if TYPE_CHECKING:
-    from runner.services import Services
+    from kcoral.runner.services import Services
 
 #: kcoral's own in-container code (harnesses, summaries) is mounted read-only here for kinds that need it
 CODE_MOUNT = "/kcoral"
@@ -32,8 +32,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def code_mounts(*packages: str) -> dict[str, tuple[str, str]]:
-    """Read-only mounts of kcoral packages at /kcoral/<package> (put /kcoral on PYTHONPATH)."""
-    return {str(REPO_ROOT / p): (f"{CODE_MOUNT}/{p}", "ro") for p in packages}
+    """Read-only mounts of kcoral packages ("tasks/harness") at /kcoral/kcoral/<package>: with /kcoral on
+    PYTHONPATH they import as kcoral.tasks.harness, ... (kcoral is a namespace package there: nothing
+    else of kcoral is in the container)."""
+    return {str(REPO_ROOT / p): (f"{CODE_MOUNT}/kcoral/{p}", "ro") for p in packages}
 
 
 @dataclass
@@ -74,7 +76,8 @@ class PythonKind:
 
 
 #: kinds living in other packages, imported when first needed: name -> "module:attribute"
-_PLUGINS = {"eval": "tasks.evaluate:EvalKind", "ncu": "profiling.jobs:NcuKind", "iket": "profiling.jobs:IketKind"}
+_PLUGINS = {"eval": "kcoral.tasks.evaluate:EvalKind", "ncu": "kcoral.profiling.jobs:NcuKind",
+            "iket": "kcoral.profiling.jobs:IketKind"}
 _KINDS: dict[str, JobKind] = {"python": PythonKind()}
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from docker.types import DeviceRequest, LogConfig, Ulimit
 
-from runner.leases import Lease
-from runner.settings import OUTPUT_MOUNT, Settings
+from kcoral.runner.leases import Lease
+from kcoral.runner.settings import OUTPUT_MOUNT, Settings
 
 #: the uid jobs and candidates run as; the evaluation's supervisor runs as SUPERVISOR_UID, so neither
 #: can signal, ptrace or read the other's files

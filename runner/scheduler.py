@@ -11,12 +11,12 @@ import threading
 import time
 from collections import defaultdict
 
-from runner.executor import DockerExecutor, RunResult
-from runner.gpus import GpuUsage, Nvml
-from runner.jobkinds import RunContext, run_job
-from runner.leases import Lease, Placement
-from runner.models import JobState, JobView, Verdict
-from runner.store import JobStore
+from kcoral.runner.executor import DockerExecutor, RunResult
+from kcoral.runner.gpus import GpuUsage, Nvml
+from kcoral.runner.jobkinds import RunContext, run_job
+from kcoral.runner.leases import Lease, Placement
+from kcoral.runner.models import JobState, JobView, Verdict
+from kcoral.runner.store import JobStore
 
 log = logging.getLogger("kcoral.scheduler")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
+from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
 
 
 def _parse_gpus(value: str) -> str | tuple[int, ...]:
@@ -68,8 +68,8 @@ def serve(
         raise typer.Exit(2)
     import uvicorn
 
-    from runner.app import create_app
-    from runner.errors import KcoralError
+    from kcoral.runner.app import create_app
+    from kcoral.runner.errors import KcoralError
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner.auth import Authenticator, load_tokens
-from runner.executor import DockerExecutor
-from runner.gpus import Nvml
-from runner.leases import LeasePool, Placement
-from runner.models import GpuInfo
-from runner.scheduler import Scheduler
-from runner.settings import Settings
-from runner.store import JobStore
+from kcoral.runner.auth import Authenticator, load_tokens
+from kcoral.runner.executor import DockerExecutor
+from kcoral.runner.gpus import Nvml
+from kcoral.runner.leases import LeasePool, Placement
+from kcoral.runner.models import GpuInfo
+from kcoral.runner.scheduler import Scheduler
+from kcoral.runner.settings import Settings
+from kcoral.runner.store import JobStore
 
 
 @dataclass

@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.limits import Limits
+from kcoral.runner.limits import Limits
 
 #: Host directories mounted read-only into the toolchain image on GPU hosts whose CUDA and
 #: PyTorch live on the host rather than in an image (see ../shared/gpu-host/README.md).

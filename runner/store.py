@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.errors import InfrastructureError, NotFound
-from runner.models import GpuInfo, ImageInfo, JobSpec, JobState, JobTimes, JobView, OutputFile, Verdict
+from kcoral.runner.errors import InfrastructureError, NotFound
+from kcoral.runner.models import GpuInfo, ImageInfo, JobSpec, JobState, JobTimes, JobView, OutputFile, Verdict
 
 #: Numbered schema migrations: MIGRATIONS[i] brings a database from ``PRAGMA user_version`` i to i + 1.
 #: Append, never edit: a database made by any earlier kcoral opens by running the ones it lacks.

@@ -11,13 +11,13 @@ if ! { [ -x /tmp/docker-bundle/bin/dockerd ] && PATH=/tmp/docker-bundle/bin:$PAT
 else  # a warm machine: the engine and the wheels are there from an earlier call
   export PATH=/tmp/docker-bundle/bin:$PATH PYTHONPATH=/tmp/site:$PWD
 fi
-pkill -f "python3 -m runner" && sleep 1
+pkill -f "python3 -m kcoral serve" && sleep 1
 py=$(command -v python3)
-python3 -m images.build toolchain
-setsid python3 -m runner --host-toolchain --python "$py" --data-dir /tmp/kc --port 8901 \
+python3 -m kcoral images build toolchain
+setsid python3 -m kcoral serve --host-toolchain --python "$py" --data-dir /tmp/kc --port 8901 \
   --job-env "PATH=$(dirname "$py"):/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin" \
   --job-env PYTHONPATH=/opt/kcoral-site:/opt/kcoral-site/nvidia_cutlass_dsl/dsl_packages --job-env TRITON_LIBCUDA_PATH=/usr/local/nvidia/lib64 \
   >"$out/server.log" 2>&1 &
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:8901/v1/health >/dev/null && break; sleep 0.2; done
 export KCORAL_REMOTE=http://127.0.0.1:8901
-kc() { python3 -m cli "$@"; }
+kc() { python3 -m kcoral "$@"; }

@@ -16,8 +16,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from tasks.harness.taskdef import Task
-from tasks.schema import Case, CaseFile, Phase
+from kcoral.tasks.harness.schema import Case, CaseFile, Phase
+from kcoral.tasks.harness.taskdef import Task
 
 
 def holdout_key(data_dir: Path) -> bytes:

@@ -8,7 +8,7 @@
   CUDA tasks, IPC) namespace, connects to its socket and does what it is told on buffers it is
   handed. It writes nothing the server reads; its output is the job's log.
 The server then reads the supervisor's result (fd-relative, no links, size-capped, validated by
-tasks.schema) and builds the report (tasks.report). The holdout key never leaves the server; the
+tasks.harness.schema) and builds the report (tasks.report). The holdout key never leaves the server; the
 per-request sample key reaches the supervisor only. The task directory is snapshotted into the
 job, so a rerun evaluates with the same task version.
 """
@@ -25,23 +25,23 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner import jobfs
-from runner.envpolicy import job_environment
-from runner.errors import BadRequest, InfrastructureError
-from runner.executor import RunResult, StepOutcome
-from runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
-from runner.models import JobSpec, OutputFile, Verdict
-from runner.sandbox import SUPERVISOR_UID, ContainerStep
-from runner.settings import OUTPUT_MOUNT
-from tasks import cases as case_builder
-from tasks import schema
-from tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
-from tasks.harness.taskdef import Task, load_task
-from tasks.registry import DEFAULT_TASKS_DIR, find_task
-from tasks.report import build_report, passed, report_lines
+from kcoral.runner import jobfs
+from kcoral.runner.envpolicy import job_environment
+from kcoral.runner.errors import BadRequest, InfrastructureError
+from kcoral.runner.executor import RunResult, StepOutcome
+from kcoral.runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
+from kcoral.runner.models import JobSpec, OutputFile, Verdict
+from kcoral.runner.sandbox import SUPERVISOR_UID, ContainerStep
+from kcoral.runner.settings import OUTPUT_MOUNT
+from kcoral.tasks import cases as case_builder
+from kcoral.tasks.harness import schema
+from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
+from kcoral.tasks.harness.taskdef import Task, load_task
+from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
+from kcoral.tasks.report import build_report, passed, report_lines
 
 if TYPE_CHECKING:
-    from runner.services import Services
+    from kcoral.runner.services import Services
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 FAMILY_MOUNT = f"{CODE_MOUNT}/taskfamily"
@@ -55,7 +55,7 @@ SUPERVISOR_OUTPUT_BYTES = 64 << 20
 
 def harness_version() -> str:
     h = hashlib.sha256()
-    for path in sorted([*HARNESS_DIR.glob("*.py"), Path(__file__).with_name("schema.py")]):
+    for path in sorted(HARNESS_DIR.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
@@ -129,7 +129,7 @@ class _Evaluation:
         cgroups = ctx.executor.cgroup_mount()
         return ContainerStep(
             image=image,
-            command=[ctx.settings.python, "-P", "-m", "tasks.harness.supervisor", self.task_mount,
+            command=[ctx.settings.python, "-P", "-m", "kcoral.tasks.harness.supervisor", self.task_mount,
                      "/judge-in/cases.json", OUTPUT_MOUNT, f"{CHANNEL_MOUNT}/worker.sock",
                      cgroups[1] if cgroups else "none"],
             # USER: the host's passwd (toolchain mode) has no entry for this uid, and getpass needs a name
@@ -145,7 +145,7 @@ class _Evaluation:
         ctx = self.ctx
         return ContainerStep(
             image=image,
-            command=[ctx.settings.python, "-P", "-m", "tasks.harness.worker", self.task_mount,
+            command=[ctx.settings.python, "-P", "-m", "kcoral.tasks.harness.worker", self.task_mount,
                      f"{CHANNEL_MOUNT}/worker.sock"],
             env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache", "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
             mounts={**self._code(), str(ctx.paths.input): ("/job/input", "ro"),
@@ -191,7 +191,7 @@ class _Evaluation:
         return cache
 
     def _code(self) -> dict[str, tuple[str, str]]:
-        return {**code_mounts("tasks"), str(self.family_copy): (FAMILY_MOUNT, "ro")}
+        return {**code_mounts("tasks/harness"), str(self.family_copy): (FAMILY_MOUNT, "ro")}
 
     def _result(self, sup: StepOutcome) -> schema.SupervisorResult:
         """The supervisor's result document, read without following links, size-capped and validated."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.errors import BadRequest
-from tasks.harness.taskdef import Task, load_task
+from kcoral.runner.errors import BadRequest
+from kcoral.tasks.harness.taskdef import Task, load_task
 
 DEFAULT_TASKS_DIR = Path(__file__).resolve().parent
 

@@ -14,8 +14,8 @@ import math
 import statistics
 from typing import Any
 
-from tasks.harness.stats import geomean_ci, median, speedup_ci
-from tasks.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
+from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
+from kcoral.tasks.harness.stats import geomean_ci, median, speedup_ci
 
 
 def build_report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult) -> dict[str, Any]:

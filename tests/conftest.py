@@ -24,11 +24,11 @@ import uvicorn
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
-from runner.app import create_app  # noqa: E402
-from runner.limits import Limits  # noqa: E402
-from runner.sandbox import LABEL_INSTANCE  # noqa: E402
-from runner.services import Services  # noqa: E402
-from runner.settings import Settings  # noqa: E402
+from kcoral.runner.app import create_app  # noqa: E402
+from kcoral.runner.limits import Limits  # noqa: E402
+from kcoral.runner.sandbox import LABEL_INSTANCE  # noqa: E402
+from kcoral.runner.services import Services  # noqa: E402
+from kcoral.runner.settings import Settings  # noqa: E402
 
 JOB_IMAGE = os.environ.get("KCORAL_TEST_IMAGE", "kcoral-job:cpu")
 
@@ -45,7 +45,7 @@ def job_image(docker_client: docker.DockerClient) -> str:
     try:
         docker_client.images.get(JOB_IMAGE)
     except docker.errors.ImageNotFound:
-        from images.build import build_images
+        from kcoral.images.build import build_images
 
         build_images(docker_client, ["cpu"])
     return JOB_IMAGE

@@ -2,9 +2,9 @@
 
 import pytest
 
-from runner.envpolicy import job_environment, refusal, validate_client_env
-from runner.errors import BadRequest
-from runner.limits import Limits
+from kcoral.runner.envpolicy import job_environment, refusal, validate_client_env
+from kcoral.runner.errors import BadRequest
+from kcoral.runner.limits import Limits
 
 
 @pytest.mark.parametrize("name", ["LD_PRELOAD", "ld_library_path", "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",

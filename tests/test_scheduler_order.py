@@ -1,7 +1,7 @@
 """Pure logic: the fair order of the queue."""
 
-from runner.models import JobSpec, JobState, JobTimes, JobView
-from runner.scheduler import fair_order
+from kcoral.runner.models import JobSpec, JobState, JobTimes, JobView
+from kcoral.runner.scheduler import fair_order
 
 
 def _job(job_id: str, owner: str, state: JobState = JobState.queued) -> JobView:

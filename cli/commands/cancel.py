@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from cli.output import emit_json, job_json, stdout
-from cli.render import state_text
+from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.output import emit_json, job_json, stdout
+from kcoral.cli.render import state_text
 
 
 def cancel(

@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from cli.client import KcoralClient
-from cli.envvars import parse_env_options
-from cli.errors import UsageError
-from runner.models import JobSpec
+from kcoral.cli.client import KcoralClient
+from kcoral.cli.envvars import parse_env_options
+from kcoral.cli.errors import UsageError
+from kcoral.runner.models import JobSpec
 
 RemoteOption = Annotated[
     str | None,

@@ -14,13 +14,13 @@ from typing import Annotated, Any
 
 import typer
 
-from cli import output
-from cli.client import KcoralClient
-from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
-from cli.errors import KcoralError, ServerError, UsageError
-from cli.output import note
-from cli.runflow import PythonRun, RunOptions
-from runner.models import JobSpec, JobView, Verdict
+from kcoral.cli import output
+from kcoral.cli.client import KcoralClient
+from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.errors import KcoralError, ServerError, UsageError
+from kcoral.cli.output import note
+from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.runner.models import JobSpec, JobView, Verdict
 
 DEFAULT_TIMEOUT_S = 1500.0
 REPORT_FILE = "report.json"

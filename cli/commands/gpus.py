@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
-from cli.output import emit_json, stdout
-from cli.render import health_view
+from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.output import emit_json, stdout
+from kcoral.cli.render import health_view
 
 
 def gpus(remote: RemoteOption = None, token: TokenOption = None, json: JsonOption = False) -> None:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.commands.common import (
+from kcoral.cli.commands.common import (
     EnvOption,
     JsonOption,
     ProfilerGpusOption,
@@ -27,11 +27,11 @@ from cli.commands.common import (
     connect,
     job_spec,
 )
-from cli.errors import UsageError
-from cli.output import emit_json, note
-from cli.runflow import PythonRun, RunOptions
-from profiling import iket as iket_opts
-from runner.models import JobView
+from kcoral.cli.errors import UsageError
+from kcoral.cli.output import emit_json, note
+from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.profiling import iket as iket_opts
+from kcoral.runner.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] -- [RUN-IKET OPTIONS] profile [PROFILE OPTIONS] -- COMMAND [ARGS]...  |  summarize|plot"
 TOOLS = ("summarize", "plot")
@@ -107,7 +107,7 @@ tools_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no
 
 
 def _load(trace: Path) -> Any:
-    from profiling.iket_trace import TraceError, load
+    from kcoral.profiling.iket_trace import TraceError, load
 
     if not trace.is_file():
         raise UsageError(f"{trace}: no such file")
@@ -129,7 +129,7 @@ def summarize_cmd(
     json: JsonOption = False,
 ) -> None:
     """Per launch: range duration stats (per warp role when recorded), CTA spans, marker periods (ns)."""
-    from profiling.iket_summary import GROUPINGS, format_summary, summarize
+    from kcoral.profiling.iket_summary import GROUPINGS, format_summary, summarize
 
     if group_by not in GROUPINGS:
         raise UsageError(f"--group-by must be one of {', '.join(GROUPINGS)}")
@@ -152,7 +152,7 @@ def plot_cmd(
     max_ctas: Annotated[int, typer.Option("--max-ctas", min=1, help="CTAs drawn")] = 8,
 ) -> None:
     """Draw a per-CTA / per-warp timeline of one launch (needs matplotlib)."""
-    from profiling.timeline import PlotUnavailable, plot
+    from kcoral.profiling.timeline import PlotUnavailable, plot
 
     try:
         path = plot(_load(trace), out, launch=launch, kernel=kernel, max_ctas=max_ctas)

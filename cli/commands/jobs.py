@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
-from cli.output import emit_json, job_json, stdout
-from cli.render import jobs_table
+from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.output import emit_json, job_json, stdout
+from kcoral.cli.render import jobs_table
 
 
 def jobs(remote: RemoteOption = None, token: TokenOption = None, json: JsonOption = False) -> None:

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from cli.commands.common import JobIdArgument, RemoteOption, TokenOption, connect
-from cli.logsink import LogSink
+from kcoral.cli.commands.common import JobIdArgument, RemoteOption, TokenOption, connect
+from kcoral.cli.logsink import LogSink
 
 
 def logs(

@@ -18,8 +18,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.client import KcoralClient
-from cli.commands.common import (
+from kcoral.cli.client import KcoralClient
+from kcoral.cli.commands.common import (
     EnvOption,
     JsonOption,
     ProfilerGpusOption,
@@ -29,12 +29,12 @@ from cli.commands.common import (
     connect,
     job_spec,
 )
-from cli.errors import UsageError
-from cli.output import emit_json, note
-from cli.runflow import PythonRun, RunOptions
-from profiling import ncu as ncu_opts
-from profiling.ncu_summary import SummaryError, format_kernel_lines, summarize
-from runner.models import JobSpec, JobView
+from kcoral.cli.errors import UsageError
+from kcoral.cli.output import emit_json, note
+from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.profiling import ncu as ncu_opts
+from kcoral.profiling.ncu_summary import SummaryError, format_kernel_lines, summarize
+from kcoral.runner.models import JobSpec, JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [NCU OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE.ncu-rep"
 

@@ -11,12 +11,20 @@ from typing import Annotated
 
 import typer
 
-from cli.argv import build_argv
-from cli.commands.common import EnvOption, JsonOption, RemoteOption, TimeoutOption, TokenOption, connect, job_spec
-from cli.errors import UsageError
-from cli.output import note
-from cli.runflow import PythonRun, RunOptions
-from runner.models import JobSpec
+from kcoral.cli.argv import build_argv
+from kcoral.cli.commands.common import (
+    EnvOption,
+    JsonOption,
+    RemoteOption,
+    TimeoutOption,
+    TokenOption,
+    connect,
+    job_spec,
+)
+from kcoral.cli.errors import UsageError
+from kcoral.cli.output import note
+from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.runner.models import JobSpec
 
 OPTIONS_METAVAR = "[OPTIONS] [--] SCRIPT|-c CODE|-m MODULE [ARGS]..."
 

@@ -14,12 +14,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from cli.commands.eval_cmd import RECEIPT_FILE, REPORT_FILE, EvalRun, fetch_json_output
-from cli.output import emit_json, job_json, note, stdout
-from cli.render import state_text
-from cli.runflow import PythonRun, RunOptions
-from runner.models import JobState, JobView
+from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.commands.eval_cmd import RECEIPT_FILE, REPORT_FILE, EvalRun, fetch_json_output
+from kcoral.cli.output import emit_json, job_json, note, stdout
+from kcoral.cli.render import state_text
+from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.runner.models import JobState, JobView
 
 #: receipt fields that a rerun must keep
 PINNED = ("image", "task_sha256", "submission_sha256")

@@ -12,11 +12,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from cli.commands.eval_cmd import RECEIPT_FILE, REPORT_FILE, fetch_json_output
-from cli.output import emit_json, job_json, stdout
-from cli.render import fmt_time, job_details, state_text
-from runner.models import JobState, JobView
+from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.commands.eval_cmd import RECEIPT_FILE, REPORT_FILE, fetch_json_output
+from kcoral.cli.output import emit_json, job_json, stdout
+from kcoral.cli.render import fmt_time, job_details, state_text
+from kcoral.runner.models import JobState, JobView
 
 
 def _num(value: Any, digits: int = 4) -> str:

@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
-from cli.output import emit_json, stdout
-from cli.render import fmt_duration
+from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.output import emit_json, stdout
+from kcoral.cli.render import fmt_duration
 
 
 def _names(value: Any) -> list[str]:

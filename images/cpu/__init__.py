@@ -15,10 +15,10 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from images.dockerbuild import docker_build
-from images.errors import ImageBuildError
-from images.refs import IMAGE_REFS
-from images.util import image_id, remove_replaced, run_as_job
+from kcoral.images.dockerbuild import docker_build
+from kcoral.images.errors import ImageBuildError
+from kcoral.images.refs import IMAGE_REFS
+from kcoral.images.util import image_id, remove_replaced, run_as_job
 
 TORCH_SPEC = "torch==2.13.0"
 REQUIREMENTS = (TORCH_SPEC, "numpy")
@@ -87,7 +87,7 @@ def build_cpu_image(
     if old and not force:
         return old
     if image_id(client, base) is None:
-        raise ImageBuildError(f"{base} is missing: build it first (python -m images.build cpu does both)")
+        raise ImageBuildError(f"{base} is missing: build it first (kcoral images build cpu does both)")
     start = time.monotonic()
     ctx = Path(tempfile.mkdtemp(prefix="kcoral-cpu-"))
     try:

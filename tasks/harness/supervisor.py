@@ -15,7 +15,7 @@ IPC namespace). It owns everything that decides the verdict:
 - the checks: every call's outputs, timed ones included, against the reference (untimed cases)
   or against the baseline's outputs on the same sample (timed ones), and the candidate
   container's CPU time outside its calls (tasks.harness.cpuwatch).
-It writes OUT_DIR/result.json (tasks.schema.SupervisorResult) and nothing else.
+It writes OUT_DIR/result.json (tasks.harness.schema.SupervisorResult) and nothing else.
 """
 
 from __future__ import annotations
@@ -36,13 +36,12 @@ from typing import Any
 
 import torch
 
-from tasks import schema
-from tasks.harness import checks, shared
-from tasks.harness.channel import Channel, ChannelError, accept, listen, pair
-from tasks.harness.cpuwatch import CpuWatch, for_pid
-from tasks.harness.stats import median_rse
-from tasks.harness.taskdef import load_task
-from tasks.schema import CaseResult, Outcome, Timing
+from kcoral.tasks.harness import checks, schema, shared
+from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen, pair
+from kcoral.tasks.harness.cpuwatch import CpuWatch, for_pid
+from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
+from kcoral.tasks.harness.stats import median_rse
+from kcoral.tasks.harness.taskdef import load_task
 
 _ns = time.perf_counter_ns
 
@@ -366,7 +365,7 @@ def _compare(outs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor],
 
 def _start_baseline(task_dir: Path, device: str, timeout: float) -> tuple[Worker, subprocess.Popen[bytes]]:
     ours, theirs = pair()
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "tasks.harness.worker", "--baseline", str(task_dir),
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", "--baseline", str(task_dir),
                              str(theirs.fileno())], pass_fds=[theirs.fileno()])
     theirs.close()
     worker = Worker("baseline", ours, trusted=True, timeout=timeout)

@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from tasks.harness import shared
-from tasks.harness.channel import Channel, ChannelError, connect
-from tasks.harness.taskdef import load_task
+from kcoral.tasks.harness import shared
+from kcoral.tasks.harness.channel import Channel, ChannelError, connect
+from kcoral.tasks.harness.taskdef import load_task
 
 #: seconds the candidate's worker waits for the supervisor's socket
 CONNECT_TIMEOUT_S = 120.0

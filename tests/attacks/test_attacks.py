@@ -160,7 +160,7 @@ def test_secrets_are_not_readable(server: RunningServer) -> None:
     found = [line for line in log.splitlines() if line.startswith("SECRET-FOUND")]
     assert not found, found
     # the supervisor shares the PID namespace: it was seen, and every way into it was refused
-    assert "tasks.harness.supervisor" in log and "environ: refused" in log and "mem: refused" in log, log[-3000:]
+    assert "kcoral.tasks.harness.supervisor" in log and "environ: refused" in log and "mem: refused" in log, log[-3000:]
     assert_honest(job, report)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cli.argv import build_argv
-from cli.commands.python_cmd import build_spec
-from cli.errors import UsageError
+from kcoral.cli.argv import build_argv
+from kcoral.cli.commands.python_cmd import build_spec
+from kcoral.cli.errors import UsageError
 
 
 def test_script_and_args_untouched() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.client import KcoralClient, normalise_base_url
-from cli.errors import BadRequest, NotFound, ServerError, ServerUnreachable, Unauthorized, UsageError
-from runner.models import JobSpec
+from kcoral.cli.client import KcoralClient, normalise_base_url
+from kcoral.cli.errors import BadRequest, NotFound, ServerError, ServerUnreachable, Unauthorized, UsageError
+from kcoral.runner.models import JobSpec
 
 
 def job(state: str = "created", **extra: object) -> dict[str, object]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cli.envvars import check_env_name, parse_env_options, refusal
-from cli.errors import UsageError
+from kcoral.cli.envvars import check_env_name, parse_env_options, refusal
+from kcoral.cli.errors import UsageError
 
 
 def test_name_value_and_copied_local_value() -> None:
@@ -56,7 +56,7 @@ def test_nul_in_value_is_refused() -> None:
 
 def test_client_refuses_at_least_what_the_server_refuses() -> None:
     """The client's copy of the policy must not let through names the server would refuse."""
-    server = pytest.importorskip("runner.envpolicy")
+    server = pytest.importorskip("kcoral.runner.envpolicy")
     names = [
         "FOO", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "NVIDIA_DRIVER_CAPABILITIES", "PYTHONPATH",
         "PYTHONHASHSEED", "PYTHONBREAKPOINT", "PATH", "HOME", "TMPDIR", "KCORAL_OUTPUT_DIR",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.errors import (
+from kcoral.cli.errors import (
     BadRequest,
     InputError,
     NotFound,
@@ -13,8 +13,8 @@ from cli.errors import (
     Unauthorized,
     UsageError,
 )
-from cli.output import VERDICT_EXIT_CODES, exit_code_for_error, exit_code_for_verdict
-from runner.models import Verdict
+from kcoral.cli.output import VERDICT_EXIT_CODES, exit_code_for_error, exit_code_for_verdict
+from kcoral.runner.models import Verdict
 
 
 @pytest.mark.parametrize(

@@ -7,9 +7,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from cli.errors import ServerError
-from cli.logsink import LogSink
-from cli.paths import output_destination, safe_output_path
+from kcoral.cli.errors import ServerError
+from kcoral.cli.logsink import LogSink
+from kcoral.cli.paths import output_destination, safe_output_path
 
 
 @pytest.mark.parametrize("name", ["a.txt", "dir/b.bin", "./c", "d//e"])

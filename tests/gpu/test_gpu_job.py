@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from runner.gpus import Nvml
-from runner.settings import DEFAULT_TOOLCHAIN_MOUNTS
+from kcoral.runner.gpus import Nvml
+from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS
 
 pytestmark = pytest.mark.gpu
 

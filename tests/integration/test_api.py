@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from runner.limits import Limits
+from kcoral.runner.limits import Limits
 
 
 def _tar(add) -> bytes:

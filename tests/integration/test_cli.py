@@ -1,7 +1,7 @@
 """The kcoral commands end to end against a real server (uvicorn on loopback, SQLite, Docker jobs).
 
 Commands run in-process through ``cli.main.run`` with ``KCORAL_REMOTE`` pointing at the test server;
-what they print is read with capfd. Ctrl-C is sent for real, to a ``python -m cli`` subprocess.
+what they print is read with capfd. Ctrl-C is sent for real, to a ``python -m kcoral`` subprocess.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from cli.main import run
-from cli.render import summary_line
-from runner.limits import KiB, Limits, MiB
-from runner.models import JobView
+from kcoral.cli.main import run
+from kcoral.cli.render import summary_line
+from kcoral.runner.limits import KiB, Limits, MiB
+from kcoral.runner.models import JobView
 from tests.conftest import RunningServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -218,7 +218,7 @@ def test_ctrl_c_cancels_the_job_and_exits_130(remote, senddir) -> None:
     env = os.environ | {"KCORAL_REMOTE": remote.url, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     env.pop("KCORAL_TOKEN", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "python", "--send", str(senddir), "slow.py"],
+        [sys.executable, "-m", "kcoral", "python", "--send", str(senddir), "slow.py"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )  # fmt: skip
     try:

@@ -20,9 +20,9 @@ from typing import Any
 import docker
 import pytest
 
-from cli.main import run
-from runner.limits import Limits
-from runner.settings import Settings
+from kcoral.cli.main import run
+from kcoral.runner.limits import Limits
+from kcoral.runner.settings import Settings
 from tests.conftest import RunningServer, free_port, make_tar, remove_containers, start_server
 
 REPO = Path(__file__).resolve().parents[2]

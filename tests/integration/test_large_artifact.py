@@ -13,9 +13,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from cli.client import KcoralClient
-from cli.runflow import PythonRun, RunOptions
-from runner.models import JobSpec, Verdict
+from kcoral.cli.client import KcoralClient
+from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.runner.models import JobSpec, Verdict
 from tests.conftest import RunningServer
 
 SIZE_MIB = 200

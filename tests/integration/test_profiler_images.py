@@ -16,8 +16,8 @@ import docker
 import docker.errors
 import pytest
 
-from images.profilers import ProfilerBuild, build_iket_image, build_ncu_image
-from images.refs import IMAGE_LABEL, IMAGE_REFS
+from kcoral.images.profilers import ProfilerBuild, build_iket_image, build_ncu_image
+from kcoral.images.refs import IMAGE_LABEL, IMAGE_REFS
 from tests.conftest import RunningServer
 
 CAPTURE = Path(__file__).resolve().parents[2] / "examples" / "iket_capture"
@@ -96,7 +96,7 @@ def test_image_mode_server_reports_the_profiler_images(server_factory: Callable[
 
 
 def test_the_build_list_matches_the_builders() -> None:
-    from images.build import BUILDERS, PROFILER_BUILDERS
-    from images.refs import BUILDABLE
+    from kcoral.images.build import BUILDERS, PROFILER_BUILDERS
+    from kcoral.images.refs import BUILDABLE
 
     assert [*BUILDERS, *PROFILER_BUILDERS] == list(BUILDABLE)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from runner.sandbox import LABEL_JOB
+from kcoral.runner.sandbox import LABEL_JOB
 from tests.conftest import free_port, make_tar
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _serve(data_dir: Path, port: int, image: str) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runner", "--port", str(port), "--data-dir", str(data_dir), "--image", image,
+        [sys.executable, "-m", "kcoral", "serve", "--port", str(port), "--data-dir", str(data_dir), "--image", image,
          "--gpus", "none", "--cpu-slots", "1", "--log-level", "warning"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
     )

@@ -7,7 +7,7 @@ import time
 import pytest
 from testcontainers.core.container import DockerContainer
 
-from runner.limits import Limits, MiB
+from kcoral.runner.limits import Limits, MiB
 
 
 def test_uid_capabilities_and_hardening(server):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from profiling import capabilities
+from kcoral.profiling import capabilities
 
 
 def test_counters_restricted(tmp_path: Path) -> None:
@@ -52,7 +52,7 @@ def test_probe_is_cached_and_json_friendly() -> None:
 
 
 def test_image_mode_asks_for_the_profiler_images(tmp_path: Path) -> None:
-    from runner.settings import Settings
+    from kcoral.runner.settings import Settings
 
     params = tmp_path / "params"
     params.write_text("RmProfilingAdminOnly: 0\n")

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from cli.commands.iket_cmd import split_iket_args
-from cli.commands.ncu_cmd import split_ncu_args
-from cli.errors import UsageError
-from cli.main import run
-from profiling import jobs
+from kcoral.cli.commands.iket_cmd import split_iket_args
+from kcoral.cli.commands.ncu_cmd import split_ncu_args
+from kcoral.cli.errors import UsageError
+from kcoral.cli.main import run
+from kcoral.profiling import jobs
 from tests.conftest import RunningServer
 from tests.profiling.conftest import FIXTURES
 
@@ -76,7 +76,7 @@ def test_iket_summarize_and_plot(tmp_path: Path, capfd: pytest.CaptureFixture[st
 
 def test_ncu_summarize_uses_the_summary_beside_without_ncu(tmp_path: Path, capfd: pytest.CaptureFixture[str],
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from profiling import ncu_summary
+    from kcoral.profiling import ncu_summary
 
     monkeypatch.setattr(ncu_summary, "import_ncu_report", lambda ncu=None: None)
     monkeypatch.setattr(ncu_summary, "find_ncu", lambda explicit=None: None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiling.iket import IketOptionError, build_iket_command, driver_command, split_iket_argv
+from kcoral.profiling.iket import IketOptionError, build_iket_command, driver_command, split_iket_argv
 
 
 def test_split() -> None:
@@ -38,7 +38,7 @@ def test_build_keeps_the_clients_postprocess() -> None:
     argv = build_iket_command(["--clobber", "profile", "--postprocess=all"], ["python3", "c.py", "--", "x"])
     assert argv == ["run-iket", "--output-dir", "/job/out/.iket-stage", "--clobber", "profile", "--postprocess=all",
                     "--", "python3", "c.py", "--", "x"]
-    assert driver_command("python3", argv)[:9] == ["python3", "-m", "profiling.run_tool", "iket", "--stage",
+    assert driver_command("python3", argv)[:9] == ["python3", "-m", "kcoral.profiling.run_tool", "iket", "--stage",
                                                    "/job/out/.iket-stage", "--out", "/job/out", "--"]
 
 

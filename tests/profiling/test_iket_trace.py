@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from profiling.iket_trace import TraceError, from_document, load
+from kcoral.profiling.iket_trace import TraceError, from_document, load
 from tests.profiling.conftest import FIXTURES
 
 

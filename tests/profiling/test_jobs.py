@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from profiling import capabilities, jobs
-from runner.errors import BadRequest
-from runner.executor import DockerExecutor, StepOutcome
-from runner.jobkinds import RunContext, kind_for
-from runner.leases import Lease
-from runner.models import JobSpec, JobState, JobTimes, JobView, Verdict
-from runner.settings import Settings
-from runner.store import JobPaths
+from kcoral.profiling import capabilities, jobs
+from kcoral.runner.errors import BadRequest
+from kcoral.runner.executor import DockerExecutor, StepOutcome
+from kcoral.runner.jobkinds import RunContext, kind_for
+from kcoral.runner.leases import Lease
+from kcoral.runner.models import JobSpec, JobState, JobTimes, JobView, Verdict
+from kcoral.runner.settings import Settings
+from kcoral.runner.store import JobPaths
 
 CAPS_OK = {"source": "host", "counters_restricted": False,
            "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.3.1", "ncu_report": None, "ok": True,
@@ -71,7 +71,7 @@ def test_iket_validate(caps: dict[str, Any]) -> None:
 def test_commands_use_host_paths_in_toolchain_mode(tmp_path: Path) -> None:
     spec = JobSpec(kind="ncu", argv=["-c", "1"], command=["python", "x.py"])
     image_mode = jobs.NcuKind().command(Settings(), spec)
-    assert image_mode[:5] == ["python3", "-m", "profiling.run_tool", "ncu", "--report"]
+    assert image_mode[:5] == ["python3", "-m", "kcoral.profiling.run_tool", "ncu", "--report"]
     assert image_mode[image_mode.index("--") + 1] == "ncu"
     venv = tmp_path / "bin"
     venv.mkdir()
@@ -140,7 +140,7 @@ def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_cod
     step = executor.steps[0]
     assert step.env["PYTHONPATH"] == "/kcoral:/site" and step.env["A"] == "1" and "CUTE_DSL_NO_CACHE" not in step.env
     assert step.mounts[str(ctx.paths.input)] == ("/job/input", "ro")
-    assert ("/kcoral/profiling", "ro") in step.mounts.values()
+    assert ("/kcoral/kcoral/profiling", "ro") in step.mounts.values()
     assert step.working_dir == "/job/input" and step.name == "ncu"
     assert step.image == "kcoral-ncu:latest"  # image mode: the ncu image, not the plain job image
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiling.ncu import (
+from kcoral.profiling.ncu import (
     ALLOWED,
     NcuOptionError,
     build_ncu_command,
@@ -86,7 +86,7 @@ def test_command_building() -> None:
     assert argv == ["/usr/local/cuda/bin/ncu", "--config-file", "0", "--export", "/job/out/report.ncu-rep",
                     "--kernel-name=regex:gemm", "--launch-count=1", "--set=full", "python", "cap.py", "--n", "3"]
     assert driver_command("python3", argv) == [
-        "python3", "-m", "profiling.run_tool", "ncu", "--report", "/job/out/report.ncu-rep",
+        "python3", "-m", "kcoral.profiling.run_tool", "ncu", "--report", "/job/out/report.ncu-rep",
         "--summary", "/job/out/report.ncu-rep.json", "--", *argv]
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from profiling import ncu_summary
-from profiling.ncu_summary import (
+from kcoral.profiling import ncu_summary
+from kcoral.profiling.ncu_summary import (
     advice_from_rule,
     format_kernel_lines,
     parse_details_csv,

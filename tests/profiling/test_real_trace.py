@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from profiling.iket_summary import format_summary, summarize
-from profiling.iket_trace import load
+from kcoral.profiling.iket_summary import format_summary, summarize
+from kcoral.profiling.iket_trace import load
 from tests.profiling.conftest import FIXTURES
 
 INTERNED = FIXTURES / "h200_axpy_interned.json"
@@ -102,7 +102,7 @@ def test_text_summary_of_the_real_trace() -> None:
 
 def test_plot_of_the_real_trace(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from profiling.timeline import plot
+    from kcoral.profiling.timeline import plot
 
     out = plot(INTERNED, tmp_path / "timeline.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10000

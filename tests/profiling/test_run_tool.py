@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from profiling import run_tool
+from kcoral.profiling import run_tool
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,7 +52,7 @@ def test_runs_as_a_module_with_only_the_profiling_package(tmp_path: Path) -> Non
     mount.mkdir()
     (mount / "profiling").symlink_to(REPO / "profiling")
     tool = script(tmp_path / "ncu", "exit 5\n")
-    proc = subprocess.run([sys.executable, "-m", "profiling.run_tool", "ncu", "--report", str(tmp_path / "r"),
+    proc = subprocess.run([sys.executable, "-m", "kcoral.profiling.run_tool", "ncu", "--report", str(tmp_path / "r"),
                            "--summary", str(tmp_path / "s.json"), "--", tool],
                           env={"PYTHONPATH": str(mount), "HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
                           cwd=tmp_path, capture_output=True, text=True)

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from profiling.iket_trace import load
+from kcoral.profiling.iket_trace import load
 
 pytest.importorskip("matplotlib")
 
 
 def test_plot_writes_a_png(trace_path: Path, tmp_path: Path) -> None:
-    from profiling.timeline import plot
+    from kcoral.profiling.timeline import plot
 
     out = plot(load(trace_path), tmp_path / "sub" / "timeline.png")
     data = out.read_bytes()

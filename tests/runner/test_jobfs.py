@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from runner import jobfs
-from runner.archive import collect_outputs, dir_usage
-from runner.limits import Limits
+from kcoral.runner import jobfs
+from kcoral.runner.archive import collect_outputs, dir_usage
+from kcoral.runner.limits import Limits
 
 
 def test_reads_a_regular_file(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from runner.leases import LeasePool, split_cores
-from runner.models import GpuInfo
+from kcoral.runner.leases import LeasePool, split_cores
+from kcoral.runner.models import GpuInfo
 
 
 def test_split_cores_gives_disjoint_equal_shares() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.errors import InfrastructureError
-from runner.store import MIGRATIONS, JobStore
+from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.store import MIGRATIONS, JobStore
 
 #: the schema kcoral 0.1 created (no user_version), copied from runner/store.py as it stood then
 V0_SCHEMA = """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.harness.channel import MAX_MESSAGE, Channel, ChannelError, accept, connect, listen, pair
+from kcoral.tasks.harness.channel import MAX_MESSAGE, Channel, ChannelError, accept, connect, listen, pair
 
 
 def test_messages_and_fds_cross() -> None:

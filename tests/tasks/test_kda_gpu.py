@@ -27,8 +27,8 @@ if pytest is not None:
 
 import torch  # noqa: E402
 
-from tasks.harness import checks  # noqa: E402
-from tasks.harness.taskdef import load_task  # noqa: E402
+from kcoral.tasks.harness import checks  # noqa: E402
+from kcoral.tasks.harness.taskdef import load_task  # noqa: E402
 
 TASK = load_task(ROOT / "tasks" / "kda" / "forward_b1_t8192_h96")
 CANDIDATES = ROOT / "tests" / "tasks" / "kda_candidates"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.harness.taskdef import load_task
+from kcoral.tasks.harness.taskdef import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = {"kda/forward_b1_t8192_h96": (1, 8192, 96), "kda/forward_b1_t512_h8": (1, 512, 8)}
@@ -51,7 +51,7 @@ def test_floor_is_bytes_over_bandwidth(task) -> None:
 
 def test_module_imports_and_draws_holdout_without_torch(task) -> None:
     code = (f"import sys, random; sys.modules['torch'] = None; sys.path.insert(0, {str(ROOT)!r})\n"
-            "from pathlib import Path\nfrom tasks.harness.taskdef import load_task\n"
+            "from pathlib import Path\nfrom kcoral.tasks.harness.taskdef import load_task\n"
             f"t = load_task(Path({str(task.root)!r}))\n"
             "import json; print(json.dumps(t.module().holdout_params(random.Random(3), 5)))")
     done = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, timeout=60)

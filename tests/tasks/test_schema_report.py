@@ -1,4 +1,4 @@
-"""The supervisor's result document (tasks.schema) and the report built from it (tasks.report): pure,
+"""The supervisor's result document (tasks.harness.schema) and the report built from it (tasks.report): pure,
 no Docker. A malformed document is refused whole; every verdict-deciding rule is checked here."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from tasks.report import build_report, net_samples, passed, report_lines
-from tasks.schema import (
+from kcoral.tasks.harness.schema import (
     Case,
     CaseFile,
     CaseResult,
@@ -22,6 +21,7 @@ from tasks.schema import (
     parse_cases,
     parse_result,
 )
+from kcoral.tasks.report import build_report, net_samples, passed, report_lines
 
 MANIFEST = {"floor_ms": 0.4, "max_speedup": 8}
 

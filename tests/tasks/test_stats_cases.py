@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tasks import cases as case_builder
-from tasks.harness.stats import geomean, geomean_ci, median, median_rse, speedup_ci
-from tasks.harness.taskdef import load_task
-from tasks.schema import Phase
+from kcoral.tasks import cases as case_builder
+from kcoral.tasks.harness.schema import Phase
+from kcoral.tasks.harness.stats import geomean, geomean_ci, median, median_rse, speedup_ci
+from kcoral.tasks.harness.taskdef import load_task
 
 SOFTMAX = load_task(Path(__file__).resolve().parents[2] / "tasks" / "demo" / "softmax")
 

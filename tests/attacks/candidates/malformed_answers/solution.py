@@ -6,7 +6,7 @@ evaluation failed), never an infrastructure error."""
 import gc
 import os
 
-from tasks.harness.channel import Channel
+from kcoral.tasks.harness.channel import Channel
 
 
 def setup(data):

@@ -6,7 +6,7 @@ import gc
 
 import torch
 
-from tasks.harness.channel import Channel
+from kcoral.tasks.harness.channel import Channel
 
 
 def channel():

@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from tasks.harness.channel import Channel
+from kcoral.tasks.harness.channel import Channel
 
 _send = Channel.send
 

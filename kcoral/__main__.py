@@ -1,0 +1,6 @@
+"""``python -m kcoral ...`` = ``kcoral ...`` (the console script)."""
+
+from kcoral.cli.main import main
+
+if __name__ == "__main__":
+    main()

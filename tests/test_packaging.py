@@ -1,0 +1,109 @@
+"""What an install puts on a machine: one top-level name (kcoral), a client without the server's
+packages, and the server behind the ``server`` extra."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTS = ("runner", "cli", "tasks", "profiling", "images")
+#: where kcoral's own code is written (the kcoral/ folder links to the parts)
+SOURCES = [*PARTS, "tests", "bench", "scripts", "examples"]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_no_code_imports_a_part_by_its_bare_name() -> None:
+    bare = [f"{p.relative_to(ROOT)}:{line} imports {name}"
+            for folder in SOURCES for p in sorted((ROOT / folder).rglob("*.py"))
+            for line, name in _imports(p) if name.split(".")[0] in PARTS]
+    assert not bare, "import kcoral.<part>, not <part>:\n" + "\n".join(bare)
+
+
+def test_every_imported_package_is_declared() -> None:
+    """Third-party names imported by the installed packages are in pyproject's dependencies or extras
+    (torch, triton, numpy are the job images', imported only inside job containers)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {_dist_name(d) for d in project["dependencies"]}
+    declared |= {_dist_name(d) for extra in project["optional-dependencies"].values() for d in extra}
+    module_to_dist = {"nvidia_smi": "nvidia-ml-py", "pynvml": "nvidia-ml-py", "yaml": "pyyaml"}
+    in_jobs = {"torch", "triton", "numpy", "fla", "cutlass", "matplotlib", "solution"}  # solution: the submission
+    optional = {"click"}  # imported under try: typer's own parser, where typer does not vendor it
+    stdlib = set(sys.stdlib_module_names) | {"kcoral", "__future__"}
+    undeclared = set()
+    for folder in PARTS:
+        for path in (ROOT / folder).rglob("*.py"):
+            for _, name in _imports(path):
+                top = name.split(".")[0]
+                if top in stdlib or top in in_jobs or top in optional:
+                    continue
+                if module_to_dist.get(top, top).replace("_", "-") not in declared:
+                    undeclared.add(f"{top} ({path.relative_to(ROOT)})")
+    assert not undeclared, sorted(undeclared)
+
+
+def _dist_name(requirement: str) -> str:
+    for stop in "<>=[; ":
+        requirement = requirement.split(stop)[0]
+    return requirement.lower().replace("_", "-")
+
+
+@pytest.fixture(scope="module")
+def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with ``pip install <this checkout>``: the client only."""
+    where = tmp_path_factory.mktemp("client-venv")
+    source = tmp_path_factory.mktemp("source") / "kcoral"  # pip builds in the tree it is given: not in ours
+    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", "build", "*.egg-info", "__pycache__", ".*_cache", "kcoral-data", "kcoral-out", "tests", "bench"))
+    venv.create(where, with_pip=True)
+    done = subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                           str(source)], capture_output=True, text=True, timeout=420)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return where
+
+
+def test_client_install_has_no_server_packages_and_no_generic_names(client_venv: Path) -> None:
+    py = str(client_venv / "bin" / "python")
+    probe = ("import importlib.util as u; print(' '.join(m for m in "
+             "('fastapi', 'uvicorn', 'docker', 'pynvml', 'starlette', 'cli', 'runner', 'tasks', 'profiling', 'images')"
+             " if u.find_spec(m)))")
+    done = subprocess.run([py, "-c", probe], capture_output=True, text=True, timeout=60, cwd=client_venv)
+    assert done.returncode == 0 and done.stdout.strip() == "", done.stdout + done.stderr
+
+
+def test_client_install_runs_the_client(client_venv: Path) -> None:
+    kcoral = str(client_venv / "bin" / "kcoral")
+    env = {**os.environ, "KCORAL_REMOTE": "http://127.0.0.1:9"}
+    helped = subprocess.run([kcoral, "python", "--help"], capture_output=True, text=True, timeout=60, env=env)
+    assert helped.returncode == 0 and "--send" in helped.stdout, helped.stderr
+    refused = subprocess.run([kcoral, "tasks"], capture_output=True, text=True, timeout=60, env=env)
+    assert refused.returncode == 69 and "cannot reach http://127.0.0.1:9" in refused.stderr, refused.stderr
+    served = subprocess.run([kcoral, "serve", "--port", "1"], capture_output=True, text=True, timeout=60, env=env)
+    assert served.returncode == 2 and "pip install 'kcoral[server]'" in served.stderr, served.stderr
+    assert "Traceback" not in served.stderr + refused.stderr
+
+
+def test_the_wheel_carries_the_task_manifests(client_venv: Path) -> None:
+    site = next((client_venv / "lib").glob("python3*/site-packages"))
+    manifests = sorted(p.relative_to(site).as_posix() for p in (site / "kcoral" / "tasks").rglob("manifest.json"))
+    assert manifests == sorted(f"kcoral/{p.relative_to(ROOT).as_posix()}"
+                               for p in (ROOT / "tasks").rglob("manifest.json")), manifests
+    assert (site / "kcoral" / "images" / "cpu" / "Dockerfile").is_file()
