@@ -5,23 +5,23 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 
 from kcoral.cli.errors import ServerError
+from kcoral.runner.relpath import relative_inside
 
 
 def safe_output_path(name: str) -> PurePosixPath:
     """``name`` as a relative path that stays below the output directory, or ServerError.
 
-    Refuses absolute paths, ``..`` components, empty names, backslashes and NUL bytes: a server
-    (or anything between it and us) must not be able to write outside the chosen directory.
+    The shared rule (runner.relpath: no empty name, NUL, absolute path or ``..``), and no backslash
+    or bare "." here: a server (or anything between it and us) must not be able to write outside
+    the chosen directory, on any local file system.
     """
-    if not name or "\x00" in name or "\\" in name:
-        raise ServerError(f"refusing output path {name!r}: empty or contains NUL/backslash")
-    path = PurePosixPath(name)
-    if path.is_absolute() or name.startswith("/"):
-        raise ServerError(f"refusing absolute output path {name!r}")
-    parts = [p for p in path.parts if p not in ("", ".")]
-    if not parts or any(p == ".." for p in parts):
-        raise ServerError(f"refusing output path {name!r}: it would leave the output directory")
-    return PurePosixPath(*parts)
+    try:
+        rel = relative_inside(name)
+    except ValueError as exc:
+        raise ServerError(f"refusing output path {name!r}: {exc}") from None
+    if "\\" in name or rel == ".":
+        raise ServerError(f"refusing output path {name!r}: a backslash, or no file name")
+    return PurePosixPath(rel)
 
 
 def output_destination(dest_dir: Path, name: str) -> Path:

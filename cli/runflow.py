@@ -7,7 +7,6 @@ Ctrl-C at any point after the job exists cancels it on the server and exits 130.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -71,40 +70,40 @@ class PythonRun:
     def run(self) -> int:
         tar = build_tarball(self.opts.send_dir)
         try:
-            view = self.client.create_job(self.opts.spec)
-            return self._guarded(view, lambda: self._after_create(view, tar))
+            return self._guarded(lambda: self._submit(tar))
         finally:
             tar.remove()
 
     def follow(self, view: JobView) -> int:
         """Follow a job that exists already and has its input (e.g. a rerun) to the end; the exit code."""
+        self.job_id = view.id
+
         def run() -> int:
             self._wait_until_started(view)
             return self._finish(self._follow_log())
 
-        return self._guarded(view, run)
+        return self._guarded(run)
 
-    def _guarded(self, view: JobView, step: Callable[[], int]) -> int:
-        """Run a step of an existing job: Ctrl-C cancels it, an error says where the job is."""
-        self.job_id = view.id
+    def _guarded(self, step: Callable[[], int]) -> int:
+        """Run the flow: once the job exists, Ctrl-C cancels it and an error says where the job is."""
         try:
             return step()
         except KeyboardInterrupt:
+            if not self.job_id:
+                raise
             return self._interrupted()
         except KcoralError as err:
-            if not err.hint:
-                err.hint = f"job {view.id} may still be on the server: kcoral status {view.id}"
+            if self.job_id and not err.hint:
+                err.hint = f"job {self.job_id} may still be on the server: kcoral status {self.job_id}"
             raise
 
-    def _after_create(self, view: JobView, tar: Tarball) -> int:
-        note(f"kcoral: job {view.id}: sending {tar.files} files ({human_bytes(tar.content_bytes)})")
-        try:
-            with upload_progress(tar.size) as progress:
-                view = self.client.upload_input(view.id, tar.path, progress)
-        except KcoralError:
-            with contextlib.suppress(KcoralError):
-                self.client.cancel(view.id)
-            raise
+    def _submit(self, tar: Tarball) -> int:
+        def created(view: JobView) -> None:
+            self.job_id = view.id
+            note(f"kcoral: job {view.id}: sending {tar.files} files ({human_bytes(tar.content_bytes)})")
+
+        with upload_progress(tar.size) as progress:
+            view = self.client.submit(self.opts.spec, tar.path, progress, on_created=created)
         if self.opts.detach:
             if self.opts.json:
                 emit_json(job_json(view))
@@ -112,8 +111,7 @@ class PythonRun:
                 print(view.id, flush=True)
             return output.EXIT_OK
         self._wait_until_started(view)
-        view = self._follow_log()
-        return self._finish(view)
+        return self._finish(self._follow_log())
 
     def _wait_until_started(self, view: JobView) -> JobView:
         shown: int | None = None

@@ -17,7 +17,7 @@ import docker.errors
 from kcoral.images.errors import ImageBuildError
 from kcoral.images.refs import IMAGE_LABEL, IMAGE_REFS, split_ref
 from kcoral.images.util import image_id, remove_replaced
-from kcoral.runner.sandbox import JOB_UID
+from kcoral.runner.settings import JOB_UID
 
 # Directories the job container mounts over (host bind mounts, tmpfs, or Docker's own /proc /sys /dev).
 MOUNT_POINTS: dict[str, int] = {

@@ -8,7 +8,7 @@ import docker
 import docker.errors
 
 from kcoral.images.errors import ImageBuildError
-from kcoral.runner.sandbox import JOB_UID
+from kcoral.runner.settings import JOB_UID
 
 
 def image_id(client: docker.DockerClient, ref: str) -> str | None:

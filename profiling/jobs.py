@@ -1,10 +1,10 @@
 """The ``ncu`` and ``iket`` job kinds (runner.jobkinds imports them by name).
 
-Each job is one hardened container step in the job image: the sent directory read-only as the
-working directory, kcoral's ``profiling`` package read-only at /kcoral/profiling (PYTHONPATH=/kcoral),
+Each job is one hardened container in the profiler's image: the sent directory read-only as the
+working directory, kcoral's ``profiling`` package read-only (kcoral.profiling, /kcoral on PYTHONPATH),
 and :mod:`profiling.run_tool` as the command, which runs the tool, does the follow-up (the ncu
-summary; moving run-iket's files into /job/out) and exits with the tool's code. Outputs are
-collected exactly as for a python job.
+summary; moving run-iket's files into /job/out) and exits with the tool's code. Its exit code
+decides and its outputs are collected, as for a python job.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from kcoral.profiling import capabilities, iket, ncu
 from kcoral.runner.envpolicy import job_environment
-from kcoral.runner.errors import BadRequest, InfrastructureError
-from kcoral.runner.executor import RunResult
-from kcoral.runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
-from kcoral.runner.models import JobSpec, Verdict
-from kcoral.runner.sandbox import INPUT_MOUNT, ContainerStep
+from kcoral.runner.errors import BadRequest
+from kcoral.runner.jobkinds import code_mounts, with_code_path
+from kcoral.runner.models import JobKindName, JobSpec
+from kcoral.runner.plan import ContainerStep, JobContext, Plan
+from kcoral.runner.settings import INPUT_MOUNT
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
@@ -26,10 +26,7 @@ if TYPE_CHECKING:
 
 def profiling_env(settings: Settings, spec: JobSpec, job_id: str, extra: dict[str, str] | None = None
                   ) -> dict[str, str]:
-    env = job_environment(settings.job_env, spec.env, job_id)
-    env["PYTHONPATH"] = ":".join(p for p in (CODE_MOUNT, env.get("PYTHONPATH", "")) if p)
-    env.update(extra or {})
-    return env
+    return {**with_code_path(job_environment(settings.job_env, spec.env, job_id)), **(extra or {})}
 
 
 def _check_runnable(spec: JobSpec, services: Services, what: str, info: dict[str, Any]) -> None:
@@ -41,29 +38,10 @@ def _check_runnable(spec: JobSpec, services: Services, what: str, info: dict[str
         raise BadRequest(f"this server cannot run {what} jobs: it has no GPUs")
 
 
-def _run_step(ctx: RunContext, command: list[str], extra_env: dict[str, str] | None, name: str) -> RunResult:
-    settings, job, paths = ctx.settings, ctx.job, ctx.paths
-    image = job.spec.image or capabilities.profiler_image(settings, name)  # a rerun names the image digest it ran on
-    try:
-        ctx.on_image(ctx.executor.image_info(image))
-        step = ContainerStep(
-            image=image,
-            command=command,
-            env=profiling_env(settings, job.spec, job.id, extra_env),
-            mounts={str(paths.input): (INPUT_MOUNT, "ro"), **code_mounts("profiling")},
-            output_dir=paths.raw_out,
-            name=name,
-        )
-        outcome = ctx.executor.run_step(job.id, step, ctx.lease, ctx.deadline, ctx.cancel, paths.log)
-    except InfrastructureError as exc:
-        return RunResult(Verdict.infrastructure_error, reason=exc.message)
-    return ctx.executor.collect_step(outcome, paths)
-
-
 class _ProfilerKind:
     """A job that runs one profiler around the client's command; subclasses name the tool."""
 
-    name = ""
+    name: JobKindName
     env: dict[str, str] = {}
 
     def check_options(self, spec: JobSpec) -> None:
@@ -85,14 +63,23 @@ class _ProfilerKind:
         tool = capabilities.tool_path(settings, self.name)
         return self.build(settings.python, spec, tool)
 
-    def run(self, ctx: RunContext) -> RunResult:
-        return _run_step(ctx, self.command(ctx.settings, ctx.job.spec), dict(self.env) or None, self.name)
+    def plan(self, ctx: JobContext) -> Plan:
+        settings, job, paths = ctx.settings, ctx.job, ctx.paths
+        step = ContainerStep(
+            image=job.spec.image or capabilities.profiler_image(settings, self.name),  # a rerun: the digest it ran on
+            command=self.command(settings, job.spec),
+            env=profiling_env(settings, job.spec, job.id, dict(self.env)),
+            mounts={str(paths.input): (INPUT_MOUNT, "ro"), **code_mounts("profiling")},
+            output_dir=paths.raw_out,
+            name=self.name,
+        )
+        return Plan(image=step.image, steps=[step], collect=paths.raw_out)
 
 
 class NcuKind(_ProfilerKind):
     """``kcoral ncu``: argv = ncu options, command = the profiled command."""
 
-    name = "ncu"
+    name = JobKindName.ncu
 
     def check_options(self, spec: JobSpec) -> None:
         ncu.normalise_ncu_options(spec.argv)
@@ -105,7 +92,7 @@ class NcuKind(_ProfilerKind):
 class IketKind(_ProfilerKind):
     """``kcoral iket``: argv = [run-iket options] profile [profile options], command = the traced command."""
 
-    name = "iket"
+    name = JobKindName.iket
     env = dict(iket.IKET_ENV)
 
     def check_options(self, spec: JobSpec) -> None:

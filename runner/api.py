@@ -154,8 +154,8 @@ def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobVi
     job = svc.store.create(who, original.spec.model_copy(update={"image": pinned}))
     old, new = svc.store.paths(job_id), svc.store.paths(job.id)
     shutil.copyfile(old.tar, new.tar)
-    if (old.root / "eval" / "task").is_dir():
-        shutil.copytree(old.root / "eval" / "task", new.root / "eval" / "task")
+    if old.snapshot.is_dir():
+        shutil.copytree(old.snapshot, new.snapshot, symlinks=True)
     extract_upload(new.tar, new.input, svc.settings.limits)
     svc.store.mark_queued(job.id, original.input_sha256, original.input_bytes)
     svc.scheduler.wake()

@@ -19,21 +19,16 @@ from kcoral.runner import jobfs
 from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge
 from kcoral.runner.limits import Limits
 from kcoral.runner.models import OutputFile
+from kcoral.runner.relpath import relative_inside
 
 _CHUNK = 1 << 20
 
 
 def _clean_member_name(name: str) -> str:
-    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
-        raise BadRequest(f"the upload has an absolute path: {name!r}")
-    norm = posixpath.normpath(name)
-    if norm == ".":
-        return norm
-    if norm.startswith("../") or norm == ".." or "/../" in f"/{name}/":
-        raise BadRequest(f"the upload has a path leaving the sent directory: {name!r}")
-    if "\x00" in name:
-        raise BadRequest(f"the upload has a NUL byte in a name: {name!r}")
-    return norm
+    try:
+        return relative_inside(name)
+    except ValueError as exc:
+        raise BadRequest(f"the upload has {exc}: {name!r}") from None
 
 
 def _link_stays_inside(member_path: str, target: str) -> bool:
@@ -197,7 +192,10 @@ def _copy_nofollow(root_fd: int, rel: str, dst: Path, budget: int) -> tuple[int,
 
 def safe_output_path(root: Path, rel: str) -> Path:
     """Resolve a client-given output path inside ``root`` or raise BadRequest."""
-    name = _clean_member_name(rel)
+    try:
+        name = relative_inside(rel)
+    except ValueError as exc:
+        raise BadRequest(f"bad output path {rel!r}: {exc}") from None
     path = root / name
     if name == "." or not path.is_file() or path.is_symlink():
         raise NotFound(f"no output file named {rel!r}")

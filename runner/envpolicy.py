@@ -1,4 +1,8 @@
-"""The job environment: the server's base, the operator's additions, and the client's validated pairs."""
+"""The job environment: the server's base, the operator's additions, and the client's validated pairs.
+
+:func:`refusal` is THE rule for names a client may set; the client (cli.envvars) checks with it
+before it sends anything. Stdlib only, so the client can import it.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,15 @@ from kcoral.runner.limits import Limits
 from kcoral.runner.settings import BASE_JOB_ENV
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: the dynamic loader, the GPU assignment, the sandbox's own variables, libc hooks, bash functions
 _FORBIDDEN_PREFIXES = ("LD_", "NVIDIA_", "KCORAL_", "CUDA_", "DYLD_", "GCONV_", "MALLOC_", "BASH_FUNC_")
+#: PYTHON* names are refused (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, PYTHONUSERBASE, PYTHONSAFEPATH...)
+#: except these, which only change diagnostics or encodings
 _PYTHON_ALLOWED = {
     "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTHONDEVMODE",
     "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONTRACEMALLOC",
 }
+#: other vendors' device selection; shells' and other interpreters' start-up hooks
 _FORBIDDEN_NAMES = {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "IFS", "ENV",
                     "BASH_ENV", "SHELLOPTS", "PERL5LIB", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS"}
 

@@ -1,4 +1,5 @@
-"""Runs one job in a fresh container through docker-py: create, start, watch, kill, collect, remove.
+"""The Docker executor (runner.plan.Executor): runs a job's containers through docker-py: create, start,
+watch, kill, remove.
 
 Docker errors are translated here and nowhere else. The deadline is enforced by this module
 (``container.wait(timeout=...)`` is only an HTTP timeout): a waiter thread reports the exit, a
@@ -10,10 +11,8 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,38 +21,18 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from kcoral.runner.archive import collect_outputs, dir_usage
-from kcoral.runner.envpolicy import job_environment
+from kcoral.runner.archive import dir_usage
 from kcoral.runner.errors import InfrastructureError
 from kcoral.runner.leases import Lease
-from kcoral.runner.models import ImageInfo, JobView, OutputFile, Verdict
-from kcoral.runner.sandbox import LABEL_INSTANCE, ContainerStep, container_options, python_step
+from kcoral.runner.models import ImageInfo, Verdict
+from kcoral.runner.plan import ContainerStep, StepOutcome
+from kcoral.runner.sandbox import LABEL_INSTANCE, container_options
 from kcoral.runner.settings import Settings
-from kcoral.runner.store import JobPaths
 
 log = logging.getLogger("kcoral.executor")
 _DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 #: seconds the other members of a group get to leave by themselves after the leader exited
 GROUP_GRACE_S = 5.0
-
-
-@dataclass
-class RunResult:
-    verdict: Verdict
-    exit_code: int | None = None
-    reason: str = ""
-    log_bytes: int = 0
-    outputs: list[OutputFile] = field(default_factory=list)
-
-
-@dataclass
-class StepOutcome:
-    """How one container ended: killed for a breach (verdict, reason), or its exit code."""
-
-    killed: tuple[Verdict, str] | None
-    exit_code: int | None
-    oom_killed: bool
-    log_bytes: int
 
 
 @dataclass
@@ -170,40 +149,8 @@ class DockerExecutor:
 
     # --- one job ------------------------------------------------------------------------------
 
-    def run(self, job: JobView, lease: Lease, paths: JobPaths, cancel: threading.Event,
-            on_image: Callable[[ImageInfo], None]) -> RunResult:
-        """A ``kcoral python`` job: one step, then its outputs collected."""
-        try:
-            image = job.spec.image or self.settings.image
-            on_image(self.image_info(image))
-            env = job_environment(self.settings.job_env, job.spec.env, job.id)
-            step = python_step(self.settings, image, job.spec.argv, env, paths.input, paths.raw_out)
-            outcome = self.run_step(job.id, step, lease, time.monotonic() + job.spec.timeout_s, cancel, paths.log)
-        except InfrastructureError as exc:
-            return RunResult(Verdict.infrastructure_error, reason=exc.message)
-        return self.collect_step(outcome, paths)
-
-    def collect_step(self, outcome: StepOutcome, paths: JobPaths) -> RunResult:
-        """Judge a job's last step and copy its outputs out of the raw output directory."""
-        collected = collect_outputs(paths.raw_out, paths.outputs, self.settings.limits)
-        shutil.rmtree(paths.raw_out, ignore_errors=True)
-        result = self.judge_step(outcome)
-        notes = "; ".join(f"output refused: {r}" for r in collected.refused[:20])
-        result.reason = "; ".join(x for x in (result.reason, notes) if x)
-        result.outputs = collected.files
-        return result
-
-    def run_step(self, job_id: str, step: ContainerStep, lease: Lease, deadline: float, cancel: threading.Event,
-                 log_path: Path) -> StepOutcome:
-        """Run one container to its end (or kill it at the deadline, a cancel or a breach) and remove it.
-
-        The container's output is appended to ``log_path`` within the log budget. Raises
-        InfrastructureError when Docker fails.
-        """
-        return self.run_group(job_id, [(step, log_path)], lease, deadline, cancel)[0]
-
-    def run_group(self, job_id: str, steps: list[tuple[ContainerStep, Path]], lease: Lease, deadline: float,
-                  cancel: threading.Event) -> list[StepOutcome]:
+    def run_group(self, job_id: str, steps: list[ContainerStep], lease: Lease, deadline: float,
+                  cancel: threading.Event, job_log: Path) -> list[StepOutcome]:
         """Run containers side by side on one lease; the first leads. Steps with ``join`` set share
         the leader's PID (and, where the leader shares it, IPC) namespace. The group ends when the
         leader exits: the others get a moment to leave by themselves, then are killed. A breach of
@@ -211,12 +158,12 @@ class DockerExecutor:
         """
         started: list[_Member] = []
         try:
-            for step, log_path in steps:
+            for step in steps:
                 if step.output_dir is not None:
                     _prepare_output_dir(step.output_dir, step.uid)
                 leader = started[0].container.id if step.join and started else None
                 options = container_options(self.settings, job_id, step, lease, self.gpu_mode(), leader)
-                member = _Member(step, self._api().containers.create(**options), log_path)
+                member = _Member(step, self._api().containers.create(**options), step.log or job_log)
                 started.append(member)
                 member.container.start()
                 member.begin(self.settings.limits.log_bytes)
@@ -240,19 +187,6 @@ class DockerExecutor:
         state = member.container.attrs.get("State", {})
         exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
         return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes)
-
-    def judge_step(self, outcome: StepOutcome) -> RunResult:
-        """The verdict of one step: a breach we killed it for, the OOM killer, or its exit code."""
-        if outcome.killed:
-            verdict, reason = outcome.killed
-        elif outcome.oom_killed:
-            limit = self.settings.limits.memory_bytes
-            verdict, reason = Verdict.memory_limit, f"killed at the memory limit ({limit} bytes)"
-        elif outcome.exit_code == 0:
-            verdict, reason = Verdict.ok, ""
-        else:
-            verdict, reason = Verdict.exit, f"exited with code {outcome.exit_code}"
-        return RunResult(verdict, outcome.exit_code, reason, outcome.log_bytes)
 
     def _watch(self, members: list[_Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
         """Wait for the leader's exit; kill every member on a breach and say which. None when the

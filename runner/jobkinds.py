@@ -1,89 +1,81 @@
-"""Job kinds: how each kind of job is checked at submit time and run on a lease.
+"""Job kinds: how each kind of job is checked at submit time and what it runs.
 
-``python`` is built in (one container step, runner.executor). Other kinds register a
-:class:`JobKind` here: ``eval`` (tasks.evaluate), ``ncu`` and ``iket`` (profiling.jobs).
-A kind's ``run`` gets a :class:`RunContext` and returns a RunResult; it runs its containers
-through ``ctx.executor.run_step`` so every step gets the same sandbox, deadline and log budget.
+A kind has two methods: ``validate`` (at submit time: a BadRequest for a spec this server cannot
+run) and ``plan`` (at run time: a runner.plan.Plan, the containers and how their outcomes become
+the result; runner.runplan runs it). ``python`` lives here; ``eval`` (tasks.evaluate), ``ncu`` and
+``iket`` (profiling.jobs) are imported when first needed, so a server without their packages
+still runs python jobs. Adding a kind: one module with the class, one line in ``_PLUGINS``.
 """
 
 from __future__ import annotations
 
 import importlib
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.errors import BadRequest
-from kcoral.runner.executor import DockerExecutor, RunResult
-from kcoral.runner.gpus import Nvml
-from kcoral.runner.leases import Lease
-from kcoral.runner.models import ImageInfo, JobSpec, JobView
-from kcoral.runner.settings import Settings
-from kcoral.runner.store import JobPaths
+from kcoral.runner.models import JobKindName, JobSpec
+from kcoral.runner.plan import ContainerStep, JobContext, Plan
+from kcoral.runner.settings import INPUT_MOUNT
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
 
-#: kcoral's own in-container code (harnesses, summaries) is mounted read-only here for kinds that need it
+#: kcoral's own in-container code (harnesses, summaries) is mounted read-only below here
 CODE_MOUNT = "/kcoral"
-REPO_ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
 def code_mounts(*packages: str) -> dict[str, tuple[str, str]]:
     """Read-only mounts of kcoral packages ("tasks/harness") at /kcoral/kcoral/<package>: with /kcoral on
     PYTHONPATH they import as kcoral.tasks.harness, ... (kcoral is a namespace package there: nothing
     else of kcoral is in the container)."""
-    return {str(REPO_ROOT / p): (f"{CODE_MOUNT}/kcoral/{p}", "ro") for p in packages}
+    return {str(PACKAGE_ROOT / p): (f"{CODE_MOUNT}/kcoral/{p}", "ro") for p in packages}
 
 
-@dataclass
-class RunContext:
-    job: JobView
-    lease: Lease
-    paths: JobPaths
-    cancel: threading.Event
-    executor: DockerExecutor
-    settings: Settings
-    on_image: Callable[[ImageInfo], None]
-    started: float
-    nvml: Nvml | None = None
-
-    @property
-    def deadline(self) -> float:
-        return self.started + self.job.spec.timeout_s
+def with_code_path(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with /kcoral first on PYTHONPATH (the operator's PYTHONPATH, e.g. a host directory
+    holding a task's reference package, stays after it)."""
+    return {**env, "PYTHONPATH": ":".join(p for p in (CODE_MOUNT, env.get("PYTHONPATH", "")) if p)}
 
 
 class JobKind(Protocol):
-    name: str
+    name: JobKindName
 
     def validate(self, spec: JobSpec, services: Services) -> None:
         """Raise BadRequest for a spec this kind cannot run here."""
 
-    def run(self, ctx: RunContext) -> RunResult: ...
+    def plan(self, ctx: JobContext) -> Plan:
+        """The containers to run for this job (may prepare files in the job's folder)."""
 
 
 class PythonKind:
-    name = "python"
+    """``kcoral python``: one container, the sent directory as its read-only working directory."""
+
+    name = JobKindName.python
 
     def validate(self, spec: JobSpec, services: Services) -> None:
         if not spec.argv:
             raise BadRequest("argv is empty: give a script, -c CODE or -m MODULE")
 
-    def run(self, ctx: RunContext) -> RunResult:
-        return ctx.executor.run(ctx.job, ctx.lease, ctx.paths, ctx.cancel, ctx.on_image)
+    def plan(self, ctx: JobContext) -> Plan:
+        settings, job, paths = ctx.settings, ctx.job, ctx.paths
+        step = ContainerStep(image=job.spec.image or settings.image, command=[settings.python, *job.spec.argv],
+                             env=job_environment(settings.job_env, job.spec.env, job.id),
+                             mounts={str(paths.input): (INPUT_MOUNT, "ro")}, output_dir=paths.raw_out)
+        return Plan(image=step.image, steps=[step], collect=paths.raw_out)
 
 
 #: kinds living in other packages, imported when first needed: name -> "module:attribute"
-_PLUGINS = {"eval": "kcoral.tasks.evaluate:EvalKind", "ncu": "kcoral.profiling.jobs:NcuKind",
-            "iket": "kcoral.profiling.jobs:IketKind"}
-_KINDS: dict[str, JobKind] = {"python": PythonKind()}
+_PLUGINS = {JobKindName.eval: "kcoral.tasks.evaluate:EvalKind", JobKindName.ncu: "kcoral.profiling.jobs:NcuKind",
+            JobKindName.iket: "kcoral.profiling.jobs:IketKind"}
+_KINDS: dict[str, JobKind] = {JobKindName.python: PythonKind()}
 
 
 def kind_for(name: str) -> JobKind:
     if name not in _KINDS and name in _PLUGINS:
-        module, attr = _PLUGINS[name].split(":")
+        module, attr = _PLUGINS[JobKindName(name)].split(":")
         try:
             _KINDS[name] = getattr(importlib.import_module(module), attr)()
         except (ImportError, AttributeError):
@@ -91,8 +83,3 @@ def kind_for(name: str) -> JobKind:
     if name not in _KINDS:
         raise BadRequest(f"unknown job kind {name!r}; this server runs: {', '.join(sorted({*_KINDS, *_PLUGINS}))}")
     return _KINDS[name]
-
-
-def run_job(ctx: RunContext) -> RunResult:
-    return kind_for(ctx.job.spec.kind).run(ctx)
-

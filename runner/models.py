@@ -20,6 +20,15 @@ class JobState(StrEnum):
     finished = "finished"
 
 
+class JobKindName(StrEnum):
+    """The kinds of job a server runs (runner.jobkinds)."""
+
+    python = "python"
+    eval = "eval"
+    ncu = "ncu"
+    iket = "iket"
+
+
 class Verdict(StrEnum):
     """How a finished job ended. ``exit`` means the program exited non-zero (see exit_code)."""
 

@@ -11,52 +11,17 @@ directory is mounted read-only as the working directory; /job/out is the only wr
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from docker.types import DeviceRequest, LogConfig, Ulimit
 
 from kcoral.runner.leases import Lease
+from kcoral.runner.plan import ContainerStep
 from kcoral.runner.settings import OUTPUT_MOUNT, Settings
 
-#: the uid jobs and candidates run as; the evaluation's supervisor runs as SUPERVISOR_UID, so neither
-#: can signal, ptrace or read the other's files
-JOB_UID = 65534
-SUPERVISOR_UID = 65533
-INPUT_MOUNT = "/job/input"
 LABEL_JOB = "kcoral.job"
 LABEL_INSTANCE = "kcoral.instance"
 LABEL_STEP = "kcoral.step"
 NVIDIA_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
-
-
-@dataclass(frozen=True)
-class ContainerStep:
-    """One container run of a job. A python job is one step; an evaluation has several."""
-
-    image: str
-    command: list[str]
-    env: dict[str, str]
-    #: host path -> (path in the container, "ro" | "rw")
-    mounts: dict[str, tuple[str, str]] = field(default_factory=dict)
-    working_dir: str = INPUT_MOUNT
-    #: host directory bound writable at /job/out, watched against the output budget
-    output_dir: Path | None = None
-    name: str = "job"
-    #: bytes the step may leave in output_dir (None: the server's output_bytes limit)
-    output_budget: int | None = None
-    uid: int = JOB_UID
-    #: in a group (DockerExecutor.run_group): join the leader's PID namespace (and IPC, if it shares it)
-    join: bool = False
-    #: as a group's leader: let joined members share this container's IPC namespace (CUDA IPC needs it)
-    share_ipc: bool = False
-
-
-def python_step(settings: Settings, image: str, argv: list[str], env: dict[str, str], input_dir: Path,
-                output_dir: Path) -> ContainerStep:
-    """The one step of a ``kcoral python`` job: the sent directory read-only as the working directory."""
-    return ContainerStep(image=image, command=[settings.python, *argv], env=env,
-                         mounts={str(input_dir): (INPUT_MOUNT, "ro")}, output_dir=output_dir)
 
 
 def container_options(settings: Settings, job_id: str, step: ContainerStep, lease: Lease,

@@ -10,22 +10,36 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from typing import Protocol
 
-from kcoral.runner.executor import DockerExecutor, RunResult
-from kcoral.runner.gpus import GpuUsage, Nvml
-from kcoral.runner.jobkinds import RunContext, run_job
+from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.leases import Lease, Placement
 from kcoral.runner.models import JobState, JobView, Verdict
+from kcoral.runner.plan import Executor, RunResult
+from kcoral.runner.runplan import JobRun, run_job
+from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobStore
 
 log = logging.getLogger("kcoral.scheduler")
 
-def fair_order(queued: list[JobView], running: list[JobView]) -> list[JobView]:
-    """Round-robin over owners, FIFO within one owner; owners with fewer running jobs go first.
+class GpuProbe(Protocol):
+    """What the scheduler reads of a GPU (runner.gpus.Nvml; tests use their own)."""
+
+    def usage(self, index: int) -> GpuUsage | None: ...
+
+    def telemetry(self, index: int) -> dict[str, float] | None: ...
+
+
+def fair_order(queued: list[JobView], running: list[JobView],
+               last_started: dict[str, float] | None = None) -> list[JobView]:
+    """Round-robin over owners, FIFO within one owner. Owners with fewer running jobs go first, then
+    those whose last job started longest ago (``last_started``: owner -> start time), so one owner's
+    backlog cannot hold a slot against another's single job.
 
     ``queued`` is in submission order. The result is the order in which jobs will be tried,
     which is also each job's queue position.
     """
+    last = last_started or {}
     by_owner: dict[str, list[JobView]] = defaultdict(list)
     for job in queued:
         by_owner[job.owner].append(job)
@@ -33,7 +47,8 @@ def fair_order(queued: list[JobView], running: list[JobView]) -> list[JobView]:
     for job in running:
         busy[job.owner] += 1
     order: list[JobView] = []
-    queues = sorted(by_owner.values(), key=lambda jobs: (busy[jobs[0].owner], queued.index(jobs[0])))
+    queues = sorted(by_owner.values(),
+                    key=lambda jobs: (busy[jobs[0].owner], last.get(jobs[0].owner, 0.0), queued.index(jobs[0])))
     depth = 0
     while len(order) < len(queued):
         for jobs in queues:
@@ -44,8 +59,10 @@ def fair_order(queued: list[JobView], running: list[JobView]) -> list[JobView]:
 
 
 class Scheduler:
-    def __init__(self, store: JobStore, placement: Placement, executor: DockerExecutor, nvml: Nvml) -> None:
+    def __init__(self, store: JobStore, placement: Placement, executor: Executor, nvml: GpuProbe,
+                 settings: Settings) -> None:
         self.store = store
+        self.settings = settings
         self.placement = placement
         self.executor = executor
         self.nvml = nvml
@@ -98,7 +115,8 @@ class Scheduler:
                 time.sleep(1.0)
 
     def queue_order(self) -> list[JobView]:
-        return fair_order(self.store.in_state(JobState.queued), self.store.in_state(JobState.running))
+        return fair_order(self.store.in_state(JobState.queued), self.store.in_state(JobState.running),
+                          self.store.last_started())
 
     def _dispatch(self) -> None:
         for job in self.queue_order():
@@ -127,10 +145,8 @@ class Scheduler:
         baseline = {g.index: self.nvml.usage(g.index) for g in lease.gpus}
         result = RunResult(Verdict.infrastructure_error, reason="the executor crashed")
         try:
-            ctx = RunContext(job, lease, self.store.paths(job.id), self._cancels[job.id], self.executor,
-                             self.executor.settings, lambda image: self.store.set_image(job.id, image),
-                             time.monotonic(), self.nvml)
-            result = run_job(ctx)
+            result = run_job(JobRun(job, lease, self.store.paths(job.id), self._cancels[job.id], self.executor,
+                                    self.settings, lambda image: self.store.set_image(job.id, image), self.nvml))
         except Exception as exc:
             log.exception("job %s: executor crashed", job.id)
             result = RunResult(Verdict.infrastructure_error, reason=f"executor crashed: {exc}")
@@ -146,25 +162,30 @@ class Scheduler:
             self.wake()
 
     def _check_gpus_clean(self, lease: Lease, baseline: dict[int, GpuUsage | None]) -> None:
-        """No process left on the job's GPUs and memory back to baseline, else drain the GPU."""
+        """No process left on any of the job's GPUs and memory back to baseline, else drain that GPU."""
         for gpu in lease.gpus:
-            before = baseline.get(gpu.index)
-            reason = ""
-            slack = self.executor.settings.limits.gpu_memory_slack_mib
-            for _ in range(20):
-                after = self.nvml.usage(gpu.index)
-                if after is None or before is None:
-                    return
-                if after.processes:
-                    reason = f"processes {list(after.processes)} still on GPU {gpu.index} after the job"
-                elif after.memory_used_mib > before.memory_used_mib + slack:
-                    reason = (f"GPU {gpu.index} memory in use {after.memory_used_mib} MiB after the job, "
-                              f"{before.memory_used_mib} MiB before")
-                else:
-                    return
-                time.sleep(0.1)
-            log.error("draining gpu%d: %s", gpu.index, reason)
-            self.placement.drain(f"gpu{gpu.index}", reason)
+            reason = self._leftover(gpu.index, baseline.get(gpu.index))
+            if reason:
+                log.error("draining gpu%d: %s", gpu.index, reason)
+                self.placement.drain(f"gpu{gpu.index}", reason)
+
+    def _leftover(self, index: int, before: GpuUsage | None, tries: int = 20) -> str:
+        """What the job left on GPU ``index`` ("" when it is clean), asked a few times over 2 s."""
+        slack = self.settings.limits.gpu_memory_slack_mib
+        reason = ""
+        for _ in range(tries):
+            after = self.nvml.usage(index)
+            if after is None or before is None:
+                return ""
+            if after.processes:
+                reason = f"processes {list(after.processes)} still on GPU {index} after the job"
+            elif after.memory_used_mib > before.memory_used_mib + slack:
+                reason = (f"GPU {index} memory in use {after.memory_used_mib} MiB after the job, "
+                          f"{before.memory_used_mib} MiB before")
+            else:
+                return ""
+            time.sleep(0.1)
+        return reason
 
     # --- requests from the API ------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ class Services:
         gpus = select_gpus(nvml.list(), settings.gpus)
         placement = LeasePool(gpus, settings.cpu_slots)
         executor = DockerExecutor(settings)
-        scheduler = Scheduler(store, placement, executor, nvml)
+        scheduler = Scheduler(store, placement, executor, nvml, settings)
         tokens = load_tokens(settings.tokens_file) if settings.tokens_file else None
         return cls(settings, store, nvml, gpus, placement, executor, scheduler, Authenticator(tokens))
 

@@ -15,6 +15,12 @@ DEFAULT_TOOLCHAIN_MOUNTS = ("/usr", "/lib", "/lib64", "/bin", "/opt", "/etc")
 
 #: where a job's container finds its writable output folder (the server copies it out afterwards)
 OUTPUT_MOUNT = "/job/out"
+#: the sent directory, read-only: the job's working directory
+INPUT_MOUNT = "/job/input"
+#: the uid jobs and candidates run as; the evaluation's supervisor runs as SUPERVISOR_UID, so neither
+#: can signal, ptrace or read the other's files
+JOB_UID = 65534
+SUPERVISOR_UID = 65533
 
 #: Environment every job gets. Clients cannot override these names (see runner.envpolicy).
 BASE_JOB_ENV = {

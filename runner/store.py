@@ -91,6 +91,13 @@ class JobPaths:
     def log(self) -> Path:
         return self.root / "log"
 
+    @property
+    def snapshot(self) -> Path:
+        """What a rerun reuses besides the submission and the image: an evaluation's task folder
+        (eval/task in job folders made before kcoral 0.1's plans)."""
+        earlier = self.root / "eval" / "task"
+        return earlier if earlier.is_dir() else self.root / "snapshot"
+
 
 class JobStore:
     def __init__(self, data_dir: Path) -> None:
@@ -200,6 +207,16 @@ class JobStore:
                 f"SELECT COUNT(*) FROM jobs WHERE owner=? AND state IN ({marks})", (owner, *states)
             ).fetchone()
         return int(row[0])
+
+    def last_started(self) -> dict[str, float]:
+        """owner -> when that owner's most recent job started (owners whose jobs never ran: absent)."""
+        try:
+            with self._lock:
+                rows = self._db.execute("SELECT owner, MAX(started) FROM jobs WHERE started IS NOT NULL "
+                                        "GROUP BY owner").fetchall()
+        except sqlite3.Error as exc:
+            raise InfrastructureError(f"job database error: {exc}") from None
+        return {str(owner): float(started) for owner, started in rows}
 
     def _select(self, where: str, args: tuple[object, ...]) -> builtins.list[JobView]:
         try:

@@ -16,11 +16,9 @@ job, so a rerun evaluates with the same task version.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import statistics
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,11 +26,10 @@ from typing import TYPE_CHECKING, Any
 from kcoral.runner import jobfs
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.errors import BadRequest, InfrastructureError
-from kcoral.runner.executor import RunResult, StepOutcome
-from kcoral.runner.jobkinds import CODE_MOUNT, RunContext, code_mounts
-from kcoral.runner.models import JobSpec, OutputFile, Verdict
-from kcoral.runner.sandbox import SUPERVISOR_UID, ContainerStep
-from kcoral.runner.settings import OUTPUT_MOUNT
+from kcoral.runner.jobkinds import CODE_MOUNT, code_mounts, with_code_path
+from kcoral.runner.models import JobKindName, JobSpec, Verdict
+from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
+from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, SUPERVISOR_UID
 from kcoral.tasks import cases as case_builder
 from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
@@ -61,7 +58,7 @@ def harness_version() -> str:
 
 
 class EvalKind:
-    name = "eval"
+    name = JobKindName.eval
 
     def validate(self, spec: JobSpec, services: Services) -> None:
         if not spec.task:
@@ -72,61 +69,45 @@ class EvalKind:
         if task.device == "cuda" and not services.gpus:
             raise BadRequest(f"task {task.id} needs a GPU and this server has none")
 
-    def run(self, ctx: RunContext) -> RunResult:
-        try:
-            return _Evaluation(ctx).run()
-        except InfrastructureError as exc:
-            return RunResult(Verdict.infrastructure_error, reason=exc.message)
+    def plan(self, ctx: JobContext) -> Plan:
+        return _Evaluation(ctx).plan()
 
 
 class _Evaluation:
     task: Task  # the snapshot's task, set by _snapshot_task before any step
 
-    def __init__(self, ctx: RunContext) -> None:
+    def __init__(self, ctx: JobContext) -> None:
         self.ctx = ctx
         self.root = ctx.paths.root / "eval"
         self.judge_in = self.root / "judge-in"      # the judge's case file: the supervisor only
         self.judge_dir = self.root / "judge"        # the supervisor's result: the supervisor only
         self.channel = self.root / "chan"           # the supervisor's socket (read-only for the candidate)
         self.judge_log = self.root / "judge.log"
-        self.family_copy = self.root / "task"      # the task's folder and its siblings (shared code)
+        self.family_copy = ctx.paths.snapshot      # the task's folder and its siblings (shared code)
         self.task_copy = self.family_copy          # set to the task's own folder by _snapshot_task
 
-    def run(self) -> RunResult:
+    def plan(self) -> Plan:
+        """Snapshot the task, write the case file (holdout and sample keys drawn here), and name the
+        two containers; :meth:`finish` turns the supervisor's result into the report."""
         ctx = self.ctx
         task = self._snapshot_task()
-        doc = case_builder.build_cases(task, task.module(), case_builder.holdout_key(ctx.settings.data_dir),
-                                       os.urandom(16))
+        self.cases = case_builder.build_cases(task, task.module(), case_builder.holdout_key(ctx.settings.data_dir),
+                                              os.urandom(16))
         _private_dir(self.judge_in, 0o700)
         _private_dir(self.channel, 0o755)
-        (self.judge_in / "cases.json").write_text(doc.to_json())
+        (self.judge_in / "cases.json").write_text(self.cases.to_json())
         _own(self.judge_in / "cases.json")
-        run_image = ctx.job.spec.image or ctx.settings.image
-        image = ctx.executor.image_info(run_image)
-        ctx.on_image(image)
+        image = ctx.job.spec.image or ctx.settings.image
         cache = self._judge_cache()
-        supervisor = self._supervisor_step(run_image, cache, task.device == "cuda")
-        candidate = self._candidate_step(run_image, cache, task.device == "cuda")
-        telemetry: list[dict[str, float]] = []
-        stop = threading.Event()
-        sampler = threading.Thread(target=self._sample, args=(telemetry, stop), daemon=True)
-        sampler.start()
-        try:
-            sup, cand = ctx.executor.run_group(ctx.job.id, [(supervisor, self.judge_log), (candidate, ctx.paths.log)],
-                                               ctx.lease, ctx.deadline, ctx.cancel)
-        finally:
-            stop.set()
-            sampler.join(5)
-        if sup.killed:
-            return ctx.executor.judge_step(sup)
-        result = self._result(sup)
-        return self._finish(task, doc, image.digest, telemetry, result, cand)
+        cuda = task.device == "cuda"
+        steps = [self._supervisor_step(image, cache, cuda), self._candidate_step(image, cache, cuda)]
+        return Plan(image=image, steps=steps, finish=self.finish, discard=(self.judge_dir,))
 
     # --- steps ------------------------------------------------------------------------------------
 
     def _supervisor_step(self, image: str, cache: Path, cuda: bool) -> ContainerStep:
         ctx = self.ctx
-        cgroups = ctx.executor.cgroup_mount()
+        cgroups = ctx.engine.cgroup_mount()
         return ContainerStep(
             image=image,
             command=[ctx.settings.python, "-P", "-m", "kcoral.tasks.harness.supervisor", self.task_mount,
@@ -139,7 +120,7 @@ class _Evaluation:
                     str(cache): (JUDGE_CACHE_MOUNT, "rw"),
                     **({cgroups[0]: (str(CGROUP_MOUNT), "ro")} if cgroups else {})},
             working_dir="/tmp", output_dir=self.judge_dir, name="supervisor", output_budget=SUPERVISOR_OUTPUT_BYTES,
-            uid=SUPERVISOR_UID, share_ipc=cuda)
+            uid=SUPERVISOR_UID, share_ipc=cuda, log=self.judge_log)
 
     def _candidate_step(self, image: str, cache: Path, cuda: bool) -> ContainerStep:
         ctx = self.ctx
@@ -148,7 +129,7 @@ class _Evaluation:
             command=[ctx.settings.python, "-P", "-m", "kcoral.tasks.harness.worker", self.task_mount,
                      f"{CHANNEL_MOUNT}/worker.sock"],
             env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache", "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
-            mounts={**self._code(), str(ctx.paths.input): ("/job/input", "ro"),
+            mounts={**self._code(), str(ctx.paths.input): (INPUT_MOUNT, "ro"),
                     str(self.channel): (CHANNEL_MOUNT, "ro"), str(cache): (SEED_CACHE_MOUNT, "ro")},
             name="candidate", join=True, share_ipc=cuda)
 
@@ -171,9 +152,7 @@ class _Evaluation:
         return f"{FAMILY_MOUNT}/{self.task_copy.name}"
 
     def _env(self) -> dict[str, str]:
-        env = job_environment(self.ctx.settings.job_env, {}, self.ctx.job.id)
-        # the operator's PYTHONPATH (e.g. a host directory holding the task's reference package) stays
-        env["PYTHONPATH"] = ":".join(p for p in (CODE_MOUNT, env.get("PYTHONPATH", "")) if p)
+        env = with_code_path(job_environment(self.ctx.settings.job_env, {}, self.ctx.job.id))
         env["TRITON_CACHE_AUTOTUNING"] = "1"
         env["OMP_WAIT_POLICY"] = "PASSIVE"  # idle OpenMP threads sleep: a spinning pool would count as work
         return env
@@ -212,27 +191,22 @@ class _Evaluation:
         except OSError:
             return ""
 
-    def _sample(self, out: list[dict[str, float]], stop: threading.Event) -> None:
-        nvml = self.ctx.nvml
-        gpus = self.ctx.lease.gpus
-        while nvml and gpus and not stop.wait(0.2):
-            reading = nvml.telemetry(gpus[0].index)
-            if reading:
-                out.append(reading)
-
-    def _finish(self, task: Task, doc: schema.CaseFile, digest: str, telemetry: list[dict[str, float]],
-                result: schema.SupervisorResult, cand: StepOutcome) -> RunResult:
-        ctx = self.ctx
+    def finish(self, outcomes: Outcomes) -> Finished:
+        """The report (log lines and report.json) and the receipt, from the supervisor's result."""
+        ctx, task, doc = self.ctx, self.task, self.cases
+        sup, cand = outcomes.steps
+        result = self._result(sup)
         if cand.oom_killed:
             for case in result.cases:
                 if case.outcome is schema.Outcome.ERROR:
                     case.reason = f"the candidate's container was killed at the memory limit ({case.reason})"
         report = build_report(task.manifest, doc, result)
-        report["telemetry"] = _summarise(telemetry)
+        report["telemetry"] = _summarise(outcomes.telemetry)
         lines = report_lines(report)
         receipt = {
             "job": ctx.job.id, "task": task.id, "task_version": task.manifest.get("version", ""),
-            "task_sha256": task.content_hash(), "image": digest, "submission_sha256": ctx.job.input_sha256,
+            "task_sha256": task.content_hash(), "image": outcomes.image.digest,
+            "submission_sha256": ctx.job.input_sha256,
             "harness_version": harness_version(), "gpus": [g.model_dump() for g in ctx.lease.gpus],
             "telemetry": report["telemetry"], "seed_hashes": case_builder.seed_hashes(doc),
             "timings": {r["id"]: {"baseline_ms": r.get("raw_baseline_ms"), "kernel_ms": r.get("raw_kernel_ms"),
@@ -243,15 +217,11 @@ class _Evaluation:
         for row in report.get("workloads", []):
             for key in ("raw_baseline_ms", "raw_kernel_ms", "raw_null_ms"):
                 row.pop(key, None)
-        with open(ctx.paths.log, "ab") as log:
-            log.write(("\n".join(lines) + "\n").encode())
-        outputs = [_write_json(ctx.paths.outputs, "report.json", {**report, "lines": lines}),
-                   _write_json(ctx.paths.outputs, "receipt.json", receipt)]
-        shutil.rmtree(self.judge_dir, ignore_errors=True)
         ok = passed(report)
-        return RunResult(Verdict.ok if ok else Verdict.exit, 0 if ok else 1,
-                         "" if ok else "the evaluation did not pass (see the report)",
-                         ctx.paths.log.stat().st_size if ctx.paths.log.exists() else 0, outputs)
+        return Finished(Verdict.ok if ok else Verdict.exit, 0 if ok else 1,
+                        "" if ok else "the evaluation did not pass (see the report)",
+                        documents={"report.json": {**report, "lines": lines}, "receipt.json": receipt},
+                        log_lines=lines)
 
 
 def _private_dir(path: Path, mode: int) -> None:
@@ -264,13 +234,6 @@ def _private_dir(path: Path, mode: int) -> None:
 def _own(path: Path) -> None:
     if os.geteuid() == 0:
         os.chown(path, SUPERVISOR_UID, SUPERVISOR_UID)
-
-
-def _write_json(folder: Path, name: str, doc: dict[str, Any]) -> OutputFile:
-    folder.mkdir(parents=True, exist_ok=True)
-    data = json.dumps(doc, indent=1).encode()
-    (folder / name).write_bytes(data)
-    return OutputFile(path=name, size=len(data), sha256=hashlib.sha256(data).hexdigest())
 
 
 def _summarise(samples: list[dict[str, float]]) -> dict[str, Any]:

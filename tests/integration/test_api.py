@@ -28,7 +28,7 @@ def _member(tar: tarfile.TarFile, name: str, kind: bytes = tarfile.REGTYPE, data
 
 BAD_UPLOADS = {
     "absolute": (lambda t: _member(t, "/etc/evil"), "absolute path"),
-    "dotdot": (lambda t: _member(t, "a/../../evil"), "leaving the sent directory"),
+    "dotdot": (lambda t: _member(t, "a/../../evil"), "a path leaving its folder"),
     "symlink-out": (lambda t: _member(t, "l", tarfile.SYMTYPE, link="../../etc/passwd"), "link leading outside"),
     "symlink-abs": (lambda t: _member(t, "l", tarfile.SYMTYPE, link="/etc/passwd"), "link leading outside"),
     "hardlink": (lambda t: (_member(t, "a"), _member(t, "b", tarfile.LNKTYPE, link="a")), "hard link"),

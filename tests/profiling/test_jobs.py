@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -12,12 +11,14 @@ import pytest
 
 from kcoral.profiling import capabilities, jobs
 from kcoral.runner.errors import BadRequest
-from kcoral.runner.executor import DockerExecutor, StepOutcome
-from kcoral.runner.jobkinds import RunContext, kind_for
+from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.leases import Lease
 from kcoral.runner.models import JobSpec, JobState, JobTimes, JobView, Verdict
+from kcoral.runner.plan import ContainerStep, RunResult, StepOutcome
+from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobPaths
+from tests.runner.fake_executor import FakeExecutor, Script
 
 CAPS_OK = {"source": "host", "counters_restricted": False,
            "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.3.1", "ncu_report": None, "ok": True,
@@ -94,59 +95,44 @@ def test_profiler_images_in_image_mode_only() -> None:
                                "ncu") == "kcoral-toolchain:latest"
 
 
-class FakeExecutor:
-    """Records the step and writes what the tool would have written into its output directory."""
-
-    judge_step = DockerExecutor.judge_step
-    collect_step = DockerExecutor.collect_step
-
-    def __init__(self, settings: Settings, exit_code: int = 0) -> None:
-        self.settings = settings
-        self.exit_code = exit_code
-        self.steps: list[Any] = []
-
-    def image_info(self, ref: str) -> Any:
-        return SimpleNamespace(ref=ref, digest="sha256:abc")
-
-    def has_image(self, ref: str) -> bool:
-        return True
-
-    def run_step(self, job_id: str, step: Any, lease: Any, deadline: float, cancel: Any, log: Path) -> StepOutcome:
-        self.steps.append(step)
-        step.output_dir.mkdir(parents=True, exist_ok=True)
-        (step.output_dir / "report.ncu-rep").write_bytes(b"rep")
-        (step.output_dir / "report.ncu-rep.json").write_text("{}")
-        return StepOutcome(None, self.exit_code, False, 0)
+def writes_ncu_report(exit_code: int) -> Script:
+    """The ncu container: leaves the report and its summary in /job/out, exits with ``exit_code``."""
+    def play(job_id: str, steps: list[ContainerStep], cancel: Any, deadline: float) -> list[StepOutcome]:
+        out = steps[0].output_dir
+        assert out is not None
+        (out / "report.ncu-rep").write_bytes(b"rep")
+        (out / "report.ncu-rep.json").write_text("{}")
+        return [StepOutcome(None, exit_code, False, 0)]
+    return play
 
 
-def context(tmp_path: Path, spec: JobSpec, executor: FakeExecutor) -> RunContext:
+def run(tmp_path: Path, spec: JobSpec, executor: FakeExecutor, settings: Settings) -> tuple[RunResult, JobPaths]:
     paths = JobPaths(tmp_path / "job")
     paths.input.mkdir(parents=True)
     job = JobView(id="j1", owner="o", state=JobState.running, spec=spec, times=JobTimes(created=0))
-    return RunContext(job, Lease(slots=()), paths, threading.Event(), executor,  # type: ignore[arg-type]
-                      executor.settings, lambda image: None, time.monotonic())
+    result = run_job(JobRun(job, Lease(slots=()), paths, threading.Event(), executor, settings, lambda image: None))
+    return result, paths
 
 
 @pytest.mark.parametrize("exit_code", [0, 2])
 def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_code: int) -> None:
     settings = Settings(job_env={"PYTHONPATH": "/site"})
-    executor = FakeExecutor(settings, exit_code)
+    executor = FakeExecutor(writes_ncu_report(exit_code))
     spec = JobSpec(kind="ncu", argv=["-c", "1"], command=["python", "x.py"], env={"A": "1"})
-    ctx = context(tmp_path, spec, executor)
-    result = jobs.NcuKind().run(ctx)
+    result, paths = run(tmp_path, spec, executor, settings)
     assert result.verdict == (Verdict.ok if exit_code == 0 else Verdict.exit) and result.exit_code == exit_code
     assert sorted(o.path for o in result.outputs) == ["report.ncu-rep", "report.ncu-rep.json"]
-    assert (ctx.paths.outputs / "report.ncu-rep").read_bytes() == b"rep" and not ctx.paths.raw_out.exists()
-    step = executor.steps[0]
+    assert (paths.outputs / "report.ncu-rep").read_bytes() == b"rep" and not paths.raw_out.exists()
+    step = executor.ran[0].steps[0]
     assert step.env["PYTHONPATH"] == "/kcoral:/site" and step.env["A"] == "1" and "CUTE_DSL_NO_CACHE" not in step.env
-    assert step.mounts[str(ctx.paths.input)] == ("/job/input", "ro")
+    assert step.mounts[str(paths.input)] == ("/job/input", "ro")
     assert ("/kcoral/kcoral/profiling", "ro") in step.mounts.values()
     assert step.working_dir == "/job/input" and step.name == "ncu"
     assert step.image == "kcoral-ncu:latest"  # image mode: the ncu image, not the plain job image
 
 
 def test_iket_run_sets_cute_dsl_no_cache(tmp_path: Path, caps: dict[str, Any]) -> None:
-    executor = FakeExecutor(Settings())
+    executor = FakeExecutor()
     spec = JobSpec(kind="iket", argv=["profile"], command=["python", "c.py"], env={"CUTE_DSL_NO_CACHE": "0"})
-    jobs.IketKind().run(context(tmp_path, spec, executor))
-    assert executor.steps[0].env["CUTE_DSL_NO_CACHE"] == "1"
+    run(tmp_path, spec, executor, Settings())
+    assert executor.ran[0].steps[0].env["CUTE_DSL_NO_CACHE"] == "1"

@@ -1,8 +1,9 @@
 """Attack 13 (work on a thread, sneaky): one worker thread started at import (so the thread count
 never changes during a call). Each call computes half the rows and hands the other half to the
-worker, then returns (the worker waits 50 ms first, so the deferred half is surely still owed when the
-supervisor copies the outputs: a race the attack may win on a tiny case would make this test flaky). torch.Tensor.detach (used by the harness's check and save) is patched to wait
-for the worker first, so every output the harness looks at is complete."""
+worker, then returns (the worker waits 50 ms first, so the deferred half is surely still owed when
+the supervisor copies the outputs: a race the attack may win on a tiny case would make this test
+flaky). torch.Tensor.detach is patched to wait for the worker first, so any output the candidate's
+own process looks at is complete."""
 
 import queue
 import threading

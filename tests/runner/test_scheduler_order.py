@@ -21,3 +21,14 @@ def test_owners_with_running_jobs_go_after_idle_owners():
 
 def test_empty_queue():
     assert fair_order([], []) == []
+
+
+def test_owners_served_longest_ago_go_first():
+    queued = [_job("a2", "a"), _job("b1", "b"), _job("c1", "c")]
+    assert [j.id for j in fair_order(queued, [], {"a": 20.0, "b": 10.0})] == ["c1", "b1", "a2"]
+
+
+def test_running_jobs_weigh_before_the_last_start():
+    queued = [_job("a2", "a"), _job("b2", "b")]
+    running = [_job("b1", "b", JobState.running)]
+    assert [j.id for j in fair_order(queued, running, {"a": 20.0, "b": 10.0})] == ["a2", "b2"]

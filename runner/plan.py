@@ -1,0 +1,151 @@
+"""A job as a plan: its image, the containers that run side by side on its lease, and how their
+outcomes become the job's result.
+
+A job kind (runner.jobkinds) turns a job into a :class:`Plan`; runner.runplan runs every plan the
+same way (pin the image, run the containers through an :class:`Executor`, map engine errors,
+finish, collect outputs). The executor only runs containers. Nothing here talks to Docker.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kcoral.runner.leases import Lease
+from kcoral.runner.limits import Limits
+from kcoral.runner.models import ImageInfo, JobView, OutputFile, Verdict
+from kcoral.runner.settings import INPUT_MOUNT, JOB_UID, Settings
+from kcoral.runner.store import JobPaths
+
+
+@dataclass(frozen=True)
+class ContainerStep:
+    """One container of a job. A python job is one; an evaluation runs two side by side."""
+
+    image: str
+    command: list[str]
+    env: dict[str, str]
+    #: host path -> (path in the container, "ro" | "rw")
+    mounts: dict[str, tuple[str, str]] = field(default_factory=dict)
+    working_dir: str = INPUT_MOUNT
+    #: host directory bound writable at /job/out, watched against the output budget
+    output_dir: Path | None = None
+    name: str = "job"
+    #: bytes the step may leave in output_dir (None: the server's output_bytes limit)
+    output_budget: int | None = None
+    uid: int = JOB_UID
+    #: in a group: join the leader's PID namespace (and IPC, if it shares it)
+    join: bool = False
+    #: as a group's leader: let joined members share this container's IPC namespace (CUDA IPC needs it)
+    share_ipc: bool = False
+    #: where the container's output goes (None: the job's log, which the client sees)
+    log: Path | None = None
+
+
+@dataclass
+class StepOutcome:
+    """How one container ended: killed for a breach (verdict, reason), or its exit code."""
+
+    killed: tuple[Verdict, str] | None
+    exit_code: int | None
+    oom_killed: bool
+    log_bytes: int
+
+
+@dataclass
+class Outcomes:
+    """What a plan's finish gets: each step's outcome (in plan order), the pinned image, and the
+    leased GPU's telemetry sampled while the steps ran."""
+
+    steps: list[StepOutcome]
+    image: ImageInfo
+    telemetry: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class Finished:
+    """A job's result as its kind decides it: the verdict, documents to add to its outputs (JSON),
+    and lines to add to its log."""
+
+    verdict: Verdict
+    exit_code: int | None = None
+    reason: str = ""
+    documents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    log_lines: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to run for one job. ``finish`` None: the leader's exit decides (:func:`judge`)."""
+
+    image: str
+    steps: list[ContainerStep]
+    finish: Callable[[Outcomes], Finished] | None = None
+    #: the folder whose files become the job's outputs (a step's /job/out), checked and copied once
+    collect: Path | None = None
+    #: folders of the job's own that go once it ended (the evaluation's private ones)
+    discard: tuple[Path, ...] = ()
+
+
+@dataclass
+class RunResult:
+    """How a job ended, as the store records it."""
+
+    verdict: Verdict
+    exit_code: int | None = None
+    reason: str = ""
+    log_bytes: int = 0
+    outputs: list[OutputFile] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What a kind knows when it plans a job."""
+
+    job: JobView
+    paths: JobPaths
+    lease: Lease
+    settings: Settings
+    engine: EngineFacts
+
+
+class EngineFacts(Protocol):
+    """What a kind may ask of the engine while planning (it never runs containers itself)."""
+
+    def cgroup_mount(self) -> tuple[str, str] | None:
+        """(host folder of the job containers' cgroups, cgroup version), or None where unknown."""
+
+
+class Executor(EngineFacts, Protocol):
+    """Runs containers. The Docker executor (runner.executor) is the real one; tests of the
+    scheduler and the plan runner use an in-memory one."""
+
+    def image_info(self, ref: str) -> ImageInfo:
+        """The image's digest; InfrastructureError when it is absent or the engine cannot say."""
+
+    def has_image(self, ref: str) -> bool: ...
+
+    def run_group(self, job_id: str, steps: list[ContainerStep], lease: Lease, deadline: float,
+                  cancel: threading.Event, job_log: Path) -> list[StepOutcome]:
+        """Run the steps side by side (the first leads) to their end, or kill them all on a breach;
+        InfrastructureError when the engine fails."""
+
+    def remove_orphans(self) -> int: ...
+
+    def engine(self) -> dict[str, Any]: ...
+
+
+def judge(outcome: StepOutcome, limits: Limits) -> Finished:
+    """The verdict of a step: the breach it was killed for, the OOM killer, or its exit code."""
+    if outcome.killed:
+        verdict, reason = outcome.killed
+    elif outcome.oom_killed:
+        verdict, reason = Verdict.memory_limit, f"killed at the memory limit ({limits.memory_bytes} bytes)"
+    elif outcome.exit_code == 0:
+        verdict, reason = Verdict.ok, ""
+    else:
+        verdict, reason = Verdict.exit, f"exited with code {outcome.exit_code}"
+    return Finished(verdict, outcome.exit_code, reason)

@@ -1,0 +1,119 @@
+"""Runs any job: its kind's plan, on its lease, through the executor. The one place where a job's
+image is pinned, its containers run, engine errors become a result, and its outputs are collected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kcoral.runner.archive import collect_outputs
+from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.jobkinds import kind_for
+from kcoral.runner.leases import Lease
+from kcoral.runner.limits import Limits
+from kcoral.runner.models import ImageInfo, JobView, OutputFile, Verdict
+from kcoral.runner.plan import Executor, Finished, JobContext, Outcomes, Plan, RunResult, judge
+from kcoral.runner.settings import Settings
+from kcoral.runner.store import JobPaths
+
+#: seconds between GPU telemetry readings while a job's containers run
+TELEMETRY_PERIOD_S = 0.2
+
+
+class Telemetry(Protocol):
+    def telemetry(self, index: int) -> dict[str, float] | None: ...
+
+
+@dataclass
+class JobRun:
+    """One job to run on its lease, and what the run may use."""
+
+    job: JobView
+    lease: Lease
+    paths: JobPaths
+    cancel: threading.Event
+    executor: Executor
+    settings: Settings
+    on_image: Callable[[ImageInfo], None]
+    telemetry: Telemetry | None = None
+
+
+def run_job(run: JobRun) -> RunResult:
+    """Plan the job, pin its image, run its containers, finish and collect. Never raises for an
+    engine failure (the job gets infrastructure_error with the engine's message)."""
+    deadline = time.monotonic() + run.job.spec.timeout_s
+    plan: Plan | None = None
+    try:
+        plan = kind_for(run.job.spec.kind).plan(JobContext(run.job, run.paths, run.lease, run.settings, run.executor))
+        image = run.executor.image_info(plan.image)
+        run.on_image(image)
+        with _sampling(run.telemetry, run.lease) as telemetry:
+            steps = run.executor.run_group(run.job.id, plan.steps, run.lease, deadline, run.cancel, run.paths.log)
+        leader = steps[0]
+        if leader.killed or plan.finish is None:
+            finished = judge(leader, run.settings.limits)
+        else:
+            finished = plan.finish(Outcomes(steps, image, telemetry))
+    except InfrastructureError as exc:
+        finished = Finished(Verdict.infrastructure_error, reason=exc.message)
+    return _record(finished, plan, run.paths, run.settings.limits)
+
+
+def _record(finished: Finished, plan: Plan | None, paths: JobPaths, limits: Limits) -> RunResult:
+    """The job's outputs (the plan's output folder, checked, then the kind's documents) and its log."""
+    outputs: list[OutputFile] = []
+    notes: list[str] = []
+    if plan is not None and plan.collect is not None:
+        collected = collect_outputs(plan.collect, paths.outputs, limits)
+        outputs, notes = collected.files, [f"output refused: {r}" for r in collected.refused[:20]]
+    for name, doc in finished.documents.items():
+        outputs.append(_write_json(paths, name, doc))
+    if finished.log_lines:
+        with open(paths.log, "ab") as log:
+            log.write(("\n".join(finished.log_lines) + "\n").encode())
+    for folder in (plan.collect, *plan.discard) if plan is not None else ():
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    reason = "; ".join(x for x in (finished.reason, *notes) if x)
+    log_bytes = paths.log.stat().st_size if paths.log.exists() else 0
+    return RunResult(finished.verdict, finished.exit_code, reason, log_bytes, outputs)
+
+
+def _write_json(paths: JobPaths, name: str, doc: dict[str, Any]) -> OutputFile:
+    paths.outputs.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(doc, indent=1).encode()
+    (paths.outputs / name).write_bytes(data)
+    return OutputFile(path=name, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+
+@contextmanager
+def _sampling(source: Telemetry | None, lease: Lease) -> Iterator[list[dict[str, float]]]:
+    """The first leased GPU's telemetry, read every TELEMETRY_PERIOD_S while the block runs."""
+    samples: list[dict[str, float]] = []
+    if source is None or not lease.gpus:
+        yield samples
+        return
+    stop = threading.Event()
+    index = lease.gpus[0].index
+
+    def sample() -> None:
+        while not stop.wait(TELEMETRY_PERIOD_S):
+            reading = source.telemetry(index)
+            if reading:
+                samples.append(reading)
+
+    thread = threading.Thread(target=sample, name="kcoral-telemetry", daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        thread.join(5)

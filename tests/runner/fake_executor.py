@@ -1,0 +1,84 @@
+"""An in-memory runner.plan.Executor for tests of the scheduler, the plan runner and the kinds'
+plans: it records the steps it is given and plays each group by a script. No engine."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.leases import Lease
+from kcoral.runner.models import ImageInfo, Verdict
+from kcoral.runner.plan import ContainerStep, StepOutcome
+
+#: plays one group: (job id, steps, cancel, deadline) -> one outcome per step
+Script = Callable[[str, list[ContainerStep], threading.Event, float], list[StepOutcome]]
+
+
+def exits(*codes: int) -> Script:
+    """Each step exits by itself with its code (the last code for the steps after)."""
+    def play(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
+        return [StepOutcome(None, codes[min(i, len(codes) - 1)], False, 0) for i in range(len(steps))]
+    return play
+
+
+def runs_until_stopped(started: threading.Event | None = None) -> Script:
+    """The group runs until it is cancelled or its deadline passes, then is killed for that."""
+    def play(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
+        if started is not None:
+            started.set()
+        while not cancel.wait(0.01):
+            if time.monotonic() >= deadline:
+                killed = (Verdict.timeout, "the job ran past its timeout and was killed")
+                return [StepOutcome(killed, 137, False, 0) for _ in steps]
+        return [StepOutcome((Verdict.cancelled, "cancelled by request"), 137, False, 0) for _ in steps]
+    return play
+
+
+@dataclass
+class Ran:
+    job_id: str
+    steps: list[ContainerStep]
+    lease: Lease
+
+
+@dataclass
+class FakeExecutor:
+    script: Script = field(default_factory=lambda: exits(0))
+    images: set[str] | None = None  # None: every image is present
+    failing: str = ""               # run_group raises InfrastructureError with this message
+    ran: list[Ran] = field(default_factory=list)
+    orphans: int = 0
+
+    def image_info(self, ref: str) -> ImageInfo:
+        if self.images is not None and ref not in self.images:
+            raise InfrastructureError(f"job image {ref} is not present: run `kcoral images build`")
+        return ImageInfo(ref=ref, digest="sha256:" + hashlib.sha256(ref.encode()).hexdigest())
+
+    def has_image(self, ref: str) -> bool:
+        return self.images is None or ref in self.images
+
+    def cgroup_mount(self) -> tuple[str, str] | None:
+        return None
+
+    def engine(self) -> dict[str, Any]:
+        return {"ok": True, "version": "fake"}
+
+    def remove_orphans(self) -> int:
+        found, self.orphans = self.orphans, 0
+        return found
+
+    def run_group(self, job_id: str, steps: list[ContainerStep], lease: Lease, deadline: float,
+                  cancel: threading.Event, job_log: Path) -> list[StepOutcome]:
+        self.ran.append(Ran(job_id, steps, lease))
+        if self.failing:
+            raise InfrastructureError(self.failing)
+        for step in steps:
+            if step.output_dir is not None:
+                step.output_dir.mkdir(parents=True, exist_ok=True)
+        return self.script(job_id, steps, cancel, deadline)

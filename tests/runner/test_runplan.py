@@ -1,0 +1,168 @@
+"""The plan runner (runner.runplan) and the python kind's plan, with an in-memory executor: what a
+job's result, outputs and log become for each way its containers end. No Docker."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from kcoral.runner import jobkinds
+from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.leases import Lease, Slot
+from kcoral.runner.models import GpuInfo, ImageInfo, JobSpec, JobState, JobTimes, JobView, Verdict
+from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome, judge
+from kcoral.runner.runplan import JobRun, run_job
+from kcoral.runner.settings import Settings
+from kcoral.runner.store import JobPaths
+from tests.runner.fake_executor import FakeExecutor, Script, exits
+
+
+def job(spec: JobSpec) -> JobView:
+    return JobView(id="j1", owner="o", state=JobState.running, spec=spec, times=JobTimes(created=0))
+
+
+def run(tmp_path: Path, executor: FakeExecutor, spec: JobSpec | None = None, lease: Lease | None = None,
+        telemetry: object = None) -> tuple[JobView, JobPaths, list[ImageInfo]]:
+    paths = JobPaths(tmp_path / "job")
+    paths.input.mkdir(parents=True, exist_ok=True)
+    pinned: list[ImageInfo] = []
+    view = job(spec or JobSpec(argv=["m.py"], env={"A": "1"}))
+    result = run_job(JobRun(view, lease or Lease(slots=()), paths, threading.Event(), executor, Settings(),
+                            pinned.append, telemetry))  # type: ignore[arg-type]
+    done = view.model_copy(update={"verdict": result.verdict, "exit_code": result.exit_code, "reason": result.reason,
+                                   "outputs": result.outputs, "log_bytes": result.log_bytes})
+    return done, paths, pinned
+
+
+def leaves(files: dict[str, bytes], code: int = 0, link: str | None = None) -> Script:
+    def play(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
+        out = steps[0].output_dir
+        assert out is not None
+        for name, data in files.items():
+            (out / name).write_bytes(data)
+        if link:
+            os.symlink("/etc/passwd", out / link)
+        return [StepOutcome(None, code, False, 5)]
+    return play
+
+
+def test_python_plan_is_one_step_in_the_sent_directory(tmp_path: Path) -> None:
+    executor = FakeExecutor()
+    done, paths, pinned = run(tmp_path, executor)
+    step = executor.ran[0].steps[0]
+    assert step.command == ["python3", "m.py"] and step.working_dir == "/job/input"
+    assert step.mounts == {str(paths.input): ("/job/input", "ro")} and step.output_dir == paths.raw_out
+    assert step.env["A"] == "1" and step.uid == 65534
+    assert [p.ref for p in pinned] == ["kcoral-job:cpu"] and done.verdict == Verdict.ok
+
+
+def test_a_rerun_runs_on_the_pinned_image(tmp_path: Path) -> None:
+    executor = FakeExecutor()
+    _, _, pinned = run(tmp_path, executor, JobSpec(argv=["m.py"], image="sha256:feed"))
+    assert executor.ran[0].steps[0].image == "sha256:feed" and pinned[0].ref == "sha256:feed"
+
+
+def test_outputs_are_collected_once_links_refused_and_the_raw_folder_removed(tmp_path: Path) -> None:
+    done, paths, _ = run(tmp_path, FakeExecutor(leaves({"a.txt": b"hi", "b.bin": b"\0" * 10}, link="evil")))
+    assert sorted((o.path, o.size) for o in done.outputs) == [("a.txt", 2), ("b.bin", 10)]
+    assert (paths.outputs / "a.txt").read_bytes() == b"hi" and not (paths.outputs / "evil").exists()
+    assert "output refused: evil" in done.reason and not paths.raw_out.exists()
+
+
+@pytest.mark.parametrize(("outcome", "verdict", "reason"), [
+    (StepOutcome(None, 0, False, 0), Verdict.ok, ""),
+    (StepOutcome(None, 7, False, 0), Verdict.exit, "exited with code 7"),
+    (StepOutcome(None, 137, True, 0), Verdict.memory_limit, "killed at the memory limit"),
+    (StepOutcome((Verdict.timeout, "ran past"), 137, True, 0), Verdict.timeout, "ran past"),
+    (StepOutcome((Verdict.output_limit, "printed more"), None, False, 0), Verdict.output_limit, "printed more"),
+])
+def test_judge_maps_each_ending(outcome: StepOutcome, verdict: Verdict, reason: str) -> None:
+    finished = judge(outcome, Settings().limits)
+    assert finished.verdict == verdict and reason in finished.reason and finished.exit_code == outcome.exit_code
+    assert bool(finished.reason) == bool(reason)
+
+
+class TwoStepKind:
+    """A kind of two containers whose finish writes a document and log lines."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.private = tmp / "private"
+        self.seen: list[Outcomes] = []
+
+    def validate(self, spec: JobSpec, services: object) -> None:
+        pass
+
+    def plan(self, ctx: JobContext) -> Plan:
+        self.private.mkdir(exist_ok=True)
+        steps = [ContainerStep(image="img", command=["lead"], env={}, log=ctx.paths.root / "lead.log"),
+                 ContainerStep(image="img", command=["member"], env={}, join=True)]
+        return Plan(image="img", steps=steps, finish=self.finish, discard=(self.private,))
+
+    def finish(self, outcomes: Outcomes) -> Finished:
+        self.seen.append(outcomes)
+        return Finished(Verdict.exit, 1, "not good enough", documents={"report.json": {"score": 2}},
+                        log_lines=["line one", "line two"])
+
+
+@pytest.fixture
+def two_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TwoStepKind:
+    kind = TwoStepKind(tmp_path)
+    monkeypatch.setitem(jobkinds._KINDS, "two", kind)
+    return kind
+
+
+def test_finish_decides_writes_documents_and_log_lines_and_private_folders_go(tmp_path: Path,
+                                                                              two_step: TwoStepKind) -> None:
+    done, paths, _ = run(tmp_path, FakeExecutor(exits(0, 3)), JobSpec(kind="two"))
+    (outcomes,) = two_step.seen
+    assert [s.exit_code for s in outcomes.steps] == [0, 3] and outcomes.image.ref == "img"
+    assert (done.verdict, done.exit_code, done.reason) == (Verdict.exit, 1, "not good enough")
+    assert [o.path for o in done.outputs] == ["report.json"] and (paths.outputs / "report.json").read_text()
+    assert paths.log.read_text() == "line one\nline two\n" and done.log_bytes == len("line one\nline two\n")
+    assert not two_step.private.exists()
+
+
+def test_a_breach_of_the_group_decides_without_finish(tmp_path: Path, two_step: TwoStepKind) -> None:
+    def killed(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float
+               ) -> list[StepOutcome]:
+        return [StepOutcome((Verdict.timeout, "the job ran past its timeout and was killed"), 137, False, 0)] * 2
+
+    done, _, _ = run(tmp_path, FakeExecutor(killed), JobSpec(kind="two"))
+    assert done.verdict == Verdict.timeout and two_step.seen == [] and not two_step.private.exists()
+
+
+def test_a_plan_that_cannot_be_made_is_an_infrastructure_error(tmp_path: Path, two_step: TwoStepKind,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(ctx: JobContext) -> Plan:
+        raise InfrastructureError("the task snapshot of this job has no task x")
+
+    monkeypatch.setattr(two_step, "plan", broken)
+    executor = FakeExecutor()
+    done, _, pinned = run(tmp_path, executor, JobSpec(kind="two"))
+    assert (done.verdict, done.reason) == (Verdict.infrastructure_error, "the task snapshot of this job has no task x")
+    assert executor.ran == [] and pinned == []
+
+
+class Readings:
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def telemetry(self, index: int) -> dict[str, float]:
+        self.asked.append(index)
+        return {"sm_clock_mhz": 1980.0}
+
+
+def test_gpu_telemetry_is_sampled_while_the_steps_run(tmp_path: Path, two_step: TwoStepKind) -> None:
+    def slow(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
+        cancel.wait(0.7)
+        return [StepOutcome(None, 0, False, 0)] * 2
+
+    readings = Readings()
+    gpu = GpuInfo(index=3, uuid="GPU-3", name="fake", memory_total_mib=1)
+    run(tmp_path, FakeExecutor(slow), JobSpec(kind="two"), Lease(slots=(Slot("gpu3", gpu, ()),)), readings)
+    (outcomes,) = two_step.seen
+    assert len(outcomes.telemetry) >= 2 and set(readings.asked) == {3}
+    assert outcomes.telemetry[0] == {"sm_clock_mhz": 1980.0}
