@@ -60,9 +60,10 @@ class CaseFile:
 
 def parse_cases(data: bytes) -> CaseFile:
     try:
-        obj = _obj(json.loads(data.decode("utf-8")), "case file")
+        doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise SchemaError(f"the case file is not JSON ({type(exc).__name__})") from None
+    obj = _obj(doc, "case file")
     cases = []
     for c in _list(obj.get("cases"), "cases", 1000):
         c = _obj(c, "case")

@@ -30,3 +30,77 @@ def test_client_cannot_override_server_values():
     env = job_environment({"EXTRA": "1"}, {"T": "2048"}, "job-1")
     assert env["T"] == "2048" and env["EXTRA"] == "1" and env["KCORAL_JOB_ID"] == "job-1"
     assert env["KCORAL_OUTPUT_DIR"] == "/job/out" and env["HOME"] == "/tmp/home"
+
+
+# ----- every rule, each message, and the byte budget on both sides
+
+
+@pytest.mark.parametrize("prefix", ["LD_", "NVIDIA_", "KCORAL_", "CUDA_", "DYLD_", "GCONV_", "MALLOC_", "BASH_FUNC_"])
+def test_every_forbidden_prefix(prefix):
+    name = prefix + "ANYTHING"
+    assert refusal(name) == (f"{name} is refused: variables starting with {prefix.split('_')[0]}_ control the "
+                             "sandbox")
+    assert refusal(name.lower()) is not None
+
+
+@pytest.mark.parametrize("name", ["HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "IFS", "ENV",
+                                  "BASH_ENV", "SHELLOPTS", "PERL5LIB", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS",
+                                  "HOME", "PATH", "TMPDIR", "PYTHONUNBUFFERED", "home"])
+def test_server_names_cannot_be_overridden(name):
+    assert refusal(name) == f"{name} is set by the server and cannot be overridden"
+
+
+@pytest.mark.parametrize("name", ["PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTHONDEVMODE",
+                                  "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONTRACEMALLOC", "pythonutf8"])
+def test_every_allowed_python_variable(name):
+    assert refusal(name) is None
+
+
+def test_python_refusal_lists_the_allowed_names():
+    assert refusal("PYTHONPATH") == (
+        "PYTHONPATH is refused: it could redirect the interpreter (allowed: PYTHONDEVMODE, PYTHONFAULTHANDLER, "
+        "PYTHONHASHSEED, PYTHONIOENCODING, PYTHONTRACEMALLOC, PYTHONUTF8, PYTHONWARNINGS)")
+
+
+@pytest.mark.parametrize("name", ["A\n", "A\nB", "1A", "A.B", "É"])
+def test_invalid_names(name):
+    assert refusal(name) == (f"{name!r} is not a valid environment variable name (letters, digits, '_'; "
+                             "no leading digit)")
+
+
+@pytest.mark.parametrize("name", ["a", "_", "Z9", "LDX", "CUDAX", "PYTHO", "XLD_Y"])
+def test_names_near_the_rules_are_allowed(name):
+    assert refusal(name) is None
+
+
+def test_validate_returns_a_copy_of_the_pairs():
+    env = {"A": "1", "B": ""}
+    got = validate_client_env(env, Limits())
+    assert got == env and got is not env
+
+
+def test_validate_names_the_bad_pair():
+    with pytest.raises(BadRequest) as exc:
+        validate_client_env({"OK": "1", "LD_PRELOAD": "x"}, Limits())
+    assert exc.value.message == refusal("LD_PRELOAD")
+    with pytest.raises(BadRequest) as exc:
+        validate_client_env({"A": "x\x00"}, Limits())
+    assert exc.value.message == "the value of A contains a NUL byte"
+
+
+def test_env_byte_budget_both_sides():
+    # each pair costs len(name) + len(UTF-8 value) + 2 (the '=' and the terminating NUL)
+    env = {"AB": "é" * 3, "C": ""}  # (2 + 6 + 2) + (1 + 0 + 2) = 13
+    assert validate_client_env(env, Limits(env_bytes=13)) == env
+    with pytest.raises(BadRequest) as exc:
+        validate_client_env(env, Limits(env_bytes=12))
+    assert exc.value.message == "environment is 13 bytes; the limit is 12"
+
+
+def test_operator_values_win_over_the_base_and_the_job_id_over_all():
+    from kcoral.runner.settings import BASE_JOB_ENV
+
+    env = job_environment({"HOME": "/op", "KCORAL_JOB_ID": "op"}, {"HOME": "/client", "T": "1"}, "job-9")
+    assert env["HOME"] == "/op" and env["KCORAL_JOB_ID"] == "job-9" and env["T"] == "1"
+    assert env["PATH"] == BASE_JOB_ENV["PATH"]
+    assert set(env) == set(BASE_JOB_ENV) | {"KCORAL_JOB_ID", "T"}

@@ -3,6 +3,7 @@ copy built on it (runner.archive): real files, links, FIFOs; no Docker."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -90,3 +91,99 @@ def test_collect_outputs_refuses_links_and_fifos(tmp_path: Path) -> None:
     assert sorted(f.path for f in got.files) == ["ok.txt", "sub/deep.txt"]
     assert sorted(r.split(":")[0] for r in got.refused) == ["linkdir", "passwd", "pipe"]
     assert (dest / "ok.txt").read_text() == "fine" and not (dest / "passwd").exists()
+
+
+# ----- exact refusals, the byte cap on both sides, and the walk's limits
+
+
+def test_read_file_cap_both_sides(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 10)
+    assert jobfs.read_file(tmp_path, "f", 10) == b"x" * 10
+    with pytest.raises(jobfs.UnsafeFile) as exc:
+        jobfs.read_file(tmp_path, "f", 9)
+    assert str(exc.value) == "f: over 9 bytes"
+
+
+@pytest.mark.parametrize(("rel", "message"), [
+    ("a//f", "a//f: bad path component ''"), ("./f", "./f: bad path component '.'"),
+    ("a/../f", "a/../f: bad path component '..'"), ("a/", "bad file name 'a/'"), ("a/.", "bad file name 'a/.'"),
+    ("a/..", "bad file name 'a/..'"), ("", "bad file name ''"),
+    ("missing/f", "missing/f: No such file or directory"), ("a/missing", "a/missing: No such file or directory"),
+    ("a", "a: not a regular file"), ("f/x", "f/x: Not a directory"),
+])
+def test_open_file_refusals(tmp_path: Path, rel: str, message: str) -> None:
+    (tmp_path / "a" / "a").mkdir(parents=True)
+    (tmp_path / "a" / "f").write_text("x")
+    (tmp_path / "f").write_text("x")
+    with jobfs.open_dir(tmp_path) as fd, pytest.raises(jobfs.UnsafeFile) as exc:
+        jobfs.open_file(fd, rel)
+    assert str(exc.value) == message
+
+
+def test_descend_refuses_a_slash_in_a_component(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    with jobfs.open_dir(tmp_path) as fd, pytest.raises(jobfs.UnsafeFile, match="bad path component 'a/b'"):
+        jobfs._descend(fd, ["a/b"])
+
+
+def test_open_file_leaks_no_descriptor(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_text("x")
+    before = len(os.listdir("/proc/self/fd"))
+    with jobfs.open_dir(tmp_path) as fd:
+        for rel in ("a/f", "a", "a/missing", "a//f", "missing/f"):
+            with contextlib.suppress(jobfs.UnsafeFile):
+                os.close(jobfs.open_file(fd, rel))
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_read_file_of_a_missing_root(tmp_path: Path) -> None:
+    with pytest.raises(jobfs.UnsafeFile) as exc:
+        jobfs.read_file(tmp_path / "none", "f", 10)
+    assert str(exc.value) == f"{tmp_path / 'none'}: No such file or directory"
+
+
+def test_walk_entries_are_breadth_first_and_exact(tmp_path: Path) -> None:
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "b" / "c" / "deep").write_bytes(b"123")
+    (tmp_path / "a").write_bytes(b"12345")
+    (tmp_path / "b" / "z").write_bytes(b"")
+    entries = list(jobfs.walk(tmp_path, 100))
+    assert [e.rel for e in entries] == ["a", "b", "b/c", "b/z", "b/c/deep"]
+    a = entries[0]
+    st = os.lstat(tmp_path / "a")
+    assert (a.mode, a.size, a.blocks) == (st.st_mode, 5, st.st_blocks)
+
+
+def test_walk_entry_limit_both_sides(tmp_path: Path) -> None:
+    for i in range(3):
+        (tmp_path / f"f{i}").write_text("x")
+    assert len(list(jobfs.walk(tmp_path, 3))) == 3
+    assert [e.rel for e in jobfs.walk(tmp_path, 2)] == ["f0", "f1"]
+    assert list(jobfs.walk(tmp_path, 0)) == []
+
+
+def test_walk_depth_limit_exact(tmp_path: Path) -> None:
+    deep = tmp_path
+    for _ in range(70):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    # depth d lists the entries d + 1 components deep: max_depth levels in all
+    assert max(e.rel.count("/") for e in jobfs.walk(tmp_path, 10_000)) == 63
+    assert max(e.rel.count("/") for e in jobfs.walk(tmp_path, 10_000, max_depth=2)) == 1
+    assert max(e.rel.count("/") for e in jobfs.walk(tmp_path, 10_000, max_depth=1)) == 0
+
+
+def test_walk_of_a_missing_root_is_empty(tmp_path: Path) -> None:
+    assert list(jobfs.walk(tmp_path / "missing", 10)) == []
+
+
+def test_walk_stopped_early_leaks_no_descriptor(tmp_path: Path) -> None:
+    for d in ("a", "b", "c"):
+        (tmp_path / d / "x").mkdir(parents=True)
+    before = len(os.listdir("/proc/self/fd"))
+    assert len(list(jobfs.walk(tmp_path, 4))) == 4
+    walker = jobfs.walk(tmp_path, 100)
+    next(walker)
+    walker.close()
+    assert len(os.listdir("/proc/self/fd")) == before

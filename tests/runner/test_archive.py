@@ -1,0 +1,293 @@
+"""Tar safety on the way in and output collection on the way out (runner.archive): real tar files and real
+directories, both sides of every budget; no Docker."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from kcoral.runner import archive, jobfs
+from kcoral.runner.archive import collect_outputs, dir_usage, extract_upload, safe_output_path
+from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge
+from kcoral.runner.limits import Limits
+
+
+def member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"", linkname: str = "",
+           mode: int = 0o644) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.mode = mode
+    info.linkname = linkname
+    info.size = len(data) if kind == tarfile.REGTYPE else 0
+    return info, data
+
+
+def make_tar(tmp_path: Path, *members: tuple[tarfile.TarInfo, bytes]) -> Path:
+    path = tmp_path / "up.tar"
+    with tarfile.open(path, "w") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if info.isfile() else None)
+    return path
+
+
+def refusal(tmp_path: Path, *members: tuple[tarfile.TarInfo, bytes], limits: Limits | None = None) -> str:
+    dest = tmp_path / "dest"
+    with pytest.raises((BadRequest, PayloadTooLarge)) as exc:
+        extract_upload(make_tar(tmp_path, *members), dest, limits or Limits())
+    assert not dest.exists(), "nothing may be written before the whole tar is checked"
+    return exc.value.message
+
+
+# ----- names
+
+
+@pytest.mark.parametrize(("name", "clean"), [("a", "a"), ("a/b", "a/b"), ("./a//b/", "a/b"), ("a/./b", "a/b"),
+                                             (".", "."), ("./", "."), ("ab:c", "ab:c"), ("..a", "..a"), ("a/..", "."),
+                                             ("a..", "a.."), ("a/..b", "a/..b")])
+def test_clean_names(name: str, clean: str) -> None:
+    assert archive._clean_member_name(name) == clean
+
+
+@pytest.mark.parametrize(("name", "why"), [
+    ("/etc/passwd", "an absolute path"), ("C:evil", "an absolute path"), ("c:", "an absolute path"),
+    ("..", "a path leaving the sent directory"), ("../x", "a path leaving the sent directory"),
+    ("a/../../x", "a path leaving the sent directory"), ("a/../b", "a path leaving the sent directory"),
+    ("x:y", "an absolute path"), ("a\x00b", "a NUL byte in a name"),
+])
+def test_bad_names(name: str, why: str) -> None:
+    with pytest.raises(BadRequest) as exc:
+        archive._clean_member_name(name)
+    assert exc.value.message == f"the upload has {why}: {name!r}"
+
+
+@pytest.mark.parametrize(("path", "target", "inside"), [
+    ("link", "a", True), ("d/link", "../a", True), ("d/e/link", "../../a", True), ("link", ".", True),
+    ("link", "../a", False), ("link", "..", False), ("d/link", "../..", False), ("d/link", "../../a", False),
+    ("link", "/etc", False), ("link", "..a", True),
+])
+def test_link_targets(path: str, target: str, inside: bool) -> None:
+    assert archive._link_stays_inside(path, target) is inside
+
+
+# ----- extract_upload
+
+
+def test_extracts_files_dirs_and_inside_links(tmp_path: Path) -> None:
+    dest = tmp_path / "dest"
+    tar = make_tar(tmp_path, member(".", tarfile.DIRTYPE), member("d", tarfile.DIRTYPE, mode=0o700),
+                   member("d/run.sh", data=b"#!/bin/sh\n", mode=0o700), member("d/data", data=b"xyz", mode=0o600),
+                   member("d/x", data=b"1", mode=0o010), member("link", tarfile.SYMTYPE, linkname="d/data"),
+                   member("e/f/deep", data=b"deep"))
+    assert extract_upload(tar, dest, Limits()) == 4
+    assert (dest / "d" / "data").read_bytes() == b"xyz" and (dest / "e" / "f" / "deep").read_bytes() == b"deep"
+    assert os.readlink(dest / "link") == "d/data"
+    assert stat.S_IMODE(os.stat(dest / "d").st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(dest / "d" / "run.sh").st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(dest / "d" / "x").st_mode) == 0o755  # any execute bit makes it executable
+    assert stat.S_IMODE(os.stat(dest / "d" / "data").st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(dest / "e" / "f").st_mode) == 0o755
+
+
+def test_an_empty_tar_extracts_nothing(tmp_path: Path) -> None:
+    assert extract_upload(make_tar(tmp_path, member(".", tarfile.DIRTYPE)), tmp_path / "dest", Limits()) == 0
+    assert list((tmp_path / "dest").iterdir()) == []
+
+
+def test_not_a_tar(tmp_path: Path) -> None:
+    path = tmp_path / "up.tar"
+    path.write_bytes(b"this is not a tar archive" * 100)
+    with pytest.raises(BadRequest) as exc:
+        extract_upload(path, tmp_path / "dest", Limits())
+    assert exc.value.message.startswith("the upload is not a readable tar archive: ")
+
+
+def test_refuses_links_leading_outside(tmp_path: Path) -> None:
+    assert refusal(tmp_path, member("l", tarfile.SYMTYPE, linkname="../x")) == (
+        "the upload has a link leading outside: 'l' -> '../x'")
+
+
+def test_refuses_hard_links(tmp_path: Path) -> None:
+    assert refusal(tmp_path, member("a", data=b"1"), member("h", tarfile.LNKTYPE, linkname="a")) == (
+        "the upload has a hard link ('h'); send a copy of the file instead")
+
+
+@pytest.mark.parametrize("kind", [tarfile.FIFOTYPE, tarfile.CHRTYPE, tarfile.BLKTYPE])
+def test_refuses_special_files(tmp_path: Path, kind: bytes) -> None:
+    assert refusal(tmp_path, member("dev", kind)) == "the upload has a device, FIFO or other special file: 'dev'"
+
+
+def test_refuses_absolute_members(tmp_path: Path) -> None:
+    assert refusal(tmp_path, member("/abs", data=b"1")) == "the upload has an absolute path: '/abs'"
+
+
+@pytest.mark.parametrize("second", ["a", "./a", "a/"])
+def test_refuses_a_name_given_twice(tmp_path: Path, second: str) -> None:
+    assert refusal(tmp_path, member("a", data=b"1"), member(second, data=b"2")) == "the upload names 'a' twice"
+
+
+@pytest.mark.parametrize("through", ["l/x", "l/y/z"])
+def test_refuses_writing_through_a_link(tmp_path: Path, through: str) -> None:
+    assert refusal(tmp_path, member("d", tarfile.DIRTYPE), member("l", tarfile.SYMTYPE, linkname="d"),
+                   member(through, data=b"1")) == f"the upload writes {through!r} through a symbolic link"
+
+
+def test_a_link_named_like_a_prefix_is_not_a_parent(tmp_path: Path) -> None:
+    tar = make_tar(tmp_path, member("l", tarfile.SYMTYPE, linkname="lx"), member("lx/y", data=b"1"))
+    assert extract_upload(tar, tmp_path / "dest", Limits()) == 1
+
+
+def test_entry_budget_both_sides(tmp_path: Path) -> None:
+    entries = [member("d", tarfile.DIRTYPE), member("d/a", data=b"1"), member("l", tarfile.SYMTYPE, linkname="d")]
+    assert extract_upload(make_tar(tmp_path, *entries), tmp_path / "ok", Limits(upload_files=3)) == 1
+    assert refusal(tmp_path, *entries, limits=Limits(upload_files=2)) == "the upload has more than 2 entries"
+
+
+def test_unpacked_byte_budget_both_sides(tmp_path: Path) -> None:
+    entries = [member("a", data=b"x" * 6), member("d", tarfile.DIRTYPE), member("b", data=b"y" * 4)]
+    assert extract_upload(make_tar(tmp_path, *entries), tmp_path / "ok", Limits(unpacked_bytes=10)) == 2
+    assert refusal(tmp_path, *entries, limits=Limits(unpacked_bytes=9)) == "the upload unpacks to more than 9 bytes"
+
+
+# ----- dir_usage
+
+
+def test_dir_usage_counts_allocation_or_size(tmp_path: Path) -> None:
+    (tmp_path / "sparse").touch()
+    os.truncate(tmp_path / "sparse", 10 << 20)
+    (tmp_path / "small").write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to("/etc/passwd")
+    st = {n: os.lstat(tmp_path / n) for n in ("sparse", "small", "sub", "link")}
+    assert st["sparse"].st_blocks * 512 < (10 << 20) and st["small"].st_blocks * 512 > 1
+    usage = dir_usage(tmp_path, 100)
+    # a regular file counts its size or its allocation, whichever is larger; anything else its allocation
+    expected = (10 << 20) + st["small"].st_blocks * 512 + st["sub"].st_blocks * 512 + st["link"].st_blocks * 512
+    assert (usage.bytes, usage.entries) == (expected, 4)
+
+
+def test_dir_usage_stops_one_past_the_limit(tmp_path: Path) -> None:
+    for i in range(6):
+        (tmp_path / f"f{i}").write_bytes(b"")
+    assert dir_usage(tmp_path, 2).entries == 3
+    assert dir_usage(tmp_path, 6).entries == 6
+    assert dir_usage(tmp_path / "missing", 6) == archive.DirUsage(0, 0)
+
+
+# ----- collect_outputs
+
+
+def test_collect_outputs_copies_with_digests(tmp_path: Path) -> None:
+    raw, dest = tmp_path / "raw", tmp_path / "dest"
+    (raw / "d").mkdir(parents=True)
+    (raw / "d" / "a.bin").write_bytes(b"abc")
+    (raw / "b.txt").write_bytes(b"")
+    got = collect_outputs(raw, dest, Limits())
+    assert [(f.path, f.size, f.sha256) for f in got.files] == [
+        ("b.txt", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("d/a.bin", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")]
+    assert got.refused == [] and (dest / "d" / "a.bin").read_bytes() == b"abc"
+
+
+def test_collect_outputs_file_budget_both_sides(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for name in ("a", "b", "c"):
+        (raw / name).write_text(name)
+    got = collect_outputs(raw, tmp_path / "d2", Limits(output_files=2))
+    assert [f.path for f in got.files] == ["a", "b"] and got.refused == ["c: over the 2-file output budget"]
+    assert [f.path for f in collect_outputs(raw, tmp_path / "d3", Limits(output_files=3)).files] == ["a", "b", "c"]
+
+
+def test_collect_outputs_byte_budget_both_sides(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a").write_bytes(b"x" * 6)
+    (raw / "b").write_bytes(b"y" * 4)
+    (raw / "c").write_bytes(b"z")
+    got = collect_outputs(raw, tmp_path / "d1", Limits(output_bytes=10))
+    assert [f.path for f in got.files] == ["a", "b"]
+    assert got.refused == ["c: 1 bytes is over the remaining output budget"]
+    got = collect_outputs(raw, tmp_path / "d2", Limits(output_bytes=9))
+    assert [f.path for f in got.files] == ["a", "c"]
+    assert got.refused == ["b: 4 bytes is over the remaining output budget"]
+
+
+def test_collect_outputs_walks_up_to_four_entries_per_file(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for i in range(9):
+        (raw / f"f{i}").write_text("x")
+    got = collect_outputs(raw, tmp_path / "dest", Limits(output_files=2))
+    # the walk stops after 2 * 4 entries: f8 is never seen
+    assert len(got.files) == 2 and len(got.refused) == 6
+
+
+def test_collect_outputs_of_a_missing_folder(tmp_path: Path) -> None:
+    got = collect_outputs(tmp_path / "missing", tmp_path / "dest", Limits())
+    assert got.files == [] and got.refused == [] and (tmp_path / "dest").is_dir()
+
+
+def test_collect_outputs_refuses_a_file_that_cannot_be_opened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a").write_text("1")
+    (raw / "b").write_text("2")
+    real_open = jobfs.open_file
+
+    def refuse_a(dir_fd: int, rel: str) -> int:
+        if rel == "a":
+            raise jobfs.UnsafeFile("swapped")
+        return real_open(dir_fd, rel)
+
+    monkeypatch.setattr(archive.jobfs, "open_file", refuse_a)
+    got = collect_outputs(raw, tmp_path / "dest", Limits())
+    assert [f.path for f in got.files] == ["b"] and got.refused == ["a: could not be read safely"]
+
+
+def test_collect_outputs_stops_a_file_that_grew_past_the_budget(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    raw, dest = tmp_path / "raw", tmp_path / "dest"
+    raw.mkdir()
+    (raw / "a").write_bytes(b"x" * 11)
+    (raw / "b").write_bytes(b"y" * 10)
+    real_walk = jobfs.walk
+
+    def stale_walk(root: Path, max_entries: int) -> list[jobfs.Entry]:
+        # the sizes as they were when the walk saw them: the job wrote more before the copy
+        return [jobfs.Entry(e.rel, e.mode, 5, e.blocks) for e in real_walk(root, max_entries)]
+
+    monkeypatch.setattr(archive.jobfs, "walk", stale_walk)
+    got = collect_outputs(raw, dest, Limits(output_bytes=10))
+    assert [(f.path, f.size) for f in got.files] == [("b", 10)]
+    assert got.refused == ["a: could not be read safely"] and not (dest / "a").exists()
+
+
+def test_copy_of_exactly_the_budget(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * (archive._CHUNK + 1))
+    with jobfs.open_dir(tmp_path) as fd:
+        assert archive._copy_nofollow(fd, "f", tmp_path / "out" / "f", archive._CHUNK + 1)[0] == archive._CHUNK + 1
+        assert archive._copy_nofollow(fd, "f", tmp_path / "out" / "g", archive._CHUNK) is None
+    assert archive._CHUNK == 1 << 20
+    assert (tmp_path / "out" / "f").stat().st_size == archive._CHUNK + 1 and not (tmp_path / "out" / "g").exists()
+
+
+# ----- safe_output_path
+
+
+def test_safe_output_path(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "d" / "f")
+    assert safe_output_path(tmp_path, "d/f") == tmp_path / "d" / "f"
+    assert safe_output_path(tmp_path, "./d//f") == tmp_path / "d" / "f"
+    for rel in (".", "d", "missing", "link"):
+        with pytest.raises(NotFound) as exc:
+            safe_output_path(tmp_path, rel)
+        assert exc.value.message == f"no output file named {rel!r}"
+    with pytest.raises(BadRequest):
+        safe_output_path(tmp_path, "../d/f")

@@ -1,0 +1,105 @@
+"""The correctness rule (tasks.harness.checks.compare): both conditions of the element rule on both sides of
+their thresholds, the RMS rule, non-finite outputs and the reported statistics. Needs torch (CPU is enough);
+skipped when torch is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kcoral.tasks.harness.checks import Tolerance, compare  # noqa: E402
+
+LOOSE_RMS = 1e9
+
+
+def t(*values: float) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.float64)
+
+
+def test_exact_output_passes_with_zero_statistics() -> None:
+    ref = t(1.0, -2.0, 3.0)
+    assert compare("y", ref.clone(), ref, Tolerance(0.0, 0.0, 1e-12)) == (
+        None, {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0})
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_elements_are_counted(bad: float) -> None:
+    out = t(1.0, bad, bad, 4.0)
+    assert compare("y", out, t(1.0, 2.0, 3.0, 4.0), Tolerance(1.0, 1.0, LOOSE_RMS)) == (
+        "y: 2 non-finite elements (NaN/inf; outputs are NaN-poisoned before each call)", {})
+
+
+def test_statistics_are_exact() -> None:
+    # ref RMS = sqrt((9 + 16) / 2) = sqrt(12.5); errors 1 and 0: error RMS = sqrt(0.5); ratio = sqrt(0.04) = 0.2
+    reason, stats = compare("y", t(4.0, 4.0), t(3.0, 4.0), Tolerance(1.0, 1.0, LOOSE_RMS))
+    assert reason is None
+    assert stats["max_abs_err"] == 1.0 and stats["rms_ratio"] == pytest.approx(0.2) and stats["failed_elements"] == 0
+
+
+def test_absolute_threshold_is_scaled_by_the_reference_rms() -> None:
+    # ref RMS 2 (every element 2 in magnitude); error 1 on the first element
+    ref, out = t(2.0, -2.0, 2.0, -2.0), t(3.0, -2.0, 2.0, -2.0)
+    assert compare("y", out, ref, Tolerance(0.5, 0.0, LOOSE_RMS))[0] is None  # 1 > 0.5 * 2 is false
+    reason, stats = compare("y", out, ref, Tolerance(0.49, 0.0, LOOSE_RMS))
+    assert reason == "y: 1 elements out of tolerance; first at [0]: got 3, expected 2"
+    assert stats["failed_elements"] == 1
+
+
+def test_relative_threshold_both_sides() -> None:
+    # error 1 on an element of magnitude 2: relative error 0.5 (less a hair for the 1e-8 guard)
+    ref, out = t(2.0, -2.0, 2.0, -2.0), t(2.0, -2.0, 2.0, -3.0)
+    assert compare("y", out, ref, Tolerance(0.0, 0.5, LOOSE_RMS))[0] is None
+    reason, _ = compare("y", out, ref, Tolerance(0.0, 0.4999, LOOSE_RMS))
+    assert reason == "y: 1 elements out of tolerance; first at [3]: got -3, expected -2"
+
+
+def test_an_element_fails_only_when_both_thresholds_are_exceeded() -> None:
+    ref, out = t(2.0, 2.0), t(3.0, 2.0)  # abs error 1 (vs 0.1 * RMS 2), rel error 0.5
+    assert compare("y", out, ref, Tolerance(0.1, 0.6, LOOSE_RMS))[0] is None
+    assert compare("y", out, ref, Tolerance(0.6, 0.1, LOOSE_RMS))[0] is None
+    assert compare("y", out, ref, Tolerance(0.1, 0.1, LOOSE_RMS))[0] is not None
+
+
+def test_relative_error_guard_near_zero() -> None:
+    # where the reference is 0 the relative error is |err| / 1e-8: here 1e-9 / 1e-8 = 0.1
+    ref, out = t(0.0, 4.0), t(1e-9, 4.0)
+    assert compare("y", out, ref, Tolerance(0.0, 0.09, LOOSE_RMS))[0] is not None
+    assert compare("y", out, ref, Tolerance(0.0, 0.11, LOOSE_RMS))[0] is None
+
+
+def test_first_failure_is_reported_by_index_in_several_dimensions() -> None:
+    ref = torch.ones(2, 3, dtype=torch.float64)
+    out = ref.clone()
+    out[1, 2] = 5.0
+    out[1, 0] = 1.5
+    reason, stats = compare("o", out, ref, Tolerance(0.1, 0.1, LOOSE_RMS))
+    assert reason == "o: 2 elements out of tolerance; first at [1, 0]: got 1.5, expected 1"
+    assert stats["failed_elements"] == 2 and stats["max_abs_err"] == 4.0
+
+
+def test_rms_rule_both_sides() -> None:
+    # ratio exactly 0.5: err (1, 1) against ref (2, 2)
+    ref, out = t(2.0, 2.0), t(3.0, 3.0)
+    assert compare("y", out, ref, Tolerance(1.0, 1.0, 0.5000001))[0] is None
+    assert compare("y", out, ref, Tolerance(1.0, 1.0, 0.5))[0] == "y: RMS error ratio 0.5 >= 0.5"
+
+
+def test_zero_reference_uses_a_tiny_rms() -> None:
+    ref = t(0.0, 0.0)
+    assert compare("y", ref.clone(), ref, Tolerance(0.0, 0.0, 1e-12)) == (
+        None, {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0})
+    reason, stats = compare("y", t(1e-31, 0.0), ref, Tolerance(1e6, 1e6, 1e9))
+    assert stats["rms_ratio"] == pytest.approx(1e-31 / 2 ** 0.5 / 1e-30)
+    assert reason is None
+
+
+def test_empty_outputs() -> None:
+    empty = torch.zeros(0, dtype=torch.float64)
+    assert compare("y", empty, empty, Tolerance(0.0, 0.0, 1e9))[1]["max_abs_err"] == 0.0
+
+
+def test_lower_precision_outputs_are_compared_in_float64() -> None:
+    ref = t(1.0, 2.0)
+    out = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    assert compare("y", out, ref, Tolerance(0.0, 0.0, 1e-12))[0] is None
