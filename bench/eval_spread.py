@@ -48,9 +48,12 @@ def main() -> None:
                     final = client.status(job.id)
                     report = json.loads(client.read_output(job.id, "report.json"))
                     s, row = report.get("summary", {}), report["workloads"][0] if report.get("workloads") else {}
-                    print(f"{i}: {final.verdict} passed {report['passed']}/{report['total']} "
-                          f"speedup {s.get('speedup', float('nan')):.4f} [{s.get('speedup_lo', 0):.4f}, "
-                          f"{s.get('speedup_hi', 0):.4f}] n={row.get('samples')} flags={report['flags']}", flush=True)
+                    print(
+                        f"{i}: {final.verdict} passed {report['passed']}/{report['total']} "
+                        f"speedup {s.get('speedup', float('nan')):.4f} [{s.get('speedup_lo', 0):.4f}, "
+                        f"{s.get('speedup_hi', 0):.4f}] n={row.get('samples')} flags={report['flags']}",
+                        flush=True,
+                    )
                     if "speedup" in s:
                         speedups.append(s["speedup"])
         finally:
@@ -59,8 +62,10 @@ def main() -> None:
                 proc.wait(20)
     if speedups:
         mean = statistics.fmean(speedups)
-        print(f"speedups min {min(speedups):.4f} max {max(speedups):.4f} mean {mean:.4f} "
-              f"range {(max(speedups) - min(speedups)) / mean:.1%} of the mean, n={len(speedups)}")
+        print(
+            f"speedups min {min(speedups):.4f} max {max(speedups):.4f} mean {mean:.4f} "
+            f"range {(max(speedups) - min(speedups)) / mean:.1%} of the mean, n={len(speedups)}"
+        )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ def probes(n: int = 300) -> list[float]:
 
 def show(name: str, xs: list[float]) -> None:
     q = statistics.quantiles(xs, n=100)
-    print(f"{name}: probe us p10 {q[9]:.1f} p50 {q[49]:.1f} p90 {q[89]:.1f} p99 {q[98]:.1f} max {max(xs):.1f}",
-          flush=True)
+    print(
+        f"{name}: probe us p10 {q[9]:.1f} p50 {q[49]:.1f} p90 {q[89]:.1f} p99 {q[98]:.1f} max {max(xs):.1f}", flush=True
+    )
 
 
 if __name__ == "__main__":

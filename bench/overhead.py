@@ -43,9 +43,29 @@ def _free_port() -> int:
 
 def start_server(image: str, slots: int, data_dir: Path) -> tuple[subprocess.Popen, str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kcoral", "serve", "--port", str(port), "--data-dir", str(data_dir),
-                             "--image", image, "--gpus", "none", "--cpu-slots", str(slots), "--log-level", "warning"],
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kcoral",
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+            "--image",
+            image,
+            "--gpus",
+            "none",
+            "--cpu-slots",
+            str(slots),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     with KcoralClient(url) as client:
         for _ in range(300):
@@ -78,8 +98,13 @@ def library_run(client: KcoralClient, tar_path: Path) -> float:
 
 def cli_run(url: str, send: Path) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "kcoral", "python", "--remote", url, "--send", str(send), "-c", "pass"],
-                   check=True, capture_output=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-m", "kcoral", "python", "--remote", url, "--send", str(send), "-c", "pass"],
+        check=True,
+        capture_output=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     return time.perf_counter() - t0
 
 
@@ -107,8 +132,13 @@ def throughput(url: str, tar_path: Path, clients: int, per_client: int) -> float
 
 def summary(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"median_s": statistics.median(ordered), "min_s": ordered[0], "max_s": ordered[-1],
-            "p90_s": ordered[int(0.9 * (len(ordered) - 1))], "n": len(ordered)}
+    return {
+        "median_s": statistics.median(ordered),
+        "min_s": ordered[0],
+        "max_s": ordered[-1],
+        "p90_s": ordered[int(0.9 * (len(ordered) - 1))],
+        "n": len(ordered),
+    }
 
 
 def main() -> None:
@@ -142,10 +172,17 @@ def main() -> None:
                 os.killpg(proc.pid, signal.SIGTERM)
                 proc.wait(20)
 
-    result = {"image": args.image, "bare": summary(bare), "library": summary(library), "cli": summary(cli),
-              "ratio_library": statistics.median(library) / statistics.median(bare),
-              "ratio_cli": statistics.median(cli) / statistics.median(bare),
-              "throughput_jobs_per_s": jobs_per_s, "clients": args.clients, "jobs_per_client": args.jobs_per_client}
+    result = {
+        "image": args.image,
+        "bare": summary(bare),
+        "library": summary(library),
+        "cli": summary(cli),
+        "ratio_library": statistics.median(library) / statistics.median(bare),
+        "ratio_cli": statistics.median(cli) / statistics.median(bare),
+        "throughput_jobs_per_s": jobs_per_s,
+        "clients": args.clients,
+        "jobs_per_client": args.jobs_per_client,
+    }
     print(f"{'':10}{'median':>10}{'min':>10}{'p90':>10}{'max':>10}   (seconds, n={args.runs})")
     for name in ("bare", "library", "cli"):
         s = result[name]

@@ -73,9 +73,7 @@ class KcoralClient:
         headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(
-            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
-        )
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout, transport=transport)
 
     def close(self) -> None:
         self._http.close()
@@ -137,9 +135,7 @@ class KcoralClient:
         data = self._call("POST", "/v1/jobs", "submit", json=spec.model_dump(mode="json"))
         return _parse(JobView, data, "submit")
 
-    def upload_input(
-        self, job_id: str, tar_path: str | Path, progress: ProgressCallback | None = None
-    ) -> JobView:
+    def upload_input(self, job_id: str, tar_path: str | Path, progress: ProgressCallback | None = None) -> JobView:
         """PUT /v1/jobs/{id}/input: stream the tar; the job becomes ``queued``."""
         size = os.path.getsize(tar_path)
 
@@ -224,9 +220,7 @@ class KcoralClient:
         data = self._call("GET", f"/v1/jobs/{_q(job_id)}/outputs", "outputs")
         return _parse_list(OutputFile, data, "outputs")
 
-    def follow_log(
-        self, job_id: str, offset: int = 0, *, follow: bool = True, reconnects: int = 5
-    ) -> Iterator[bytes]:
+    def follow_log(self, job_id: str, offset: int = 0, *, follow: bool = True, reconnects: int = 5) -> Iterator[bytes]:
         """The job's combined stdout+stderr from byte ``offset``, chunk by chunk.
 
         With ``follow`` the stream ends when the job has finished and everything was sent; a connection
@@ -262,9 +256,7 @@ class KcoralClient:
             opened[0] = True
             yield from response.iter_bytes()
 
-    def download(
-        self, job_id: str, path: str, dest_dir: str | Path, expected_sha256: str | None = None
-    ) -> Path:
+    def download(self, job_id: str, path: str, dest_dir: str | Path, expected_sha256: str | None = None) -> Path:
         """Stream output ``path`` to ``dest_dir/path``; verify its sha256 when given. Returns the file.
 
         Paths with ``..`` or absolute ones are refused (ServerError); the file appears only once complete.
@@ -286,9 +278,7 @@ class KcoralClient:
                     digest.update(chunk)
             got = digest.hexdigest()
             if expected_sha256 and got != expected_sha256.lower():
-                raise ServerError(
-                    f"download {path}: sha256 mismatch (got {got[:12]}, expected {expected_sha256[:12]})"
-                )
+                raise ServerError(f"download {path}: sha256 mismatch (got {got[:12]}, expected {expected_sha256[:12]})")
             os.replace(tmp_name, target)
         except BaseException:
             with contextlib.suppress(OSError):

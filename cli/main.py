@@ -76,8 +76,9 @@ app.command("tasks")(tasks)
 app.command("show")(show)
 app.command("rerun")(rerun)
 
-CORE_COMMANDS = frozenset({"python", "jobs", "status", "logs", "cancel", "gpus", "ncu", "iket",
-                           "eval", "tasks", "show", "rerun"})
+CORE_COMMANDS = frozenset(
+    {"python", "jobs", "status", "logs", "cancel", "gpus", "ncu", "iket", "eval", "tasks", "show", "rerun"}
+)
 _optional_registered = False
 
 
@@ -99,8 +100,12 @@ def register_optional_commands(target: typer.Typer = app) -> None:
     missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         for name in ("serve", "images"):
-            target.command(name, context_settings=PASSTHROUGH_CONTEXT, add_help_option=False,
-                           help="(needs the server: pip install 'kcoral[server]')")(_server_missing(name, missing))
+            target.command(
+                name,
+                context_settings=PASSTHROUGH_CONTEXT,
+                add_help_option=False,
+                help="(needs the server: pip install 'kcoral[server]')",
+            )(_server_missing(name, missing))
         return
     from kcoral.images.cli import images_app
     from kcoral.runner.serve_command import serve
@@ -111,8 +116,11 @@ def register_optional_commands(target: typer.Typer = app) -> None:
 
 def _server_missing(name: str, missing: list[str]) -> Callable[[typer.Context], None]:
     def command(ctx: typer.Context) -> None:
-        raise UsageError(f"`kcoral {name}` runs the server, which is not installed here "
-                         f"(missing: {', '.join(missing)}): pip install 'kcoral[server]'")
+        raise UsageError(
+            f"`kcoral {name}` runs the server, which is not installed here "
+            f"(missing: {', '.join(missing)}): pip install 'kcoral[server]'"
+        )
+
     return command
 
 

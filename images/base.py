@@ -118,9 +118,7 @@ def _cleanup(tmp: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def build_base_image(
-    client: docker.DockerClient, force: bool = False, log: Callable[[str], None] = print
-) -> str:
+def build_base_image(client: docker.DockerClient, force: bool = False, log: Callable[[str], None] = print) -> str:
     """Make ``kcoral-base:bookworm`` if missing (or ``force``); return its image id."""
     ref = IMAGE_REFS["base"]
     old = image_id(client, ref)

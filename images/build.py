@@ -64,9 +64,7 @@ def build_images(
     try:
         client.ping()
     except docker.errors.DockerException as exc:
-        raise ImageBuildError(
-            f"cannot reach the Docker engine ({exc}): start it, e.g. .ci/start-docker.sh"
-        ) from exc
+        raise ImageBuildError(f"cannot reach the Docker engine ({exc}): start it, e.g. .ci/start-docker.sh") from exc
     result: dict[str, str] = {}
     for name, builder in BUILDERS.items():
         if name in wanted:

@@ -14,12 +14,14 @@ images_app = typer.Typer(help="Build and inspect kcoral's job images.", no_args_
 
 @images_app.command("build")
 def build(
-    images: list[str] = typer.Argument(None, help=f"images to build: {', '.join(BUILDABLE)} "
-                                                  f"(default: {' '.join(DEFAULT_BUILD)})"),
+    images: list[str] = typer.Argument(
+        None, help=f"images to build: {', '.join(BUILDABLE)} (default: {' '.join(DEFAULT_BUILD)})"
+    ),
     force: bool = typer.Option(False, help="rebuild even when the image exists"),
     base: str = typer.Option(PROFILER_BASE, help="the job image that ncu and iket are layered on"),
-    ncu_dir: Path = typer.Option(None, help="the Nsight Compute installation to copy into the ncu image "
-                                            "(default: the one of the ncu on PATH)"),
+    ncu_dir: Path = typer.Option(
+        None, help="the Nsight Compute installation to copy into the ncu image (default: the one of the ncu on PATH)"
+    ),
 ) -> None:
     """Build what is missing (a Debian base made locally, the CPU job image, the toolchain image;
     on request the ncu and iket profiler layers)."""
@@ -34,9 +36,13 @@ def build(
 
     try:
         client = docker.from_env(timeout=600)
-        built = build_images(client, images or list(DEFAULT_BUILD), force,
-                             log=lambda msg: print(msg, file=sys.stderr, flush=True),
-                             profiler=ProfilerBuild(base, ncu_dir))
+        built = build_images(
+            client,
+            images or list(DEFAULT_BUILD),
+            force,
+            log=lambda msg: print(msg, file=sys.stderr, flush=True),
+            profiler=ProfilerBuild(base, ncu_dir),
+        )
     except (ImageBuildError, docker.errors.DockerException) as exc:
         typer.echo(f"kcoral images build: {exc}", err=True)
         raise typer.Exit(1) from None

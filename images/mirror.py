@@ -88,6 +88,5 @@ def debian_mirror(suite: str = "bookworm") -> AptSource:
         if src.uri.rstrip("/").endswith("/debian"):
             return AptSource(src.uri, (suite,), src.signed_by)
     raise ImageBuildError(
-        f"no Debian mirror for {suite!r} found in /etc/apt/sources.list*; "
-        f"set {MIRROR_ENV}=http://<mirror>/debian"
+        f"no Debian mirror for {suite!r} found in /etc/apt/sources.list*; set {MIRROR_ENV}=http://<mirror>/debian"
     )

@@ -62,18 +62,36 @@ class ProfilerBuild:
 def base_python(client: docker.DockerClient, base: str) -> str:
     """``MAJOR.MINOR`` of the base image's python3."""
     if image_id(client, base) is None:
-        raise ImageBuildError(f"the base image {base} is not present: build or load it first "
-                              "(Dockerfile.gpu makes kcoral-job:gpu; --base picks another)")
-    out = run_as_job(client, base, ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                     "asking python3 its version")
+        raise ImageBuildError(
+            f"the base image {base} is not present: build or load it first "
+            "(Dockerfile.gpu makes kcoral-job:gpu; --base picks another)"
+        )
+    out = run_as_job(
+        client,
+        base,
+        ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        "asking python3 its version",
+    )
     return out.splitlines()[-1].strip()
 
 
 def download_iket_wheels(dest: Path, python: str, log: Callable[[str], None] = print) -> list[Path]:
     """pip-download IKET_WHEELS (no dependencies) as wheels for CPython ``python`` on this architecture."""
     arch = platform.machine()
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", python,
-           "--implementation", "cp", "--dest", str(dest)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        python,
+        "--implementation",
+        "cp",
+        "--dest",
+        str(dest),
+    ]
     for minor in range(39, 16, -1):
         cmd += ["--platform", f"manylinux_2_{minor}_{arch}"]
     cmd += ["--platform", f"manylinux2014_{arch}", *IKET_WHEELS]
@@ -91,17 +109,28 @@ def ncu_install_dir(explicit: Path | None = None) -> Path:
     if explicit is None:
         dirs = module_dirs(find_ncu())
         if not dirs:
-            raise ImageBuildError("no Nsight Compute installation found on this host: pass --ncu-dir "
-                                  "(the folder holding ncu and extras/python/ncu_report.py)")
+            raise ImageBuildError(
+                "no Nsight Compute installation found on this host: pass --ncu-dir "
+                "(the folder holding ncu and extras/python/ncu_report.py)"
+            )
         explicit = Path(dirs[0]).parent.parent
     if not (os.access(explicit / "ncu", os.X_OK) and (explicit / "extras" / "python" / "ncu_report.py").is_file()):
-        raise ImageBuildError(f"{explicit} is not an Nsight Compute installation "
-                              "(expected an executable ncu and extras/python/ncu_report.py in it)")
+        raise ImageBuildError(
+            f"{explicit} is not an Nsight Compute installation "
+            "(expected an executable ncu and extras/python/ncu_report.py in it)"
+        )
     return explicit
 
 
-def _build_layer(client: docker.DockerClient, kind: str, opts: ProfilerBuild, force: bool,
-                 fill: Callable[[Path], None], smoke: list[str], log: Callable[[str], None]) -> str:
+def _build_layer(
+    client: docker.DockerClient,
+    kind: str,
+    opts: ProfilerBuild,
+    force: bool,
+    fill: Callable[[Path], None],
+    smoke: list[str],
+    log: Callable[[str], None],
+) -> str:
     """Build IMAGE_REFS[kind] from images/<kind>/Dockerfile on ``opts.base``; ``fill`` adds the context."""
     ref = IMAGE_REFS[kind]
     old = image_id(client, ref)
@@ -112,8 +141,7 @@ def _build_layer(client: docker.DockerClient, kind: str, opts: ProfilerBuild, fo
     try:
         shutil.copy(HERE / kind / "Dockerfile", ctx / "Dockerfile")
         fill(ctx)
-        new = docker_build(client, ctx, ref, buildargs={"BASE": opts.base}, nocache=force, log=log,
-                           prefix=f"{kind}: ")
+        new = docker_build(client, ctx, ref, buildargs={"BASE": opts.base}, nocache=force, log=log, prefix=f"{kind}: ")
     finally:
         shutil.rmtree(ctx, ignore_errors=True)
         with contextlib.suppress(docker.errors.DockerException):
@@ -124,9 +152,14 @@ def _build_layer(client: docker.DockerClient, kind: str, opts: ProfilerBuild, fo
     return new
 
 
-def build_iket_image(client: docker.DockerClient, force: bool = False, log: Callable[[str], None] = print,
-                     opts: ProfilerBuild = ProfilerBuild()) -> str:
+def build_iket_image(
+    client: docker.DockerClient,
+    force: bool = False,
+    log: Callable[[str], None] = print,
+    opts: ProfilerBuild = ProfilerBuild(),
+) -> str:
     """Make ``kcoral-iket:latest`` on ``opts.base`` if missing (or ``force``); return its image id."""
+
     def fill(ctx: Path) -> None:
         wheels = download_iket_wheels(ctx / "wheels", base_python(client, opts.base), log)
         log(f"iket: {len(wheels)} wheels, {sum(w.stat().st_size for w in wheels) / 2**20:.0f} MiB")
@@ -134,9 +167,14 @@ def build_iket_image(client: docker.DockerClient, force: bool = False, log: Call
     return _build_layer(client, "iket", opts, force, fill, IKET_SMOKE, log)
 
 
-def build_ncu_image(client: docker.DockerClient, force: bool = False, log: Callable[[str], None] = print,
-                    opts: ProfilerBuild = ProfilerBuild()) -> str:
+def build_ncu_image(
+    client: docker.DockerClient,
+    force: bool = False,
+    log: Callable[[str], None] = print,
+    opts: ProfilerBuild = ProfilerBuild(),
+) -> str:
     """Make ``kcoral-ncu:latest`` on ``opts.base`` if missing (or ``force``); return its image id."""
+
     def fill(ctx: Path) -> None:
         source = ncu_install_dir(opts.ncu_dir)
         log(f"ncu: copying {source} into the build context")

@@ -58,9 +58,7 @@ def mount_point_tar() -> bytes:
     return buf.getvalue()
 
 
-def build_toolchain_image(
-    client: docker.DockerClient, force: bool = False, log: Callable[[str], None] = print
-) -> str:
+def build_toolchain_image(client: docker.DockerClient, force: bool = False, log: Callable[[str], None] = print) -> str:
     """Make ``kcoral-toolchain:latest`` if missing (or ``force``); return its image id."""
     ref = IMAGE_REFS["toolchain"]
     old = image_id(client, ref)

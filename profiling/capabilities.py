@@ -69,8 +69,10 @@ def find_run_iket(python: str | None = None, path: str = JOB_PATH) -> str | None
     return None
 
 
-RESTRICTED = ("the NVIDIA driver restricts GPU performance counters to admins (RmProfilingAdminOnly=1): ncu "
-              "would fail with ERR_NVGPUCTRPERM; the operator must set NVreg_RestrictProfilingToAdminUsers=0")
+RESTRICTED = (
+    "the NVIDIA driver restricts GPU performance counters to admins (RmProfilingAdminOnly=1): ncu "
+    "would fail with ERR_NVGPUCTRPERM; the operator must set NVreg_RestrictProfilingToAdminUsers=0"
+)
 
 
 def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, Any]:
@@ -88,13 +90,17 @@ def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, A
         else:
             ncu_info["ok"] = True
     iket_path = find_run_iket(python)
-    iket_info = {"path": iket_path, "ok": iket_path is not None,
-                 "reason": "" if iket_path else "run-iket (nvidia-cutlass-dsl >= 4.6) is not installed on this server"}
+    iket_info = {
+        "path": iket_path,
+        "ok": iket_path is not None,
+        "reason": "" if iket_path else "run-iket (nvidia-cutlass-dsl >= 4.6) is not installed on this server",
+    }
     return {"source": "host", "counters_restricted": restricted, "ncu": ncu_info, "iket": iket_info}
 
 
-def probe(python: str | None = None, *, ncu: str | None = None, params_file: str = PARAMS_FILE,
-          refresh: bool = False) -> dict[str, Any]:
+def probe(
+    python: str | None = None, *, ncu: str | None = None, params_file: str = PARAMS_FILE, refresh: bool = False
+) -> dict[str, Any]:
     """``{"counters_restricted": bool|None, "ncu": {path, version, ncu_report, ok, reason},
     "iket": {path, ok, reason}}``; ``python`` is the job's interpreter (settings.python)."""
     key = (python, ncu)
@@ -126,8 +132,7 @@ def tool_path(settings: Settings, kind: str) -> str:
     return IMAGE_TOOLS[kind]
 
 
-def for_server(settings: Settings, has_image: Callable[[str], bool], params_file: str = PARAMS_FILE
-               ) -> dict[str, Any]:
+def for_server(settings: Settings, has_image: Callable[[str], bool], params_file: str = PARAMS_FILE) -> dict[str, Any]:
     """What this server's jobs can run: the host's tools in toolchain mode (``probe``), else the
     profiler images (present or not). Same keys either way; ``source`` says which."""
     if settings.toolchain_mounts:
@@ -138,8 +143,10 @@ def for_server(settings: Settings, has_image: Callable[[str], bool], params_file
         ref = profiler_image(settings, kind)
         info: dict[str, Any] = {"image": ref, "path": tool_path(settings, kind), "ok": False, "reason": ""}
         if not has_image(ref):
-            info["reason"] = (f"the {kind} image {ref} is not built on this server: "
-                              f"kcoral images build {kind} --base <the GPU job image>")
+            info["reason"] = (
+                f"the {kind} image {ref} is not built on this server: "
+                f"kcoral images build {kind} --base <the GPU job image>"
+            )
         elif kind == "ncu" and restricted:
             info["reason"] = RESTRICTED
         else:

@@ -31,8 +31,10 @@ def _refuse_output_dir(word: str) -> None:
     name = word.split("=", 1)[0]
     # argparse accepts unambiguous abbreviations (--out, --output-d...): refuse those too.
     if name.startswith("--") and len(name) >= 5 and _OUTPUT_OPTION.startswith(name):
-        raise IketOptionError(f"run-iket option {name} is not allowed: the server chooses the output directory; "
-                              "kcoral iket --output-dir OUT says where the files go on your side")
+        raise IketOptionError(
+            f"run-iket option {name} is not allowed: the server chooses the output directory; "
+            "kcoral iket --output-dir OUT says where the files go on your side"
+        )
 
 
 def split_iket_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -40,7 +42,7 @@ def split_iket_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     if SUBCOMMAND not in argv:
         raise IketOptionError("expected [run-iket options] profile [profile options], e.g. profile --postprocess json")
     at = argv.index(SUBCOMMAND)
-    pre, post = argv[:at], argv[at + 1:]
+    pre, post = argv[:at], argv[at + 1 :]
     for word in argv:
         if word == "--":
             raise IketOptionError("'--' among the run-iket options: the profiled command is sent separately")
@@ -69,8 +71,9 @@ def with_default_postprocess(profile_options: list[str]) -> list[str]:
     return ["--postprocess", "json", *profile_options]
 
 
-def build_iket_command(argv: list[str], command: list[str], run_iket: str = "run-iket",
-                       output_dir: str = STAGE_DIR) -> list[str]:
+def build_iket_command(
+    argv: list[str], command: list[str], run_iket: str = "run-iket", output_dir: str = STAGE_DIR
+) -> list[str]:
     """``run-iket --output-dir DIR <run-iket options> profile <profile options> -- <command>``."""
     pre, post = split_iket_argv(argv)
     check_command(command)
@@ -79,5 +82,15 @@ def build_iket_command(argv: list[str], command: list[str], run_iket: str = "run
 
 def driver_command(python: str, iket_argv: list[str]) -> list[str]:
     """The container's command: run run-iket, then move its files up into /job/out."""
-    return [python, "-m", "kcoral.profiling.run_tool", "iket", "--stage", STAGE_DIR, "--out", OUTPUT_DIR,
-            "--", *iket_argv]
+    return [
+        python,
+        "-m",
+        "kcoral.profiling.run_tool",
+        "iket",
+        "--stage",
+        STAGE_DIR,
+        "--out",
+        OUTPUT_DIR,
+        "--",
+        *iket_argv,
+    ]

@@ -25,8 +25,13 @@ def stats(values: Iterable[float]) -> dict[str, Any]:
     vals = sorted(values)
     if not vals:
         return {"count": 0, "min": None, "median": None, "mean": None, "max": None}
-    return {"count": len(vals), "min": vals[0], "median": statistics.median(vals),
-            "mean": statistics.fmean(vals), "max": vals[-1]}
+    return {
+        "count": len(vals),
+        "min": vals[0],
+        "median": statistics.median(vals),
+        "mean": statistics.fmean(vals),
+        "max": vals[-1],
+    }
 
 
 def _role(loc: Loc | None, group_by: str) -> str | None:
@@ -96,8 +101,14 @@ def period(launch: Launch, name: str, skip: int = 0) -> dict[str, Any] | None:
     if not per_cta:
         return None
     cta_means = [statistics.fmean(v) for v in per_cta.values()]
-    return {"name": name, "source": source, "skip": skip, "occurrences": occurrences,
-            "ctas": len(cta_means), **{k: v for k, v in stats(cta_means).items() if k != "count"}}
+    return {
+        "name": name,
+        "source": source,
+        "skip": skip,
+        "occurrences": occurrences,
+        "ctas": len(cta_means),
+        **{k: v for k, v in stats(cta_means).items() if k != "count"},
+    }
 
 
 def repeated_names(launch: Launch) -> list[str]:
@@ -109,8 +120,9 @@ def repeated_names(launch: Launch) -> list[str]:
     return sorted({name for (name, _c, _w), n in counts.items() if n >= 2})
 
 
-def summarize_launch(launch: Launch, marker: str | None = None, group_by: str = "auto",
-                     skip: int = 0) -> dict[str, Any]:
+def summarize_launch(
+    launch: Launch, marker: str | None = None, group_by: str = "auto", skip: int = 0
+) -> dict[str, Any]:
     spans = cta_spans(launch)
     events = [t for s in spans.values() for t in s]
     names = [marker] if marker else repeated_names(launch)
@@ -126,9 +138,14 @@ def summarize_launch(launch: Launch, marker: str | None = None, group_by: str = 
         "graph_key": launch.graph_key,
         "grid": list(launch.grid) if launch.grid else None,
         "block": list(launch.block) if launch.block else None,
-        "counts": {"ranges": len(launch.ranges), "markers": len(launch.markers),
-                   "warp_lifetimes": len(launch.lifetimes), "warps": len(warps), "ctas": len(spans),
-                   "skipped_records": launch.skipped},
+        "counts": {
+            "ranges": len(launch.ranges),
+            "markers": len(launch.markers),
+            "warp_lifetimes": len(launch.lifetimes),
+            "warps": len(warps),
+            "ctas": len(spans),
+            "skipped_records": launch.skipped,
+        },
         "span": {"start": min(events), "end": max(events), "duration": max(events) - min(events)} if events else None,
         "grouped_by": ("role" if launch.has_roles() else "name") if group_by == "auto" else group_by,
         "ranges": range_stats(launch, group_by),
@@ -138,12 +155,17 @@ def summarize_launch(launch: Launch, marker: str | None = None, group_by: str = 
     }
 
 
-def summarize(trace: Trace, marker: str | None = None, group_by: str = "auto", skip: int = 0,
-              kernel: str | None = None) -> dict[str, Any]:
+def summarize(
+    trace: Trace, marker: str | None = None, group_by: str = "auto", skip: int = 0, kernel: str | None = None
+) -> dict[str, Any]:
     """The summary document of a trace (``kernel``: keep launches whose name contains it)."""
     launches = [la for la in trace.launches if kernel is None or kernel in la.kernel]
-    return {"source": trace.source, "shape": trace.shape, "units": "ns",
-            "launches": [summarize_launch(la, marker, group_by, skip) for la in launches]}
+    return {
+        "source": trace.source,
+        "shape": trace.shape,
+        "units": "ns",
+        "launches": [summarize_launch(la, marker, group_by, skip) for la in launches],
+    }
 
 
 def _us(ns: float | None) -> str:
@@ -155,19 +177,27 @@ def format_summary(doc: dict[str, Any]) -> list[str]:
     for la in doc["launches"]:
         span = la["span"]["duration"] if la["span"] else None
         where = f" graph {la['graph_key']}" if la["graph_key"] else ""
-        lines.append(f"launch {la['index']} grid_id {la['grid_id']}{where}: {la['kernel']}  grid {la['grid']} "
-                     f"block {la['block']}  span {_us(span)} us  ({la['counts']['ctas']} CTAs, "
-                     f"{la['counts']['ranges']} ranges, {la['counts']['markers']} markers)")
+        lines.append(
+            f"launch {la['index']} grid_id {la['grid_id']}{where}: {la['kernel']}  grid {la['grid']} "
+            f"block {la['block']}  span {_us(span)} us  ({la['counts']['ctas']} CTAs, "
+            f"{la['counts']['ranges']} ranges, {la['counts']['markers']} markers)"
+        )
         cs = la["cta_span"]
         if cs["count"]:
             lines.append(f"  CTA span us: min {_us(cs['min'])}  median {_us(cs['median'])}  max {_us(cs['max'])}")
         if la["ranges"]:
-            lines.append(f"  {'range':<32} {'role':<12} {'count':>8} {'min us':>10} {'median us':>10} "
-                         f"{'mean us':>10} {'max us':>10}")
+            lines.append(
+                f"  {'range':<32} {'role':<12} {'count':>8} {'min us':>10} {'median us':>10} "
+                f"{'mean us':>10} {'max us':>10}"
+            )
         for r in la["ranges"]:
-            lines.append(f"  {r['name'][:32]:<32} {(r['role'] or '-')[:12]:<12} {r['count']:>8} {_us(r['min']):>10} "
-                         f"{_us(r['median']):>10} {_us(r['mean']):>10} {_us(r['max']):>10}")
+            lines.append(
+                f"  {r['name'][:32]:<32} {(r['role'] or '-')[:12]:<12} {r['count']:>8} {_us(r['min']):>10} "
+                f"{_us(r['median']):>10} {_us(r['mean']):>10} {_us(r['max']):>10}"
+            )
         for p in la["periods"]:
-            lines.append(f"  period of {p['name']} ({p['source']}, {p['ctas']} CTAs): mean {_us(p['mean'])} us  "
-                         f"median {_us(p['median'])}  min {_us(p['min'])}  max {_us(p['max'])}")
+            lines.append(
+                f"  period of {p['name']} ({p['source']}, {p['ctas']} CTAs): mean {_us(p['mean'])} us  "
+                f"median {_us(p['median'])}  min {_us(p['min'])}  max {_us(p['max'])}"
+            )
     return lines

@@ -171,8 +171,12 @@ class _Tables:
         sm = _get(d, LOC_SM)
         key = (cta_t, warp, sm, role)
         if key not in self._locs:
-            self._locs[key] = Loc(cta_t, int(warp) if isinstance(warp, int) else -1,  # type: ignore[arg-type]
-                                  sm if isinstance(sm, int) else None, None if role is None else str(role))
+            self._locs[key] = Loc(
+                cta_t,  # type: ignore[arg-type]
+                int(warp) if isinstance(warp, int) else -1,
+                sm if isinstance(sm, int) else None,
+                None if role is None else str(role),
+            )
         return self._locs[key]
 
     def loc_index(self, idx: Any) -> Loc | None:
@@ -184,8 +188,9 @@ class _Tables:
         return self._locs[key]
 
 
-def _dims(raw: dict[str, Any], triples: tuple[tuple[str, str, str], ...], lists: tuple[str, ...]
-          ) -> tuple[int, int, int] | None:
+def _dims(
+    raw: dict[str, Any], triples: tuple[tuple[str, str, str], ...], lists: tuple[str, ...]
+) -> tuple[int, int, int] | None:
     for names in triples:
         if all(n in raw for n in names):
             try:
@@ -210,8 +215,7 @@ def _ts(value: Any) -> int | None:
     return None
 
 
-def _loc(raw: dict[str, Any], inline_names: tuple[str, ...], idx_names: tuple[str, ...], tables: _Tables
-         ) -> Loc | None:
+def _loc(raw: dict[str, Any], inline_names: tuple[str, ...], idx_names: tuple[str, ...], tables: _Tables) -> Loc | None:
     """A record's location: written inline, else an index into the location table."""
     inline = _get(raw, inline_names)
     if inline is not None:
@@ -244,10 +248,15 @@ def convert_launch(raw: dict[str, Any], tables: _Tables, index: int, graph_key: 
     kernel = _get(raw, LAUNCH_KERNEL)
     if not isinstance(kernel, str):
         kernel = tables.string(_get(raw, LAUNCH_KERNEL_IDX)) or "?"
-    launch = Launch(index=index, grid_id=_get(raw, LAUNCH_GRID_ID), kernel=kernel,
-                    grid=_dims(raw, LAUNCH_GRID_DIMS, LAUNCH_GRID_LIST),
-                    block=_dims(raw, LAUNCH_BLOCK_DIMS, LAUNCH_BLOCK_LIST),
-                    graph_key=graph_key, context_id=_get(raw, LAUNCH_CONTEXT_ID))
+    launch = Launch(
+        index=index,
+        grid_id=_get(raw, LAUNCH_GRID_ID),
+        kernel=kernel,
+        grid=_dims(raw, LAUNCH_GRID_DIMS, LAUNCH_GRID_LIST),
+        block=_dims(raw, LAUNCH_BLOCK_DIMS, LAUNCH_BLOCK_LIST),
+        graph_key=graph_key,
+        context_id=_get(raw, LAUNCH_CONTEXT_ID),
+    )
     for r in _get(raw, LAUNCH_RANGES) or []:
         start = _ts(_get(r, RANGE_START)) if isinstance(r, dict) else None
         end = _ts(_get(r, RANGE_END)) if isinstance(r, dict) else None
@@ -288,13 +297,13 @@ def _raw_launches(doc: dict[str, Any]) -> Iterator[tuple[list[Any], int, str | N
 
 def from_document(doc: Any, source: str = "") -> Trace:
     """Convert a loaded JSON document; raw launches are released as they are converted."""
-    if not isinstance(doc, dict) or not (_get(doc, TOP_LAUNCHES) is not None
-                                         or _get(doc, TOP_GRAPH_LAUNCHES) is not None):
+    if not isinstance(doc, dict) or not (
+        _get(doc, TOP_LAUNCHES) is not None or _get(doc, TOP_GRAPH_LAUNCHES) is not None
+    ):
         raise TraceError(f"{source or 'document'}: not an IKET JSON trace (no launches)")
     strings = _get(doc, TOP_STRINGS)
     locations = _get(doc, TOP_LOCATIONS)
-    tables = _Tables(strings if isinstance(strings, list) else None,
-                     locations if isinstance(locations, list) else None)
+    tables = _Tables(strings if isinstance(strings, list) else None, locations if isinstance(locations, list) else None)
     shape = "interned" if strings is not None or locations is not None else "plain"
     launches: list[Launch] = []
     for owner, i, key in _raw_launches(doc):

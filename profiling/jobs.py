@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from kcoral.runner.settings import Settings
 
 
-def profiling_env(settings: Settings, spec: JobSpec, job_id: str, extra: dict[str, str] | None = None
-                  ) -> dict[str, str]:
+def profiling_env(
+    settings: Settings, spec: JobSpec, job_id: str, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     return {**with_code_path(job_environment(settings.job_env, spec.env, job_id)), **(extra or {})}
 
 

@@ -26,24 +26,27 @@ class NcuOption:
 
 
 #: The options a client may pass through (../shared/notes/profiling.md), by long name.
-ALLOWED: dict[str, NcuOption] = {o.long: o for o in (
-    NcuOption("--set"),
-    NcuOption("--section"),
-    NcuOption("--metrics"),
-    NcuOption("--launch-count", "-c", integer=True),
-    NcuOption("--launch-skip", "-s", integer=True),
-    NcuOption("--kernel-name", "-k"),
-    NcuOption("--kernel-name-base"),
-    NcuOption("--kernel-id"),
-    NcuOption("--nvtx", takes_value=False),
-    NcuOption("--nvtx-include"),
-    NcuOption("--nvtx-exclude"),
-    NcuOption("--replay-mode"),
-    NcuOption("--clock-control"),
-    NcuOption("--cache-control"),
-    NcuOption("--target-processes"),
-    NcuOption("--import-source"),
-)}
+ALLOWED: dict[str, NcuOption] = {
+    o.long: o
+    for o in (
+        NcuOption("--set"),
+        NcuOption("--section"),
+        NcuOption("--metrics"),
+        NcuOption("--launch-count", "-c", integer=True),
+        NcuOption("--launch-skip", "-s", integer=True),
+        NcuOption("--kernel-name", "-k"),
+        NcuOption("--kernel-name-base"),
+        NcuOption("--kernel-id"),
+        NcuOption("--nvtx", takes_value=False),
+        NcuOption("--nvtx-include"),
+        NcuOption("--nvtx-exclude"),
+        NcuOption("--replay-mode"),
+        NcuOption("--clock-control"),
+        NcuOption("--cache-control"),
+        NcuOption("--target-processes"),
+        NcuOption("--import-source"),
+    )
+}
 _BY_SHORT = {o.short: o for o in ALLOWED.values() if o.short}
 
 #: Options refused with a specific reason (anything else unknown is refused generically).
@@ -143,12 +146,28 @@ def check_command(command: list[str]) -> None:
 def build_ncu_command(options: list[str], command: list[str], ncu: str = "ncu") -> list[str]:
     """``ncu --config-file 0 --export /job/out/report.ncu-rep <options> <command>`` (options checked)."""
     check_command(command)
-    return [ncu, "--config-file", "0", "--export", f"{OUTPUT_DIR}/{REPORT_FILE}",
-            *normalise_ncu_options(options), *command]
+    return [
+        ncu,
+        "--config-file",
+        "0",
+        "--export",
+        f"{OUTPUT_DIR}/{REPORT_FILE}",
+        *normalise_ncu_options(options),
+        *command,
+    ]
 
 
 def driver_command(python: str, ncu_argv: list[str]) -> list[str]:
     """The container's command: run ncu, then summarise its report; exits with ncu's code."""
-    return [python, "-m", "kcoral.profiling.run_tool", "ncu",
-            "--report", f"{OUTPUT_DIR}/{REPORT_FILE}", "--summary", f"{OUTPUT_DIR}/{SUMMARY_FILE}",
-            "--", *ncu_argv]
+    return [
+        python,
+        "-m",
+        "kcoral.profiling.run_tool",
+        "ncu",
+        "--report",
+        f"{OUTPUT_DIR}/{REPORT_FILE}",
+        "--summary",
+        f"{OUTPUT_DIR}/{SUMMARY_FILE}",
+        "--",
+        *ncu_argv,
+    ]

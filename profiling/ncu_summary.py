@@ -40,8 +40,19 @@ FIELDS: dict[str, tuple[str, str, str | None]] = {
     "registers_per_thread": (REGISTERS, "Registers Per Thread", None),
     "achieved_occupancy_pct": (OCCUPANCY, "Achieved Occupancy", "%"),
 }
-_TIME_UNITS = {"ns": 1.0, "nsecond": 1.0, "nanosecond": 1.0, "us": 1e3, "usecond": 1e3, "microsecond": 1e3,
-               "ms": 1e6, "msecond": 1e6, "millisecond": 1e6, "s": 1e9, "second": 1e9}
+_TIME_UNITS = {
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "nanosecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "microsecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "millisecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+}
 NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda*/bin/ncu")
 MODULE_GLOBS = ("/opt/nvidia/nsight-compute/*/extras/python", "/usr/local/cuda*/nsight-compute*/extras/python")
 
@@ -81,8 +92,9 @@ def module_dirs(ncu: str | None = None) -> list[str]:
         dirs.append(os.path.join(base, "extras", "python"))
         # /usr/local/cuda/bin/ncu is often a script that starts <cuda>/nsight-compute-<ver>/ncu
         parent = os.path.dirname(base)
-        dirs += sorted(glob.glob(os.path.join(parent, "nsight-compute*", "extras", "python")),
-                       key=_version_key, reverse=True)
+        dirs += sorted(
+            glob.glob(os.path.join(parent, "nsight-compute*", "extras", "python")), key=_version_key, reverse=True
+        )
     for pattern in MODULE_GLOBS:
         dirs += sorted(glob.glob(pattern), key=_version_key, reverse=True)
     seen: list[str] = []
@@ -244,9 +256,14 @@ def parse_details_csv(text: str) -> list[dict[str, Any]]:
         key = row.get("ID") or "0"
         kernel = kernels.get(key)
         if kernel is None:
-            kernel = {"id": len(kernels), "name": row.get("Kernel Name", ""),
-                      "grid": row.get("Grid Size") or None, "block": row.get("Block Size") or None,
-                      **{f: None for f in FIELDS}, "advice": []}
+            kernel = {
+                "id": len(kernels),
+                "name": row.get("Kernel Name", ""),
+                "grid": row.get("Grid Size") or None,
+                "block": row.get("Block Size") or None,
+                **{f: None for f in FIELDS},
+                "advice": [],
+            }
             kernels[key] = kernel
         label = (row.get("Metric Name") or "").strip()
         unit = (row.get("Metric Unit") or "").strip()
@@ -256,8 +273,13 @@ def parse_details_csv(text: str) -> list[dict[str, Any]]:
             kernel[hit[0]] = to_ns(number, unit) if hit[0] == "duration_ns" else number
         description = (row.get("Rule Description") or "").strip()
         if description:
-            item = {"rule": row.get("Rule Name") or None, "title": None, "type": row.get("Rule Type") or None,
-                    "message": description, "speedup_pct": to_number(row.get("Estimated Speedup"))}
+            item = {
+                "rule": row.get("Rule Name") or None,
+                "title": None,
+                "type": row.get("Rule Type") or None,
+                "message": description,
+                "speedup_pct": to_number(row.get("Estimated Speedup")),
+            }
             if item not in kernel["advice"]:
                 kernel["advice"].append(item)
     out = list(kernels.values())
@@ -267,8 +289,13 @@ def parse_details_csv(text: str) -> list[dict[str, Any]]:
 
 
 def summarize_with_csv(report: str, ncu: str) -> list[dict[str, Any]]:
-    proc = subprocess.run([ncu, "--import", report, "--csv", "--page", "details"], capture_output=True,
-                          text=True, errors="replace", timeout=600)
+    proc = subprocess.run(
+        [ncu, "--import", report, "--csv", "--page", "details"],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=600,
+    )
     if proc.returncode != 0:
         raise SummaryError(f"ncu --import failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     return parse_details_csv(proc.stdout)
@@ -290,8 +317,10 @@ def summarize(report: str, ncu: str | None = None) -> dict[str, Any]:
             doc["errors"].append(f"ncu_report: {type(exc).__name__}: {exc}")
     binary = find_ncu(ncu)
     if binary is None:
-        raise SummaryError("neither the ncu_report module nor an ncu binary was found: install Nsight Compute "
-                           "or read the summary JSON the server returned with the report")
+        raise SummaryError(
+            "neither the ncu_report module nor an ncu binary was found: install Nsight Compute "
+            "or read the summary JSON the server returned with the report"
+        )
     doc["kernels"] = summarize_with_csv(report, binary)
     doc["source"] = "csv"
     return doc
@@ -300,15 +329,25 @@ def summarize(report: str, ncu: str | None = None) -> dict[str, Any]:
 def write_summary(report: str, out: str, ncu: str | None = None) -> dict[str, Any]:
     """Summarise ``report`` into ``out`` (a document with an error when there is no report)."""
     if not os.path.exists(report):
-        doc: dict[str, Any] = {"report": os.path.basename(report), "source": None, "kernels": [],
-                               "errors": ["no report: ncu profiled no kernel (check --kernel-name, "
-                                          "--launch-skip, --launch-count) or the command failed"]}
+        doc: dict[str, Any] = {
+            "report": os.path.basename(report),
+            "source": None,
+            "kernels": [],
+            "errors": [
+                "no report: ncu profiled no kernel (check --kernel-name, "
+                "--launch-skip, --launch-count) or the command failed"
+            ],
+        }
     else:
         try:
             doc = summarize(report, ncu)
         except Exception as exc:
-            doc = {"report": os.path.basename(report), "source": None, "kernels": [],
-                   "errors": [f"{type(exc).__name__}: {exc}"]}
+            doc = {
+                "report": os.path.basename(report),
+                "source": None,
+                "kernels": [],
+                "errors": [f"{type(exc).__name__}: {exc}"],
+            }
     with open(out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=2)
     return doc
@@ -325,10 +364,12 @@ def format_kernel_lines(doc: dict[str, Any], advice: int = 3) -> list[str]:
         dur = k.get("duration_ns")
         dur_text = "-" if dur is None else (f"{dur / 1e3:.2f} us" if dur >= 1e3 else f"{dur:.0f} ns")
         lines.append(f"[{k.get('id')}] {k.get('name')}  grid {k.get('grid') or '-'} block {k.get('block') or '-'}")
-        lines.append(f"    duration {dur_text}  memory {_fmt(k.get('memory_throughput_pct'), '.1f', '%')}  "
-                     f"compute(SM) {_fmt(k.get('compute_throughput_pct'), '.1f', '%')}  "
-                     f"registers {_fmt(k.get('registers_per_thread'), '.0f')}  "
-                     f"occupancy {_fmt(k.get('achieved_occupancy_pct'), '.1f', '%')}")
+        lines.append(
+            f"    duration {dur_text}  memory {_fmt(k.get('memory_throughput_pct'), '.1f', '%')}  "
+            f"compute(SM) {_fmt(k.get('compute_throughput_pct'), '.1f', '%')}  "
+            f"registers {_fmt(k.get('registers_per_thread'), '.0f')}  "
+            f"occupancy {_fmt(k.get('achieved_occupancy_pct'), '.1f', '%')}"
+        )
         for item in [a for a in k.get("advice", []) if a.get("type") not in ("INF", "0")][:advice]:
             head = item.get("title") or item.get("rule") or "advice"
             speed = f" (est. speedup {item['speedup_pct']:.1f}%)" if item.get("speedup_pct") else ""

@@ -84,7 +84,7 @@ def main(args: list[str] | None = None) -> int:
         _say("usage: python -m kcoral.profiling.run_tool ncu|iket [options] -- TOOL ARGS...")
         return 2
     at = args.index("--")
-    own, tool = args[:at], args[at + 1:]
+    own, tool = args[:at], args[at + 1 :]
     parser = argparse.ArgumentParser(prog="kcoral.profiling.run_tool")
     parser.add_argument("kind", choices=["ncu", "iket"])
     parser.add_argument("--report")

@@ -27,8 +27,9 @@ def _pyplot() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise PlotUnavailable("plotting needs matplotlib: pip install 'kcoral[plot]' (or pip install matplotlib)"
-                              ) from None
+        raise PlotUnavailable(
+            "plotting needs matplotlib: pip install 'kcoral[plot]' (or pip install matplotlib)"
+        ) from None
     return plt
 
 
@@ -44,20 +45,32 @@ def _pick(trace: Trace, launch: int | None, kernel: str | None) -> Launch:
     raise ValueError(f"no launch {launch} (there are {len(trace.launches)})")
 
 
-def plot(trace: Trace | str | os.PathLike[str], out_png: str | os.PathLike[str], launch: int | None = None,
-         kernel: str | None = None, max_ctas: int = 8, max_rows: int = 256) -> Path:
+def plot(
+    trace: Trace | str | os.PathLike[str],
+    out_png: str | os.PathLike[str],
+    launch: int | None = None,
+    kernel: str | None = None,
+    max_ctas: int = 8,
+    max_rows: int = 256,
+) -> Path:
     """Draw the timeline of one launch (default: the one with the most events) into ``out_png``."""
     plt = _pyplot()
     if not isinstance(trace, Trace):
         trace = load(trace)
     la = _pick(trace, launch, kernel)
-    keys = {loc for loc in (*(r.loc for r in la.ranges), *(m.loc for m in la.markers),
-                            *(w.loc for w in la.lifetimes)) if loc is not None}
+    keys = {
+        loc
+        for loc in (*(r.loc for r in la.ranges), *(m.loc for m in la.markers), *(w.loc for w in la.lifetimes))
+        if loc is not None
+    }
     ctas = sorted({k.cta for k in keys})[:max_ctas]
     rows = sorted({(k.cta, k.warp) for k in keys if k.cta in set(ctas)})[:max_rows]
     row_of = {key: i for i, key in enumerate(rows)}
-    times = [t for r in la.ranges for t in (r.start, r.end)] + [m.ts for m in la.markers] + \
-        [t for w in la.lifetimes for t in (w.start, w.end)]
+    times = (
+        [t for r in la.ranges for t in (r.start, r.end)]
+        + [m.ts for m in la.markers]
+        + [t for w in la.lifetimes for t in (w.start, w.end)]
+    )
     t0 = min(times) if times else 0
     names = sorted({r.name for r in la.ranges})
     cmap = plt.get_cmap("tab20")
@@ -71,8 +84,12 @@ def plot(trace: Trace | str | os.PathLike[str], out_png: str | os.PathLike[str],
     for r in la.ranges:
         row = row_of.get((r.loc.cta, r.loc.warp)) if r.loc else None
         if row is not None:
-            ax.broken_barh([((r.start - t0) / 1e3, max(r.end - r.start, 1) / 1e3)], (row - 0.35, 0.7),
-                           color=colour[r.name], alpha=0.8)
+            ax.broken_barh(
+                [((r.start - t0) / 1e3, max(r.end - r.start, 1) / 1e3)],
+                (row - 0.35, 0.7),
+                color=colour[r.name],
+                alpha=0.8,
+            )
     xs = [(m.ts - t0) / 1e3 for m in la.markers if m.loc and (m.loc.cta, m.loc.warp) in row_of]
     ys = [row_of[(m.loc.cta, m.loc.warp)] for m in la.markers if m.loc and (m.loc.cta, m.loc.warp) in row_of]
     if xs:

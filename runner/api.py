@@ -190,8 +190,9 @@ def cancel_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobV
 
 
 @router.get("/jobs/{job_id}/log")
-async def job_log(job_id: str, request: Request, offset: int = 0, follow: bool = False,
-                  who: str = Depends(owner)) -> StreamingResponse:
+async def job_log(
+    job_id: str, request: Request, offset: int = 0, follow: bool = False, who: str = Depends(owner)
+) -> StreamingResponse:
     svc = services(request)
     _own_job(svc, job_id, who)
     if offset < 0:
@@ -234,5 +235,4 @@ def get_output(job_id: str, path: str, request: Request, who: str = Depends(owne
     job = _own_job(svc, job_id, who)
     if path not in {o.path for o in job.outputs}:
         raise NotFound(f"job {job_id} has no output file {path!r}")
-    return FileResponse(safe_output_path(svc.store.paths(job_id).outputs, path),
-                        media_type="application/octet-stream")
+    return FileResponse(safe_output_path(svc.store.paths(job_id).outputs, path), media_type="application/octet-stream")

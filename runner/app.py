@@ -27,8 +27,12 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         yield
         svc.scheduler.stop()
 
-    app = FastAPI(title="kcoral", version="0.1.0", lifespan=lifespan,
-                  description="Remote GPU benchmark server: jobs in locked-down containers on leased GPUs.")
+    app = FastAPI(
+        title="kcoral",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="Remote GPU benchmark server: jobs in locked-down containers on leased GPUs.",
+    )
     app.state.services = svc
     app.include_router(router)
 
@@ -46,7 +50,8 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error")
-        return JSONResponse({"error": "internal", "message": f"internal server error: {type(exc).__name__}"},
-                            status_code=500)
+        return JSONResponse(
+            {"error": "internal", "message": f"internal server error: {type(exc).__name__}"}, status_code=500
+        )
 
     return app

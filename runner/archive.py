@@ -139,8 +139,9 @@ def collect_outputs(raw: Path, dest: Path, limits: Limits) -> Collected:
     result = Collected()
     budget = limits.output_bytes
     dest.mkdir(parents=True, exist_ok=True)
-    entries = sorted((e for e in jobfs.walk(raw, limits.output_files * 4) if not stat.S_ISDIR(e.mode)),
-                     key=lambda e: e.rel)
+    entries = sorted(
+        (e for e in jobfs.walk(raw, limits.output_files * 4) if not stat.S_ISDIR(e.mode)), key=lambda e: e.rel
+    )
     try:
         root_fd = os.open(raw, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError:

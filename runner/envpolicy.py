@@ -19,12 +19,28 @@ _FORBIDDEN_PREFIXES = ("LD_", "NVIDIA_", "KCORAL_", "CUDA_", "DYLD_", "GCONV_", 
 #: PYTHON* names are refused (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, PYTHONUSERBASE, PYTHONSAFEPATH...)
 #: except these, which only change diagnostics or encodings
 _PYTHON_ALLOWED = {
-    "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTHONDEVMODE",
-    "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONTRACEMALLOC",
+    "PYTHONHASHSEED",
+    "PYTHONWARNINGS",
+    "PYTHONFAULTHANDLER",
+    "PYTHONDEVMODE",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "PYTHONTRACEMALLOC",
 }
 #: other vendors' device selection; shells' and other interpreters' start-up hooks
-_FORBIDDEN_NAMES = {"HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "IFS", "ENV",
-                    "BASH_ENV", "SHELLOPTS", "PERL5LIB", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS"}
+_FORBIDDEN_NAMES = {
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "GPU_DEVICE_ORDINAL",
+    "IFS",
+    "ENV",
+    "BASH_ENV",
+    "SHELLOPTS",
+    "PERL5LIB",
+    "PERL5OPT",
+    "RUBYOPT",
+    "NODE_OPTIONS",
+}
 
 
 def refusal(name: str) -> str | None:

@@ -69,9 +69,14 @@ class DockerExecutor:
         """Docker reachability and version, for /health."""
         try:
             info = self._api().info()
-            return {"ok": True, "version": info.get("ServerVersion", ""), "runtimes": sorted(info.get("Runtimes", {})),
-                    "cgroup": info.get("CgroupVersion", ""), "cgroup_driver": info.get("CgroupDriver", ""),
-                    "storage": info.get("Driver", "")}
+            return {
+                "ok": True,
+                "version": info.get("ServerVersion", ""),
+                "runtimes": sorted(info.get("Runtimes", {})),
+                "cgroup": info.get("CgroupVersion", ""),
+                "cgroup_driver": info.get("CgroupDriver", ""),
+                "storage": info.get("Driver", ""),
+            }
         except (InfrastructureError, *_DOCKER_ERRORS) as exc:
             return {"ok": False, "error": str(exc)}
 
@@ -149,8 +154,15 @@ class DockerExecutor:
 
     # --- one job ------------------------------------------------------------------------------
 
-    def run_group(self, job_id: str, steps: list[ContainerStep], lease: Lease, deadline: float,
-                  cancel: threading.Event, job_log: Path) -> list[StepOutcome]:
+    def run_group(
+        self,
+        job_id: str,
+        steps: list[ContainerStep],
+        lease: Lease,
+        deadline: float,
+        cancel: threading.Event,
+        job_log: Path,
+    ) -> list[StepOutcome]:
         """Run containers side by side on one lease; the first leads. Steps with ``join`` set share
         the leader's PID (and, where the leader shares it, IPC) namespace. The group ends when the
         leader exits: the others get a moment to leave by themselves, then are killed. A breach of
@@ -218,9 +230,11 @@ class DockerExecutor:
                 budget = m.step.output_budget or limits.output_bytes
                 usage = dir_usage(m.step.output_dir, limits.output_files * 2)
                 if usage.bytes > budget or usage.entries > limits.output_files * 2:
-                    return (Verdict.output_limit,
-                            f"the output directory passed its budget ({budget} bytes, "
-                            f"{limits.output_files} files) and the job was killed")
+                    return (
+                        Verdict.output_limit,
+                        f"the output directory passed its budget ({budget} bytes, "
+                        f"{limits.output_files} files) and the job was killed",
+                    )
         return None
 
 
@@ -239,9 +253,12 @@ class _Member:
     def begin(self, log_cap: int) -> None:
         self.log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.budget = log_cap - self.log_start
-        self.threads = [threading.Thread(target=_wait_exit, args=(self.container, self.watch), daemon=True),
-                        threading.Thread(target=_copy_log, args=(self.container, self.log_path, self.budget,
-                                                                 self.watch), daemon=True)]
+        self.threads = [
+            threading.Thread(target=_wait_exit, args=(self.container, self.watch), daemon=True),
+            threading.Thread(
+                target=_copy_log, args=(self.container, self.log_path, self.budget, self.watch), daemon=True
+            ),
+        ]
         for t in self.threads:
             t.start()
 
@@ -305,7 +322,7 @@ def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
     except _DOCKER_ERRORS as exc:
         log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
         return
-    missing = full[watch.log_bytes:cap]
+    missing = full[watch.log_bytes : cap]
     if missing:
         with open(path, "ab") as out:
             out.write(missing)

@@ -47,14 +47,16 @@ class Nvml:
                 out = []
                 for i in range(pynvml.nvmlDeviceGetCount()):
                     h = pynvml.nvmlDeviceGetHandleByIndex(i)
-                    out.append(GpuInfo(
-                        index=i,
-                        minor=pynvml.nvmlDeviceGetMinorNumber(h),
-                        uuid=_text(pynvml.nvmlDeviceGetUUID(h)),
-                        name=_text(pynvml.nvmlDeviceGetName(h)),
-                        memory_total_mib=pynvml.nvmlDeviceGetMemoryInfo(h).total >> 20,
-                        driver=driver,
-                    ))
+                    out.append(
+                        GpuInfo(
+                            index=i,
+                            minor=pynvml.nvmlDeviceGetMinorNumber(h),
+                            uuid=_text(pynvml.nvmlDeviceGetUUID(h)),
+                            name=_text(pynvml.nvmlDeviceGetName(h)),
+                            memory_total_mib=pynvml.nvmlDeviceGetMemoryInfo(h).total >> 20,
+                            driver=driver,
+                        )
+                    )
                 return out
             except pynvml.NVMLError as exc:
                 self.error = f"NVML error: {exc}"
@@ -74,7 +76,6 @@ class Nvml:
             except pynvml.NVMLError as exc:
                 log.warning("reading GPU %d failed: %s", index, exc)
                 return None
-
 
     def telemetry(self, index: int) -> dict[str, float] | None:
         """Clocks (MHz), temperature (C) and power (W) of one GPU right now."""

@@ -61,15 +61,22 @@ class PythonKind:
 
     def plan(self, ctx: JobContext) -> Plan:
         settings, job, paths = ctx.settings, ctx.job, ctx.paths
-        step = ContainerStep(image=job.spec.image or settings.image, command=[settings.python, *job.spec.argv],
-                             env=job_environment(settings.job_env, job.spec.env, job.id),
-                             mounts={str(paths.input): (INPUT_MOUNT, "ro")}, output_dir=paths.raw_out)
+        step = ContainerStep(
+            image=job.spec.image or settings.image,
+            command=[settings.python, *job.spec.argv],
+            env=job_environment(settings.job_env, job.spec.env, job.id),
+            mounts={str(paths.input): (INPUT_MOUNT, "ro")},
+            output_dir=paths.raw_out,
+        )
         return Plan(image=step.image, steps=[step], collect=paths.raw_out)
 
 
 #: kinds living in other packages, imported when first needed: name -> "module:attribute"
-_PLUGINS = {JobKindName.eval: "kcoral.tasks.evaluate:EvalKind", JobKindName.ncu: "kcoral.profiling.jobs:NcuKind",
-            JobKindName.iket: "kcoral.profiling.jobs:IketKind"}
+_PLUGINS = {
+    JobKindName.eval: "kcoral.tasks.evaluate:EvalKind",
+    JobKindName.ncu: "kcoral.profiling.jobs:NcuKind",
+    JobKindName.iket: "kcoral.profiling.jobs:IketKind",
+}
 _KINDS: dict[str, JobKind] = {JobKindName.python: PythonKind()}
 
 

@@ -50,7 +50,7 @@ def split_cores(cores: list[int], slots: int) -> list[tuple[int, ...]]:
     if slots < 1 or len(cores) < slots:
         return [() for _ in range(slots)]
     each = len(cores) // slots
-    return [tuple(cores[i * each:(i + 1) * each]) for i in range(slots)]
+    return [tuple(cores[i * each : (i + 1) * each]) for i in range(slots)]
 
 
 class Placement(Protocol):
@@ -107,7 +107,6 @@ class LeasePool:
     def drain(self, slot_name: str, reason: str) -> None:
         with self._lock:
             self._drained[slot_name] = reason
-
 
     def describe(self) -> dict[str, object]:
         with self._lock:

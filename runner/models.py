@@ -45,9 +45,11 @@ class JobSpec(BaseModel):
     """What a client submits (POST /v1/jobs). The sent directory follows as a tar (PUT .../input)."""
 
     kind: str = Field("python", description="python | eval | ncu | iket")
-    argv: list[str] = Field(default_factory=list,
-                            description="python: the arguments after 'python' (SCRIPT ARGS, -c CODE, -m MOD); "
-                                        "ncu/iket: the tool's own options")
+    argv: list[str] = Field(
+        default_factory=list,
+        description="python: the arguments after 'python' (SCRIPT ARGS, -c CODE, -m MOD); "
+        "ncu/iket: the tool's own options",
+    )
     command: list[str] = Field(default_factory=list, description="ncu/iket: the profiled command")
     task: str | None = Field(None, description="eval: the task id, e.g. demo/softmax")
     image: str | None = Field(None, description="set by the server on a rerun: the image digest to run again")
@@ -109,4 +111,3 @@ class JobView(BaseModel):
     def public(self) -> JobView:
         """The view with env values removed (only names are ever shown back)."""
         return self.model_copy(update={"spec": self.spec.model_copy(update={"env": {}})})
-

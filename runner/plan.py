@@ -128,8 +128,15 @@ class Executor(EngineFacts, Protocol):
 
     def has_image(self, ref: str) -> bool: ...
 
-    def run_group(self, job_id: str, steps: list[ContainerStep], lease: Lease, deadline: float,
-                  cancel: threading.Event, job_log: Path) -> list[StepOutcome]:
+    def run_group(
+        self,
+        job_id: str,
+        steps: list[ContainerStep],
+        lease: Lease,
+        deadline: float,
+        cancel: threading.Event,
+        job_log: Path,
+    ) -> list[StepOutcome]:
         """Run the steps side by side (the first leads) to their end, or kill them all on a breach;
         InfrastructureError when the engine fails."""
 

@@ -24,13 +24,15 @@ LABEL_STEP = "kcoral.step"
 NVIDIA_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
 
 
-def container_options(settings: Settings, job_id: str, step: ContainerStep, lease: Lease,
-                      gpu_mode: str, leader: str | None = None) -> dict[str, object]:
+def container_options(
+    settings: Settings, job_id: str, step: ContainerStep, lease: Lease, gpu_mode: str, leader: str | None = None
+) -> dict[str, object]:
     """Keyword arguments for ``client.containers.create`` for one step of a job (``leader``: the
     id of the group leader whose namespaces a joined step enters)."""
     limits = settings.limits
-    volumes: dict[str, dict[str, str]] = {host: {"bind": inside, "mode": mode}
-                                          for host, (inside, mode) in step.mounts.items()}
+    volumes: dict[str, dict[str, str]] = {
+        host: {"bind": inside, "mode": mode} for host, (inside, mode) in step.mounts.items()
+    }
     if step.output_dir is not None:
         volumes[str(step.output_dir)] = {"bind": OUTPUT_MOUNT, "mode": "rw"}
     for path in settings.toolchain_mounts:
@@ -59,8 +61,7 @@ def container_options(settings: Settings, job_id: str, step: ContainerStep, leas
         oom_score_adj=1000,
         shm_size=limits.shm_bytes,
         tmpfs={"/tmp": f"size={limits.tmpfs_bytes},mode=1777,exec,nosuid,nodev"},
-        ulimits=[Ulimit(name="core", soft=0, hard=0),
-                 Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
+        ulimits=[Ulimit(name="core", soft=0, hard=0), Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
         # Twice the cap, so the engine never rotates its log before the server's own cap stops the job:
         # a rotation at the cap can leave the live log stream behind, and the flood would run to its deadline.
         log_config=LogConfig(type="local", config={"max-size": str(2 * limits.log_bytes), "max-file": "2"}),

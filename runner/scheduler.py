@@ -22,6 +22,7 @@ from kcoral.runner.store import JobStore
 
 log = logging.getLogger("kcoral.scheduler")
 
+
 class GpuProbe(Protocol):
     """What the scheduler reads of a GPU (runner.gpus.Nvml; tests use their own)."""
 
@@ -30,8 +31,9 @@ class GpuProbe(Protocol):
     def telemetry(self, index: int) -> dict[str, float] | None: ...
 
 
-def fair_order(queued: list[JobView], running: list[JobView],
-               last_started: dict[str, float] | None = None) -> list[JobView]:
+def fair_order(
+    queued: list[JobView], running: list[JobView], last_started: dict[str, float] | None = None
+) -> list[JobView]:
     """Round-robin over owners, FIFO within one owner. Owners with fewer running jobs go first, then
     those whose last job started longest ago (``last_started``: owner -> start time), so one owner's
     backlog cannot hold a slot against another's single job.
@@ -47,8 +49,9 @@ def fair_order(queued: list[JobView], running: list[JobView],
     for job in running:
         busy[job.owner] += 1
     order: list[JobView] = []
-    queues = sorted(by_owner.values(),
-                    key=lambda jobs: (busy[jobs[0].owner], last.get(jobs[0].owner, 0.0), queued.index(jobs[0])))
+    queues = sorted(
+        by_owner.values(), key=lambda jobs: (busy[jobs[0].owner], last.get(jobs[0].owner, 0.0), queued.index(jobs[0]))
+    )
     depth = 0
     while len(order) < len(queued):
         for jobs in queues:
@@ -59,8 +62,9 @@ def fair_order(queued: list[JobView], running: list[JobView],
 
 
 class Scheduler:
-    def __init__(self, store: JobStore, placement: Placement, executor: Executor, nvml: GpuProbe,
-                 settings: Settings) -> None:
+    def __init__(
+        self, store: JobStore, placement: Placement, executor: Executor, nvml: GpuProbe, settings: Settings
+    ) -> None:
         self.store = store
         self.settings = settings
         self.placement = placement
@@ -92,8 +96,11 @@ class Scheduler:
     def recover(self) -> None:
         """After a restart: jobs that were running are lost (say so); their containers go."""
         for job in self.store.in_state(JobState.running):
-            self.store.finish(job.id, Verdict.infrastructure_error,
-                              reason="the server stopped while this job was running; its container was removed")
+            self.store.finish(
+                job.id,
+                Verdict.infrastructure_error,
+                reason="the server stopped while this job was running; its container was removed",
+            )
             log.warning("job %s was running when the server stopped: marked failed", job.id)
         try:
             removed = self.executor.remove_orphans()
@@ -115,8 +122,9 @@ class Scheduler:
                 time.sleep(1.0)
 
     def queue_order(self) -> list[JobView]:
-        return fair_order(self.store.in_state(JobState.queued), self.store.in_state(JobState.running),
-                          self.store.last_started())
+        return fair_order(
+            self.store.in_state(JobState.queued), self.store.in_state(JobState.running), self.store.last_started()
+        )
 
     def _dispatch(self) -> None:
         for job in self.queue_order():
@@ -145,14 +153,23 @@ class Scheduler:
         baseline = {g.index: self.nvml.usage(g.index) for g in lease.gpus}
         result = RunResult(Verdict.infrastructure_error, reason="the executor crashed")
         try:
-            result = run_job(JobRun(job, lease, self.store.paths(job.id), self._cancels[job.id], self.executor,
-                                    self.settings, lambda image: self.store.set_image(job.id, image), self.nvml))
+            result = run_job(
+                JobRun(
+                    job,
+                    lease,
+                    self.store.paths(job.id),
+                    self._cancels[job.id],
+                    self.executor,
+                    self.settings,
+                    lambda image: self.store.set_image(job.id, image),
+                    self.nvml,
+                )
+            )
         except Exception as exc:
             log.exception("job %s: executor crashed", job.id)
             result = RunResult(Verdict.infrastructure_error, reason=f"executor crashed: {exc}")
         finally:
-            self.store.finish(job.id, result.verdict, result.exit_code, result.reason, result.outputs,
-                              result.log_bytes)
+            self.store.finish(job.id, result.verdict, result.exit_code, result.reason, result.outputs, result.log_bytes)
             log.info("job %s finished: %s %s", job.id, result.verdict, result.exit_code)
             self._check_gpus_clean(lease, baseline)
             self.placement.release(lease)
@@ -180,8 +197,10 @@ class Scheduler:
             if after.processes:
                 reason = f"processes {list(after.processes)} still on GPU {index} after the job"
             elif after.memory_used_mib > before.memory_used_mib + slack:
-                reason = (f"GPU {index} memory in use {after.memory_used_mib} MiB after the job, "
-                          f"{before.memory_used_mib} MiB before")
+                reason = (
+                    f"GPU {index} memory in use {after.memory_used_mib} MiB after the job, "
+                    f"{before.memory_used_mib} MiB before"
+                )
             else:
                 return ""
             time.sleep(0.1)

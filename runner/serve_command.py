@@ -37,14 +37,20 @@ def serve(
     cpu_slots: int = typer.Option(2, min=0, help="concurrent jobs without a GPU"),
     tokens_file: Path | None = typer.Option(None, help="bearer tokens, one 'NAME TOKEN' per line"),
     image: str = typer.Option(
-        "", help="job image (default kcoral-job:cpu; kcoral-toolchain:latest with --host-toolchain)"),
-    host_toolchain: bool = typer.Option(False, help="mount the host's /usr /lib /lib64 /bin /opt /etc read-only "
-                                                    "into a near-empty image (GPU hosts without a registry)"),
+        "", help="job image (default kcoral-job:cpu; kcoral-toolchain:latest with --host-toolchain)"
+    ),
+    host_toolchain: bool = typer.Option(
+        False,
+        help="mount the host's /usr /lib /lib64 /bin /opt /etc read-only "
+        "into a near-empty image (GPU hosts without a registry)",
+    ),
     toolchain_mount: list[str] = typer.Option([], help="with --host-toolchain: mount these instead of the defaults"),
-    ncu_image: str = typer.Option("kcoral-ncu:latest", help="image of ncu jobs (not with --host-toolchain: "
-                                                            "the host's ncu is used)"),
-    iket_image: str = typer.Option("kcoral-iket:latest", help="image of iket jobs (not with --host-toolchain: "
-                                                              "the host's run-iket is used)"),
+    ncu_image: str = typer.Option(
+        "kcoral-ncu:latest", help="image of ncu jobs (not with --host-toolchain: the host's ncu is used)"
+    ),
+    iket_image: str = typer.Option(
+        "kcoral-iket:latest", help="image of iket jobs (not with --host-toolchain: the host's run-iket is used)"
+    ),
     gpu_mode: str = typer.Option("auto", help="auto | runtime (NVIDIA container runtime) | devices (device nodes)"),
     driver_mount: list[str] = typer.Option([], help="in devices mode: driver library dirs to mount read-only"),
     python: str = typer.Option("python3", help="interpreter inside the job container"),
@@ -56,12 +62,21 @@ def serve(
     if gpu_mode not in ("auto", "runtime", "devices"):
         raise typer.BadParameter("--gpu-mode must be auto, runtime or devices")
     settings = Settings(
-        host=host, port=port, data_dir=data_dir, gpus=_parse_gpus(gpus), cpu_slots=cpu_slots,
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        gpus=_parse_gpus(gpus),
+        cpu_slots=cpu_slots,
         tokens_file=tokens_file,
         image=image or ("kcoral-toolchain:latest" if host_toolchain else "kcoral-job:cpu"),
         toolchain_mounts=tuple(toolchain_mount or DEFAULT_TOOLCHAIN_MOUNTS) if host_toolchain else (),
-        gpu_mode=gpu_mode, driver_mounts=tuple(driver_mount), python=python, job_env=_parse_env(job_env),
-        tasks_dir=tasks_dir, ncu_image=ncu_image, iket_image=iket_image,
+        gpu_mode=gpu_mode,
+        driver_mounts=tuple(driver_mount),
+        python=python,
+        job_env=_parse_env(job_env),
+        tasks_dir=tasks_dir,
+        ncu_image=ncu_image,
+        iket_image=iket_image,
     )
     if not settings.is_loopback and settings.tokens_file is None:
         typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)

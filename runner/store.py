@@ -56,8 +56,10 @@ def migrate(db: sqlite3.Connection) -> int:
     """Run the migrations this database lacks, each in its own transaction; return its version."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > len(MIGRATIONS):
-        raise InfrastructureError(f"the job database has schema version {version}, newer than this kcoral's "
-                                  f"{len(MIGRATIONS)}: run the kcoral that made it, or another data dir")
+        raise InfrastructureError(
+            f"the job database has schema version {version}, newer than this kcoral's "
+            f"{len(MIGRATIONS)}: run the kcoral that made it, or another data dir"
+        )
     for number in range(version, len(MIGRATIONS)):
         db.executescript(f"BEGIN IMMEDIATE; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
     return len(MIGRATIONS)
@@ -147,16 +149,29 @@ class JobStore:
         self._update(job_id, state=JobState.queued, input_sha256=sha256, input_bytes=size, queued=time.time())
 
     def mark_running(self, job_id: str, slot: str, gpus: list[GpuInfo]) -> None:
-        self._update(job_id, state=JobState.running, slot=slot,
-                     gpus=json.dumps([g.model_dump() for g in gpus]), started=time.time())
+        self._update(
+            job_id,
+            state=JobState.running,
+            slot=slot,
+            gpus=json.dumps([g.model_dump() for g in gpus]),
+            started=time.time(),
+        )
 
     def set_image(self, job_id: str, image: ImageInfo) -> None:
         self._update(job_id, image=image.model_dump_json())
 
-    def finish(self, job_id: str, verdict: Verdict, exit_code: int | None = None, reason: str = "",
-               outputs: list[OutputFile] | None = None, log_bytes: int | None = None) -> None:
-        fields: dict[str, object] = dict(state=JobState.finished, verdict=verdict, exit_code=exit_code,
-                                         reason=reason, finished=time.time())
+    def finish(
+        self,
+        job_id: str,
+        verdict: Verdict,
+        exit_code: int | None = None,
+        reason: str = "",
+        outputs: list[OutputFile] | None = None,
+        log_bytes: int | None = None,
+    ) -> None:
+        fields: dict[str, object] = dict(
+            state=JobState.finished, verdict=verdict, exit_code=exit_code, reason=reason, finished=time.time()
+        )
         if outputs is not None:
             fields["outputs"] = json.dumps([o.model_dump() for o in outputs])
         if log_bytes is not None:
@@ -212,8 +227,9 @@ class JobStore:
         """owner -> when that owner's most recent job started (owners whose jobs never ran: absent)."""
         try:
             with self._lock:
-                rows = self._db.execute("SELECT owner, MAX(started) FROM jobs WHERE started IS NOT NULL "
-                                        "GROUP BY owner").fetchall()
+                rows = self._db.execute(
+                    "SELECT owner, MAX(started) FROM jobs WHERE started IS NOT NULL GROUP BY owner"
+                ).fetchall()
         except sqlite3.Error as exc:
             raise InfrastructureError(f"job database error: {exc}") from None
         return {str(owner): float(started) for owner, started in rows}
@@ -243,7 +259,6 @@ def _to_view(row: sqlite3.Row) -> JobView:
         input_sha256=row["input_sha256"],
         input_bytes=row["input_bytes"],
         log_bytes=row["log_bytes"],
-        times=JobTimes(created=row["created"], queued=row["queued"], started=row["started"],
-                       finished=row["finished"]),
+        times=JobTimes(created=row["created"], queued=row["queued"], started=row["started"], finished=row["finished"]),
         outputs=[OutputFile(**o) for o in json.loads(row["outputs"])],
     )

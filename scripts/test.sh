@@ -4,5 +4,6 @@
 set -euo pipefail
 source "$(dirname "$0")/install.sh"
 ruff check .
+ruff format --check .
 mypy
 python3 -m pytest -q -p no:cacheprovider "$@"

@@ -47,8 +47,9 @@ def build_cases(task: Task, module: Any, key: bytes, nonce: bytes) -> CaseFile:
             drafts.append((Phase.HOLDOUT, f"holdout{i}", params, seed, False, default_tol))
     for w in manifest["workloads"]:
         seed = _seed(f"{task.id}/{w['id']}".encode())
-        drafts.append((Phase.WORKLOAD, w["id"], w["params"], seed, bool(w.get("timed")),
-                       w.get("tolerance", default_tol)))
+        drafts.append(
+            (Phase.WORKLOAD, w["id"], w["params"], seed, bool(w.get("timed")), w.get("tolerance", default_tol))
+        )
     cases = [Case(f"c{i:02d}", *draft) for i, draft in enumerate(drafts)]
     sample_key = hmac.new(key, nonce + b"samples/" + task.id.encode(), hashlib.sha256).hexdigest()
     return CaseFile(task=task.id, device=task.device, cases=cases, sample_key=sample_key)

@@ -79,20 +79,21 @@ class _Evaluation:
     def __init__(self, ctx: JobContext) -> None:
         self.ctx = ctx
         self.root = ctx.paths.root / "eval"
-        self.judge_in = self.root / "judge-in"      # the judge's case file: the supervisor only
-        self.judge_dir = self.root / "judge"        # the supervisor's result: the supervisor only
-        self.channel = self.root / "chan"           # the supervisor's socket (read-only for the candidate)
+        self.judge_in = self.root / "judge-in"  # the judge's case file: the supervisor only
+        self.judge_dir = self.root / "judge"  # the supervisor's result: the supervisor only
+        self.channel = self.root / "chan"  # the supervisor's socket (read-only for the candidate)
         self.judge_log = self.root / "judge.log"
-        self.family_copy = ctx.paths.snapshot      # the task's folder and its siblings (shared code)
-        self.task_copy = self.family_copy          # set to the task's own folder by _snapshot_task
+        self.family_copy = ctx.paths.snapshot  # the task's folder and its siblings (shared code)
+        self.task_copy = self.family_copy  # set to the task's own folder by _snapshot_task
 
     def plan(self) -> Plan:
         """Snapshot the task, write the case file (holdout and sample keys drawn here), and name the
         two containers; :meth:`finish` turns the supervisor's result into the report."""
         ctx = self.ctx
         task = self._snapshot_task()
-        self.cases = case_builder.build_cases(task, task.module(), case_builder.holdout_key(ctx.settings.data_dir),
-                                              os.urandom(16))
+        self.cases = case_builder.build_cases(
+            task, task.module(), case_builder.holdout_key(ctx.settings.data_dir), os.urandom(16)
+        )
         _private_dir(self.judge_in, 0o700)
         _private_dir(self.channel, 0o755)
         (self.judge_in / "cases.json").write_text(self.cases.to_json())
@@ -110,28 +111,63 @@ class _Evaluation:
         cgroups = ctx.engine.cgroup_mount()
         return ContainerStep(
             image=image,
-            command=[ctx.settings.python, "-P", "-m", "kcoral.tasks.harness.supervisor", self.task_mount,
-                     "/judge-in/cases.json", OUTPUT_MOUNT, f"{CHANNEL_MOUNT}/worker.sock",
-                     cgroups[1] if cgroups else "none"],
+            command=[
+                ctx.settings.python,
+                "-P",
+                "-m",
+                "kcoral.tasks.harness.supervisor",
+                self.task_mount,
+                "/judge-in/cases.json",
+                OUTPUT_MOUNT,
+                f"{CHANNEL_MOUNT}/worker.sock",
+                cgroups[1] if cgroups else "none",
+            ],
             # USER: the host's passwd (toolchain mode) has no entry for this uid, and getpass needs a name
-            env={**self._env(), "TRITON_CACHE_DIR": f"{JUDGE_CACHE_MOUNT}/triton", "USER": "kcoral-supervisor",
-                 "LOGNAME": "kcoral-supervisor"},
-            mounts={**self._code(), str(self.judge_in): ("/judge-in", "ro"), str(self.channel): (CHANNEL_MOUNT, "rw"),
-                    str(cache): (JUDGE_CACHE_MOUNT, "rw"),
-                    **({cgroups[0]: (str(CGROUP_MOUNT), "ro")} if cgroups else {})},
-            working_dir="/tmp", output_dir=self.judge_dir, name="supervisor", output_budget=SUPERVISOR_OUTPUT_BYTES,
-            uid=SUPERVISOR_UID, share_ipc=cuda, log=self.judge_log)
+            env={
+                **self._env(),
+                "TRITON_CACHE_DIR": f"{JUDGE_CACHE_MOUNT}/triton",
+                "USER": "kcoral-supervisor",
+                "LOGNAME": "kcoral-supervisor",
+            },
+            mounts={
+                **self._code(),
+                str(self.judge_in): ("/judge-in", "ro"),
+                str(self.channel): (CHANNEL_MOUNT, "rw"),
+                str(cache): (JUDGE_CACHE_MOUNT, "rw"),
+                **({cgroups[0]: (str(CGROUP_MOUNT), "ro")} if cgroups else {}),
+            },
+            working_dir="/tmp",
+            output_dir=self.judge_dir,
+            name="supervisor",
+            output_budget=SUPERVISOR_OUTPUT_BYTES,
+            uid=SUPERVISOR_UID,
+            share_ipc=cuda,
+            log=self.judge_log,
+        )
 
     def _candidate_step(self, image: str, cache: Path, cuda: bool) -> ContainerStep:
         ctx = self.ctx
         return ContainerStep(
             image=image,
-            command=[ctx.settings.python, "-P", "-m", "kcoral.tasks.harness.worker", self.task_mount,
-                     f"{CHANNEL_MOUNT}/worker.sock"],
+            command=[
+                ctx.settings.python,
+                "-P",
+                "-m",
+                "kcoral.tasks.harness.worker",
+                self.task_mount,
+                f"{CHANNEL_MOUNT}/worker.sock",
+            ],
             env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache", "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
-            mounts={**self._code(), str(ctx.paths.input): (INPUT_MOUNT, "ro"),
-                    str(self.channel): (CHANNEL_MOUNT, "ro"), str(cache): (SEED_CACHE_MOUNT, "ro")},
-            name="candidate", join=True, share_ipc=cuda)
+            mounts={
+                **self._code(),
+                str(ctx.paths.input): (INPUT_MOUNT, "ro"),
+                str(self.channel): (CHANNEL_MOUNT, "ro"),
+                str(cache): (SEED_CACHE_MOUNT, "ro"),
+            },
+            name="candidate",
+            join=True,
+            share_ipc=cuda,
+        )
 
     def _snapshot_task(self) -> Task:
         """Copy the task's family folder (a task may load a sibling's code) into the job, once."""
@@ -204,24 +240,38 @@ class _Evaluation:
         report["telemetry"] = _summarise(outcomes.telemetry)
         lines = report_lines(report)
         receipt = {
-            "job": ctx.job.id, "task": task.id, "task_version": task.manifest.get("version", ""),
-            "task_sha256": task.content_hash(), "image": outcomes.image.digest,
+            "job": ctx.job.id,
+            "task": task.id,
+            "task_version": task.manifest.get("version", ""),
+            "task_sha256": task.content_hash(),
+            "image": outcomes.image.digest,
             "submission_sha256": ctx.job.input_sha256,
-            "harness_version": harness_version(), "gpus": [g.model_dump() for g in ctx.lease.gpus],
-            "telemetry": report["telemetry"], "seed_hashes": case_builder.seed_hashes(doc),
-            "timings": {r["id"]: {"baseline_ms": r.get("raw_baseline_ms"), "kernel_ms": r.get("raw_kernel_ms"),
-                                  "protocol_ms": r.get("raw_null_ms")}
-                        for r in report.get("workloads", []) if r.get("timed")},
+            "harness_version": harness_version(),
+            "gpus": [g.model_dump() for g in ctx.lease.gpus],
+            "telemetry": report["telemetry"],
+            "seed_hashes": case_builder.seed_hashes(doc),
+            "timings": {
+                r["id"]: {
+                    "baseline_ms": r.get("raw_baseline_ms"),
+                    "kernel_ms": r.get("raw_kernel_ms"),
+                    "protocol_ms": r.get("raw_null_ms"),
+                }
+                for r in report.get("workloads", [])
+                if r.get("timed")
+            },
             "finished": time.time(),
         }
         for row in report.get("workloads", []):
             for key in ("raw_baseline_ms", "raw_kernel_ms", "raw_null_ms"):
                 row.pop(key, None)
         ok = passed(report)
-        return Finished(Verdict.ok if ok else Verdict.exit, 0 if ok else 1,
-                        "" if ok else "the evaluation did not pass (see the report)",
-                        documents={"report.json": {**report, "lines": lines}, "receipt.json": receipt},
-                        log_lines=lines)
+        return Finished(
+            Verdict.ok if ok else Verdict.exit,
+            0 if ok else 1,
+            "" if ok else "the evaluation did not pass (see the report)",
+            documents={"report.json": {**report, "lines": lines}, "receipt.json": receipt},
+            log_lines=lines,
+        )
 
 
 def _private_dir(path: Path, mode: int) -> None:
@@ -240,5 +290,11 @@ def _summarise(samples: list[dict[str, float]]) -> dict[str, Any]:
     if not samples:
         return {}
     keys = samples[0].keys()
-    return {k: {"min": min(s[k] for s in samples), "median": statistics.median(s[k] for s in samples),
-                "max": max(s[k] for s in samples)} for k in keys} | {"samples": len(samples)}
+    return {
+        k: {
+            "min": min(s[k] for s in samples),
+            "median": statistics.median(s[k] for s in samples),
+            "max": max(s[k] for s in samples),
+        }
+        for k in keys
+    } | {"samples": len(samples)}

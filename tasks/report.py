@@ -23,23 +23,33 @@ def build_report(task_manifest: dict[str, Any], cases: CaseFile, result: Supervi
     holdout = [c for c in cases.cases if c.phase is Phase.HOLDOUT]
     workloads = [c for c in cases.cases if c.phase is Phase.WORKLOAD]
     holdout_pass = all(_result(by_id, c).outcome is Outcome.PASS for c in holdout)
-    report: dict[str, Any] = {"task": cases.task, "holdout": "PASS" if holdout_pass else "FAIL",
-                              "holdout_probes": len(holdout), "workloads": [],
-                              "flags": [printable(f) for f in result.interference],
-                              "cpu_watch": result.cpu_watch}
+    report: dict[str, Any] = {
+        "task": cases.task,
+        "holdout": "PASS" if holdout_pass else "FAIL",
+        "holdout_probes": len(holdout),
+        "workloads": [],
+        "flags": [printable(f) for f in result.interference],
+        "cpu_watch": result.cpu_watch,
+    }
     if not holdout_pass:
         # which kind of failure (FAIL: wrong values, ERROR: an exception or a crash), never its details
-        report["holdout_failure"] = next(r.outcome.value for c in holdout
-                                         if (r := _result(by_id, c)).outcome is not Outcome.PASS)
+        report["holdout_failure"] = next(
+            r.outcome.value for c in holdout if (r := _result(by_id, c)).outcome is not Outcome.PASS
+        )
         report["passed"] = 0
         report["total"] = len(workloads)
         return report
     cis = []
     for case in workloads:
         res = _result(by_id, case)
-        row: dict[str, Any] = {"id": case.workload, "params": case.params, "timed": case.timed,
-                               "verdict": res.outcome.value, "reason": printable(res.reason, newlines=True),
-                               "stats": res.stats}
+        row: dict[str, Any] = {
+            "id": case.workload,
+            "params": case.params,
+            "timed": case.timed,
+            "verdict": res.outcome.value,
+            "reason": printable(res.reason, newlines=True),
+            "stats": res.stats,
+        }
         if case.timed and res.timing is not None and res.outcome is Outcome.PASS:
             row.update(timing_row(case.workload, res.timing, task_manifest, report["flags"]))
             if "speedup" in row:
@@ -50,10 +60,15 @@ def build_report(task_manifest: dict[str, Any], cases: CaseFile, result: Supervi
     if cis:
         g, lo, hi = geomean_ci(cis)
         timed_rows = [r for r in report["workloads"] if "speedup" in r]
-        report["summary"] = {"speedup": g, "speedup_lo": lo, "speedup_hi": hi,
-                             "baseline_ms": statistics.fmean(r["baseline_ms"] for r in timed_rows),
-                             "kernel_ms": statistics.fmean(r["kernel_ms"] for r in timed_rows),
-                             "min_speedup": min(c[0] for c in cis), "max_speedup": max(c[0] for c in cis)}
+        report["summary"] = {
+            "speedup": g,
+            "speedup_lo": lo,
+            "speedup_hi": hi,
+            "baseline_ms": statistics.fmean(r["baseline_ms"] for r in timed_rows),
+            "kernel_ms": statistics.fmean(r["kernel_ms"] for r in timed_rows),
+            "min_speedup": min(c[0] for c in cis),
+            "max_speedup": max(c[0] for c in cis),
+        }
     return report
 
 
@@ -73,19 +88,35 @@ def timing_row(name: str, timing: Timing, manifest: dict[str, Any], flags: list[
         return {}
     protocol = median(timing.null_ms)
     if median(base) <= 0 or median(kern) <= 0:
-        flags.append(f"{name}: a median call time is not above the protocol's fixed cost ({protocol:.4f} ms): "
-                     "the call is too short to measure this way")
+        flags.append(
+            f"{name}: a median call time is not above the protocol's fixed cost ({protocol:.4f} ms): "
+            "the call is too short to measure this way"
+        )
         return {"protocol_ms": protocol}
     s, lo, hi = speedup_ci(base, kern)
     if lo <= 0 or not math.isfinite(hi):
-        flags.append(f"{name}: the call times do not stand clear of the protocol's fixed cost ({protocol:.4f} ms): "
-                     "no speedup can be given")
+        flags.append(
+            f"{name}: the call times do not stand clear of the protocol's fixed cost ({protocol:.4f} ms): "
+            "no speedup can be given"
+        )
         return {"protocol_ms": protocol}
-    row = {"baseline_ms": median(base), "kernel_ms": median(kern), "speedup": s, "speedup_lo": lo,
-           "speedup_hi": hi, "samples": len(kern), "stopped_by": timing.stopped_by, "protocol_ms": protocol,
-           "idle_cpu_ms": timing.idle_cpu_ms, "idle_cpu_share": timing.idle_cpu_share,
-           "early_cpu_ms": timing.early_cpu_ms, "early_cpu_share": timing.early_cpu_share,
-           "raw_baseline_ms": timing.baseline_ms, "raw_kernel_ms": timing.kernel_ms, "raw_null_ms": timing.null_ms}
+    row = {
+        "baseline_ms": median(base),
+        "kernel_ms": median(kern),
+        "speedup": s,
+        "speedup_lo": lo,
+        "speedup_hi": hi,
+        "samples": len(kern),
+        "stopped_by": timing.stopped_by,
+        "protocol_ms": protocol,
+        "idle_cpu_ms": timing.idle_cpu_ms,
+        "idle_cpu_share": timing.idle_cpu_share,
+        "early_cpu_ms": timing.early_cpu_ms,
+        "early_cpu_share": timing.early_cpu_share,
+        "raw_baseline_ms": timing.baseline_ms,
+        "raw_kernel_ms": timing.kernel_ms,
+        "raw_null_ms": timing.null_ms,
+    }
     floor = manifest.get("floor_ms")
     if floor and row["kernel_ms"] < floor:
         flags.append(f"{name}: kernel time {row['kernel_ms']:.4f} ms is below the physical floor {floor} ms")
@@ -99,8 +130,7 @@ def printable(text: str, newlines: bool = False) -> str:
     """Job-chosen text made safe for a terminal: C0 and C1 control characters (escape sequences
     among them) shown as \\xNN, so a candidate's message cannot hide or fake what follows it."""
     keep = "\t\n" if newlines else "\t"
-    return "".join(c if c in keep or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}"
-                   for c in text)
+    return "".join(c if c in keep or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}" for c in text)
 
 
 def passed(report: dict[str, Any]) -> bool:
@@ -117,25 +147,32 @@ def report_lines(report: dict[str, Any]) -> list[str]:
         head = f"workload {row['id']:<20} {'timed' if row['timed'] else 'check':<5} {row['verdict']}"
         if row["verdict"] == "PASS":
             head += " (STABLE)" if row["timed"] else ""
-        errs = [f"{n} rms={s.get('rms_ratio', 0):.2e} max={s.get('max_abs_err', 0):.3g}"
-                for n, s in row.get("stats", {}).items() if s]
+        errs = [
+            f"{n} rms={s.get('rms_ratio', 0):.2e} max={s.get('max_abs_err', 0):.3g}"
+            for n, s in row.get("stats", {}).items()
+            if s
+        ]
         if errs:
             head += "  " + "  ".join(errs)
         lines.append(head)
         if "speedup" in row:
-            lines.append(f"    baseline {row['baseline_ms']:.6f} ms  kernel {row['kernel_ms']:.6f} ms  "
-                         f"speedup {row['speedup']:.4f}x [95% CI {row['speedup_lo']:.4f}, {row['speedup_hi']:.4f}]"
-                         f"  n={row['samples']} ({row['stopped_by']}; protocol {row['protocol_ms']:.4f} ms per call "
-                         f"subtracted)")
+            lines.append(
+                f"    baseline {row['baseline_ms']:.6f} ms  kernel {row['kernel_ms']:.6f} ms  "
+                f"speedup {row['speedup']:.4f}x [95% CI {row['speedup_lo']:.4f}, {row['speedup_hi']:.4f}]"
+                f"  n={row['samples']} ({row['stopped_by']}; protocol {row['protocol_ms']:.4f} ms per call "
+                f"subtracted)"
+            )
         if row["reason"]:
             lines.append(f"    first failure: {row['reason'].splitlines()[0]}")
     for flag in report["flags"]:
         lines.append(f"flagged: {flag}")
     summary = report.get("summary")
     if summary:
-        lines.append(f"baseline: {summary['baseline_ms']:.6f} ms kernel: {summary['kernel_ms']:.6f} ms "
-                     f"speedup: {summary['speedup']:.4f}x (95% CI {summary['speedup_lo']:.4f}-"
-                     f"{summary['speedup_hi']:.4f}; min {summary['min_speedup']:.4f}x max "
-                     f"{summary['max_speedup']:.4f}x)")
+        lines.append(
+            f"baseline: {summary['baseline_ms']:.6f} ms kernel: {summary['kernel_ms']:.6f} ms "
+            f"speedup: {summary['speedup']:.4f}x (95% CI {summary['speedup_lo']:.4f}-"
+            f"{summary['speedup_hi']:.4f}; min {summary['min_speedup']:.4f}x max "
+            f"{summary['max_speedup']:.4f}x)"
+        )
     lines.append(f"passed: {report['passed']}/{report['total']}")
     return lines

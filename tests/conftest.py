@@ -104,8 +104,9 @@ class RunningServer:
     def log(self, job_id: str) -> str:
         return self.http.get(f"/v1/jobs/{job_id}/log").content.decode(errors="replace")
 
-    def run(self, files: dict[str, str | bytes], argv: list[str], timeout: float = 120,
-            **spec: Any) -> tuple[dict[str, Any], str]:
+    def run(
+        self, files: dict[str, str | bytes], argv: list[str], timeout: float = 120, **spec: Any
+    ) -> tuple[dict[str, Any], str]:
         job = self.wait(self.submit(files, argv, **spec)["id"], timeout)
         return job, self.log(job["id"])
 
@@ -126,15 +127,17 @@ def start_server(settings: Settings) -> RunningServer:
 
 
 @pytest.fixture
-def server_factory(tmp_path: Path, request: pytest.FixtureRequest,
-                   docker_client: docker.DockerClient) -> Iterator[Callable[..., RunningServer]]:
+def server_factory(
+    tmp_path: Path, request: pytest.FixtureRequest, docker_client: docker.DockerClient
+) -> Iterator[Callable[..., RunningServer]]:
     """Start servers with Settings overrides; stop them and remove their containers afterwards."""
     started: list[RunningServer] = []
 
     def factory(limits: Limits | None = None, **overrides: Any) -> RunningServer:
         image = overrides.pop("image", None) or request.getfixturevalue("job_image")
-        settings = Settings(data_dir=tmp_path / f"data{len(started)}", port=free_port(), image=image,
-                            gpus="none", cpu_slots=2)
+        settings = Settings(
+            data_dir=tmp_path / f"data{len(started)}", port=free_port(), image=image, gpus="none", cpu_slots=2
+        )
         settings = replace(settings, limits=limits or Limits(), **overrides)
         srv = start_server(settings)
         started.append(srv)

@@ -30,9 +30,13 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 def test_no_code_imports_a_part_by_its_bare_name() -> None:
-    bare = [f"{p.relative_to(ROOT)}:{line} imports {name}"
-            for folder in SOURCES for p in sorted((ROOT / folder).rglob("*.py"))
-            for line, name in _imports(p) if name.split(".")[0] in PARTS]
+    bare = [
+        f"{p.relative_to(ROOT)}:{line} imports {name}"
+        for folder in SOURCES
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        for line, name in _imports(p)
+        if name.split(".")[0] in PARTS
+    ]
     assert not bare, "import kcoral.<part>, not <part>:\n" + "\n".join(bare)
 
 
@@ -71,20 +75,32 @@ def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with ``pip install <this checkout>``: the client only."""
     where = tmp_path_factory.mktemp("client-venv")
     source = tmp_path_factory.mktemp("source") / "kcoral"  # pip builds in the tree it is given: not in ours
-    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", "build", "*.egg-info", "__pycache__", ".*_cache", "kcoral-data", "kcoral-out", "tests", "bench"))
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".git", "build", "*.egg-info", "__pycache__", ".*_cache", "kcoral-data", "kcoral-out", "tests", "bench"
+        ),
+    )
     venv.create(where, with_pip=True)
-    done = subprocess.run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                           str(source)], capture_output=True, text=True, timeout=420)
+    done = subprocess.run(
+        [str(where / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=420,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return where
 
 
 def test_client_install_has_no_server_packages_and_no_generic_names(client_venv: Path) -> None:
     py = str(client_venv / "bin" / "python")
-    probe = ("import importlib.util as u; print(' '.join(m for m in "
-             "('fastapi', 'uvicorn', 'docker', 'pynvml', 'starlette', 'cli', 'runner', 'tasks', 'profiling', 'images')"
-             " if u.find_spec(m)))")
+    probe = (
+        "import importlib.util as u; print(' '.join(m for m in "
+        "('fastapi', 'uvicorn', 'docker', 'pynvml', 'starlette', 'cli', 'runner', 'tasks', 'profiling', 'images')"
+        " if u.find_spec(m)))"
+    )
     done = subprocess.run([py, "-c", probe], capture_output=True, text=True, timeout=60, cwd=client_venv)
     assert done.returncode == 0 and done.stdout.strip() == "", done.stdout + done.stderr
 
@@ -104,6 +120,7 @@ def test_client_install_runs_the_client(client_venv: Path) -> None:
 def test_the_wheel_carries_the_task_manifests(client_venv: Path) -> None:
     site = next((client_venv / "lib").glob("python3*/site-packages"))
     manifests = sorted(p.relative_to(site).as_posix() for p in (site / "kcoral" / "tasks").rglob("manifest.json"))
-    assert manifests == sorted(f"kcoral/{p.relative_to(ROOT).as_posix()}"
-                               for p in (ROOT / "tasks").rglob("manifest.json")), manifests
+    assert manifests == sorted(
+        f"kcoral/{p.relative_to(ROOT).as_posix()}" for p in (ROOT / "tasks").rglob("manifest.json")
+    ), manifests
     assert (site / "kcoral" / "images" / "cpu" / "Dockerfile").is_file()

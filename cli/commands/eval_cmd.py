@@ -107,15 +107,17 @@ class EvalRun(PythonRun):
     def _document(self, view: JobView, output_dir: Path | None, error: KcoralError | None) -> dict[str, Any]:
         """report.json's content, plus the job's id, verdict and exit code (no log)."""
         doc: dict[str, Any] = dict(self.report or {})
-        doc.update({
-            "job_id": view.id,
-            "state": str(view.state),
-            "verdict": None if view.verdict is None else str(view.verdict),
-            "exit_code": view.exit_code,
-            "reason": view.reason,
-            "image": view.image.digest if view.image is not None else None,
-            "output_dir": str(output_dir) if output_dir is not None else None,
-        })
+        doc.update(
+            {
+                "job_id": view.id,
+                "state": str(view.state),
+                "verdict": None if view.verdict is None else str(view.verdict),
+                "exit_code": view.exit_code,
+                "reason": view.reason,
+                "image": view.image.digest if view.image is not None else None,
+                "output_dir": str(output_dir) if output_dir is not None else None,
+            }
+        )
         doc.setdefault("task", view.spec.task)
         if error is not None:
             doc["error"] = {"type": type(error).__name__, "message": error.message}
@@ -129,17 +131,18 @@ def build_eval_spec(task: str, timeout: float) -> JobSpec:
 
 
 def evaluate(
-    task: Annotated[str, typer.Argument(help="the task id, e.g. demo/softmax (kcoral tasks lists them)",
-                                        show_default=False)],
-    submission: Annotated[Path, typer.Argument(help="the submission directory (must hold solution.py)",
-                                               show_default=False)],
+    task: Annotated[
+        str, typer.Argument(help="the task id, e.g. demo/softmax (kcoral tasks lists them)", show_default=False)
+    ],
+    submission: Annotated[
+        Path, typer.Argument(help="the submission directory (must hold solution.py)", show_default=False)
+    ],
     timeout: Annotated[
         float, typer.Option("--timeout", min=1, help="wall-clock limit for the evaluation, seconds")
     ] = DEFAULT_TIMEOUT_S,
     output_dir: Annotated[
         Path | None,
-        typer.Option("--output-dir", "-o", help="where report.json and receipt.json go "
-                                                "[default: ./kcoral-out/JOB_ID]"),
+        typer.Option("--output-dir", "-o", help="where report.json and receipt.json go [default: ./kcoral-out/JOB_ID]"),
     ] = None,
     json: JsonOption = False,
     remote: RemoteOption = None,

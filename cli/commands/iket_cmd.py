@@ -42,12 +42,14 @@ def split_iket_args(args: list[str]) -> tuple[list[str], list[str]]:
     if iket_opts.SUBCOMMAND not in args:
         raise UsageError("expected: kcoral iket [OPTIONS] -- [run-iket options] profile [profile options] -- COMMAND")
     at = args.index(iket_opts.SUBCOMMAND)
-    rest = args[at + 1:]
+    rest = args[at + 1 :]
     if "--" not in rest:
-        raise UsageError("put the traced command after a -- following the profile options: "
-                         "... profile --postprocess json -- python capture.py")
+        raise UsageError(
+            "put the traced command after a -- following the profile options: "
+            "... profile --postprocess json -- python capture.py"
+        )
     cut = rest.index("--")
-    argv, command = [*args[:at], iket_opts.SUBCOMMAND, *rest[:cut]], rest[cut + 1:]
+    argv, command = [*args[:at], iket_opts.SUBCOMMAND, *rest[:cut]], rest[cut + 1 :]
     try:
         iket_opts.split_iket_argv(argv)
         iket_opts.check_command(command)
@@ -71,7 +73,8 @@ class IketRun(PythonRun):
 def iket(
     ctx: typer.Context,
     send: Annotated[Path, typer.Option("--send", "-s", help="directory to send (the job's working directory)")] = Path(
-        "."),
+        "."
+    ),
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", "-o", help="where the files go [default: ./kcoral-out/JOB_ID]")
     ] = None,

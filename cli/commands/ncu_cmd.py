@@ -39,9 +39,21 @@ from kcoral.runner.models import JobSpec, JobView
 OPTIONS_METAVAR = "[OPTIONS] [NCU OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE.ncu-rep"
 
 #: kcoral's own options, recognised also after the first ncu option: name -> takes a value
-OWN_OPTIONS = {"-o": True, "--output": True, "--send": True, "-e": True, "--env": True, "--timeout": True,
-               "--gpus": True, "--remote": True, "-r": True, "--token": True, "--json": False, "-f": False,
-               "--force-overwrite": False}
+OWN_OPTIONS = {
+    "-o": True,
+    "--output": True,
+    "--send": True,
+    "-e": True,
+    "--env": True,
+    "--timeout": True,
+    "--gpus": True,
+    "--remote": True,
+    "-r": True,
+    "--token": True,
+    "--json": False,
+    "-f": False,
+    "--force-overwrite": False,
+}
 
 
 @dataclass
@@ -65,7 +77,7 @@ def split_ncu_args(args: list[str]) -> NcuArgs:
     while i < len(args):
         word = args[i]
         if word == "--":
-            out.command = args[i + 1:]
+            out.command = args[i + 1 :]
             break
         if not word.startswith("-") or word == "-":
             out.command = args[i:]

@@ -43,9 +43,9 @@ def build_spec(
 
 def python(
     ctx: typer.Context,
-    send: Annotated[
-        Path, typer.Option("--send", "-s", help="directory to send (the job's working directory)")
-    ] = Path("."),
+    send: Annotated[Path, typer.Option("--send", "-s", help="directory to send (the job's working directory)")] = Path(
+        "."
+    ),
     env: EnvOption = None,
     code: Annotated[str | None, typer.Option("-c", help="program passed in as a string")] = None,
     module: Annotated[str | None, typer.Option("-m", help="run a library module as a script")] = None,
@@ -55,9 +55,7 @@ def python(
         Path | None,
         typer.Option("--output-dir", "-o", help="where outputs go [default: ./kcoral-out/JOB_ID]"),
     ] = None,
-    detach: Annotated[
-        bool, typer.Option("--detach", "-d", help="exit after the upload; print the job id")
-    ] = False,
+    detach: Annotated[bool, typer.Option("--detach", "-d", help="exit after the upload; print the job id")] = False,
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,

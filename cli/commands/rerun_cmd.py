@@ -39,8 +39,10 @@ def compare(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[dict
     a, b = _rows(old), _rows(new)
     ids = list(a) + [i for i in b if i not in a]
     fields = ("verdict", "kernel_ms", "speedup")
-    return [{"id": i, "old": {f: a.get(i, {}).get(f) for f in fields}, "new": {f: b.get(i, {}).get(f) for f in fields}}
-            for i in ids]
+    return [
+        {"id": i, "old": {f: a.get(i, {}).get(f) for f in fields}, "new": {f: b.get(i, {}).get(f) for f in fields}}
+        for i in ids
+    ]
 
 
 def _summary(report: dict[str, Any] | None) -> dict[str, Any]:
@@ -51,8 +53,10 @@ def _summary(report: dict[str, Any] | None) -> dict[str, Any]:
 def _ci(summary: dict[str, Any]) -> str:
     if "speedup" not in summary:
         return "-"
-    return (f"{_num(summary.get('speedup'), '.4f')}x "
-            f"[{_num(summary.get('speedup_lo'), '.4f')}, {_num(summary.get('speedup_hi'), '.4f')}]")
+    return (
+        f"{_num(summary.get('speedup'), '.4f')}x "
+        f"[{_num(summary.get('speedup_lo'), '.4f')}, {_num(summary.get('speedup_hi'), '.4f')}]"
+    )
 
 
 def _job_line(label: str, view: JobView, receipt: dict[str, Any] | None) -> str:
@@ -60,16 +64,16 @@ def _job_line(label: str, view: JobView, receipt: dict[str, Any] | None) -> str:
     return f"{label} job {view.id}: {state_text(view)}, image {digest}"
 
 
-def _pinned_lines(old: dict[str, Any] | None, new: dict[str, Any] | None, old_view: JobView,
-                  new_view: JobView) -> list[str]:
+def _pinned_lines(
+    old: dict[str, Any] | None, new: dict[str, Any] | None, old_view: JobView, new_view: JobView
+) -> list[str]:
     if old is None or new is None:  # not an evaluation, or one without receipt: the job views' images
         a = old_view.image.digest if old_view.image else ""
         b = new_view.image.digest if new_view.image else ""
         if a and b:
             return [f"image digests {'match' if a == b else 'DIFFER'}"]
         return []
-    return [f"{name.replace('_', ' ')}s {'match' if old.get(name) == new.get(name) else 'DIFFER'}"
-            for name in PINNED]
+    return [f"{name.replace('_', ' ')}s {'match' if old.get(name) == new.get(name) else 'DIFFER'}" for name in PINNED]
 
 
 def comparison_view(doc: dict[str, Any], old_view: JobView, new_view: JobView) -> RenderableType:
@@ -82,23 +86,47 @@ def comparison_view(doc: dict[str, Any], old_view: JobView, new_view: JobView) -
     if old_report is None and new_report is None:
         return Group(*parts)
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("WORKLOAD", "VERDICT OLD", "VERDICT NEW", "KERNEL MS OLD", "KERNEL MS NEW",
-                   "SPEEDUP OLD", "SPEEDUP NEW"):
+    for column in (
+        "WORKLOAD",
+        "VERDICT OLD",
+        "VERDICT NEW",
+        "KERNEL MS OLD",
+        "KERNEL MS NEW",
+        "SPEEDUP OLD",
+        "SPEEDUP NEW",
+    ):
         table.add_column(column, no_wrap=True)
-    table.add_row("holdout", str((old_report or {}).get("holdout", "-")), str((new_report or {}).get("holdout", "-")),
-                  "", "", "", "")
+    table.add_row(
+        "holdout",
+        str((old_report or {}).get("holdout", "-")),
+        str((new_report or {}).get("holdout", "-")),
+        "",
+        "",
+        "",
+        "",
+    )
     for row in doc["workloads"]:
         o, n = row["old"], row["new"]
-        table.add_row(Text(row["id"]), str(o["verdict"] or "-"), str(n["verdict"] or "-"),
-                      _num(o["kernel_ms"], ".6f"), _num(n["kernel_ms"], ".6f"),
-                      _num(o["speedup"], ".4f") + ("x" if o["speedup"] is not None else ""),
-                      _num(n["speedup"], ".4f") + ("x" if n["speedup"] is not None else ""))
+        table.add_row(
+            Text(row["id"]),
+            str(o["verdict"] or "-"),
+            str(n["verdict"] or "-"),
+            _num(o["kernel_ms"], ".6f"),
+            _num(n["kernel_ms"], ".6f"),
+            _num(o["speedup"], ".4f") + ("x" if o["speedup"] is not None else ""),
+            _num(n["speedup"], ".4f") + ("x" if n["speedup"] is not None else ""),
+        )
     so, sn = doc["summary"]["old"], doc["summary"]["new"]
-    table.add_row("summary", _passed(old_report), _passed(new_report), _num(so.get("kernel_ms"), ".6f"),
-                  _num(sn.get("kernel_ms"), ".6f"), _num(so.get("speedup"), ".4f") + ("x" if so else ""),
-                  _num(sn.get("speedup"), ".4f") + ("x" if sn else ""))
-    parts += [Text(""), table, Text(""),
-              Text(f"summary speedup: old {_ci(so)}  new {_ci(sn)}  (95% CI)")]
+    table.add_row(
+        "summary",
+        _passed(old_report),
+        _passed(new_report),
+        _num(so.get("kernel_ms"), ".6f"),
+        _num(sn.get("kernel_ms"), ".6f"),
+        _num(so.get("speedup"), ".4f") + ("x" if so else ""),
+        _num(sn.get("speedup"), ".4f") + ("x" if sn else ""),
+    )
+    parts += [Text(""), table, Text(""), Text(f"summary speedup: old {_ci(so)}  new {_ci(sn)}  (95% CI)")]
     for label, report in (("old", old_report), ("new", new_report)):
         for flag in (report or {}).get("flags") or []:
             parts.append(Text(f"{label} flagged: {flag}"))
@@ -132,8 +160,9 @@ def rerun(
         pinned = new_view.spec.image or "-"
         note(f"kcoral: rerun of job {old_view.id}: job {new_view.id} (image {pinned})")
         is_eval = new_view.spec.kind == "eval"
-        options = RunOptions(spec=new_view.spec, send_dir=Path("."), output_dir=output_dir,
-                             log="stderr" if verbose else "none")
+        options = RunOptions(
+            spec=new_view.spec, send_dir=Path("."), output_dir=output_dir, log="stderr" if verbose else "none"
+        )
         flow = EvalRun(client, options) if is_eval else PythonRun(client, options)
         code = flow.follow(new_view)
         new_view = client.status(new_view.id)

@@ -29,8 +29,10 @@ def _gpus(gpus: Any) -> list[str]:
     lines = []
     for g in gpus if isinstance(gpus, list) else []:
         if isinstance(g, dict):
-            lines.append(f"{g.get('index', '?')}: {g.get('name', '?')} ({g.get('memory_total_mib', '?')} MiB) "
-                         f"{g.get('uuid', '')} driver {g.get('driver') or '-'}".rstrip())
+            lines.append(
+                f"{g.get('index', '?')}: {g.get('name', '?')} ({g.get('memory_total_mib', '?')} MiB) "
+                f"{g.get('uuid', '')} driver {g.get('driver') or '-'}".rstrip()
+            )
         else:
             lines.append(str(g))
     return lines
@@ -42,8 +44,10 @@ def _telemetry(telemetry: Any) -> list[str]:
     lines = []
     for key, value in telemetry.items():
         if isinstance(value, dict):
-            lines.append(f"{key}: median {_num(value.get('median'), 1)} "
-                         f"(min {_num(value.get('min'), 1)}, max {_num(value.get('max'), 1)})")
+            lines.append(
+                f"{key}: median {_num(value.get('median'), 1)} "
+                f"(min {_num(value.get('min'), 1)}, max {_num(value.get('max'), 1)})"
+            )
         else:
             lines.append(f"{key}: {value}")
     return lines
@@ -63,9 +67,11 @@ def _timings(timings: Any) -> list[str]:
     lines = []
     for workload, sides in timings.items():
         sides = sides if isinstance(sides, dict) else {}
-        lines.append(f"{workload}: baseline {timing_line(sides.get('baseline_ms'))}; "
-                     f"kernel {timing_line(sides.get('kernel_ms'))}; "
-                     f"protocol {timing_line(sides.get('protocol_ms'))} (raw call times, protocol included)")
+        lines.append(
+            f"{workload}: baseline {timing_line(sides.get('baseline_ms'))}; "
+            f"kernel {timing_line(sides.get('kernel_ms'))}; "
+            f"protocol {timing_line(sides.get('protocol_ms'))} (raw call times, protocol included)"
+        )
     return lines
 
 

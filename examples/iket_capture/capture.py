@@ -50,12 +50,14 @@ def axpy(x: cute.Tensor, y: cute.Tensor, out: cute.Tensor, a: cutlass.Float32):
 def main() -> None:
     if "--compile-only" in sys.argv:  # no GPU needed: checks the kernel builds
         from cutlass.cute.runtime import make_fake_compact_tensor
+
         fakes = [make_fake_compact_tensor(cutlass.Float32, (N,)) for _ in range(3)]
         cute.compile(axpy, *fakes, cutlass.Float32(1.0))
         print("compiled")
         return
     import torch
     from cutlass.cute.runtime import from_dlpack
+
     torch.manual_seed(0)
     x = torch.randn(N, device="cuda")
     y = torch.randn(N, device="cuda")

@@ -78,9 +78,7 @@ def _prune_install_stage(client: docker.DockerClient) -> None:
         client.images.prune(filters={"dangling": True, "label": INSTALL_STAGE_LABEL})
 
 
-def build_cpu_image(
-    client: docker.DockerClient, force: bool = False, log: Callable[[str], None] = print
-) -> str:
+def build_cpu_image(client: docker.DockerClient, force: bool = False, log: Callable[[str], None] = print) -> str:
     """Make ``kcoral-job:cpu`` if missing (or ``force``); needs the base image; return its image id."""
     ref, base = IMAGE_REFS["cpu"], IMAGE_REFS["base"]
     old = image_id(client, ref)

@@ -33,12 +33,17 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
     rms_err = float((o - r).pow(2).mean().sqrt())
     fails = (err > tol.atol * rms_ref) & (err / (r.abs() + 1e-8) > tol.rtol)
     n_fail = int(fails.sum())
-    stats = {"max_abs_err": float(err.max()) if err.numel() else 0.0, "rms_ratio": rms_err / rms_ref,
-             "failed_elements": n_fail}
+    stats = {
+        "max_abs_err": float(err.max()) if err.numel() else 0.0,
+        "rms_ratio": rms_err / rms_ref,
+        "failed_elements": n_fail,
+    }
     if n_fail:
         idx = tuple(int(i) for i in torch.nonzero(fails)[0])
-        return (f"{name}: {n_fail} elements out of tolerance; first at {list(idx)}: got {float(o[idx]):.6g}, "
-                f"expected {float(r[idx]):.6g}"), stats
+        return (
+            f"{name}: {n_fail} elements out of tolerance; first at {list(idx)}: got {float(o[idx]):.6g}, "
+            f"expected {float(r[idx]):.6g}"
+        ), stats
     if rms_err / rms_ref >= tol.rms:
         return f"{name}: RMS error ratio {rms_err / rms_ref:.4g} >= {tol.rms}", stats
     return None, stats

@@ -74,12 +74,26 @@ def parse_cases(data: bytes) -> CaseFile:
         seed = c.get("seed")
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise SchemaError(f"case seed {seed!r}")
-        cases.append(Case(id=_text(c.get("id"), "case id"), phase=phase, workload=_text(c.get("workload"), "workload"),
-                          params=_obj(c.get("params"), "params"), seed=seed, timed=c.get("timed") is True,
-                          tolerance={_text(k, "tolerance"): _num(v, "tolerance")
-                                     for k, v in _obj(c.get("tolerance"), "tolerance").items()}))
-    return CaseFile(task=_text(obj.get("task"), "task"), device=_text(obj.get("device"), "device"), cases=cases,
-                    sample_key=_text(obj.get("sample_key"), "sample_key"))
+        cases.append(
+            Case(
+                id=_text(c.get("id"), "case id"),
+                phase=phase,
+                workload=_text(c.get("workload"), "workload"),
+                params=_obj(c.get("params"), "params"),
+                seed=seed,
+                timed=c.get("timed") is True,
+                tolerance={
+                    _text(k, "tolerance"): _num(v, "tolerance")
+                    for k, v in _obj(c.get("tolerance"), "tolerance").items()
+                },
+            )
+        )
+    return CaseFile(
+        task=_text(obj.get("task"), "task"),
+        device=_text(obj.get("device"), "device"),
+        cases=cases,
+        sample_key=_text(obj.get("sample_key"), "sample_key"),
+    )
 
 
 class Outcome(StrEnum):
@@ -143,10 +157,11 @@ def parse_result(data: bytes) -> SupervisorResult:
     obj = _obj(doc, "result")
     if obj.get("version") != SCHEMA_VERSION:
         raise SchemaError(f"result version {obj.get('version')!r}, expected {SCHEMA_VERSION}")
-    return SupervisorResult(cases=[_case(c) for c in _list(obj.get("cases"), "cases", 1000)],
-                            interference=[_text(x, "interference") for x in _list(obj.get("interference", []),
-                                                                                   "interference", 100)],
-                            cpu_watch=_text(obj.get("cpu_watch", ""), "cpu_watch"))
+    return SupervisorResult(
+        cases=[_case(c) for c in _list(obj.get("cases"), "cases", 1000)],
+        interference=[_text(x, "interference") for x in _list(obj.get("interference", []), "interference", 100)],
+        cpu_watch=_text(obj.get("cpu_watch", ""), "cpu_watch"),
+    )
 
 
 def _case(doc: Any) -> CaseResult:
@@ -155,11 +170,18 @@ def _case(doc: Any) -> CaseResult:
         outcome = Outcome(str(obj.get("outcome")))
     except ValueError:
         raise SchemaError(f"case outcome {obj.get('outcome')!r}") from None
-    stats = {_text(k, "stats"): {_text(sk, "stats"): _num(sv, "stats") for sk, sv in _obj(v, "stats").items()}
-             for k, v in _obj(obj.get("stats", {}), "stats").items()}
+    stats = {
+        _text(k, "stats"): {_text(sk, "stats"): _num(sv, "stats") for sk, sv in _obj(v, "stats").items()}
+        for k, v in _obj(obj.get("stats", {}), "stats").items()
+    }
     timing = None if obj.get("timing") is None else _timing(obj["timing"])
-    return CaseResult(id=_text(obj.get("id"), "case id"), outcome=outcome,
-                      reason=_text(obj.get("reason", ""), "reason"), stats=stats, timing=timing)
+    return CaseResult(
+        id=_text(obj.get("id"), "case id"),
+        outcome=outcome,
+        reason=_text(obj.get("reason", ""), "reason"),
+        stats=stats,
+        timing=timing,
+    )
 
 
 def _timing(doc: Any) -> Timing:
@@ -168,11 +190,14 @@ def _timing(doc: Any) -> Timing:
     def samples(key: str) -> list[float]:
         return [_num(x, key, positive=True) for x in _list(obj.get(key), key, MAX_SAMPLES)]
 
-    return Timing(baseline_ms=samples("baseline_ms"), kernel_ms=samples("kernel_ms"), null_ms=samples("null_ms"),
-                  stopped_by=_text(obj.get("stopped_by", ""), "stopped_by"),
-                  warmup_calls=int(_num(obj.get("warmup_calls", 0), "warmup_calls")),
-                  **{k: _num(obj.get(k, 0.0), k) for k in ("idle_cpu_ms", "idle_cpu_share", "early_cpu_ms",
-                                                            "early_cpu_share")})
+    return Timing(
+        baseline_ms=samples("baseline_ms"),
+        kernel_ms=samples("kernel_ms"),
+        null_ms=samples("null_ms"),
+        stopped_by=_text(obj.get("stopped_by", ""), "stopped_by"),
+        warmup_calls=int(_num(obj.get("warmup_calls", 0), "warmup_calls")),
+        **{k: _num(obj.get(k, 0.0), k) for k in ("idle_cpu_ms", "idle_cpu_share", "early_cpu_ms", "early_cpu_share")},
+    )
 
 
 def _obj(value: Any, what: str) -> dict[str, Any]:

@@ -43,8 +43,13 @@ def nbytes(shape: tuple[int, ...], dtype: torch.dtype) -> int:
 
 def allocate(name: str, shape: tuple[int, ...], dtype: torch.dtype, device: str, role: str = "in") -> Buffer:
     size = nbytes(shape, dtype)
-    wire: dict[str, Any] = {"name": name, "role": role, "shape": list(shape),
-                            "dtype": str(dtype).removeprefix("torch."), "nbytes": size}
+    wire: dict[str, Any] = {
+        "name": name,
+        "role": role,
+        "shape": list(shape),
+        "dtype": str(dtype).removeprefix("torch."),
+        "nbytes": size,
+    }
     if device == "cuda":
         ptr, handle = _cuda().alloc(max(size, 1))
         wire["handle"] = handle.hex()

@@ -22,8 +22,9 @@ def median_rse(xs: Sequence[float], resamples: int = 200, seed: int = 0) -> floa
     return statistics.pstdev(meds) / m if m > 0 else math.inf
 
 
-def speedup_ci(base: Sequence[float], cand: Sequence[float], resamples: int = 1000,
-               level: float = 0.95, seed: int = 1) -> tuple[float, float, float]:
+def speedup_ci(
+    base: Sequence[float], cand: Sequence[float], resamples: int = 1000, level: float = 0.95, seed: int = 1
+) -> tuple[float, float, float]:
     """Speedup median(base)/median(cand) with a bootstrap confidence interval (paired resampling)."""
     point = median(base) / median(cand)
     n = min(len(base), len(cand))

@@ -117,7 +117,7 @@ class Worker:
         text = error if isinstance(error, str) else f"a malformed answer {str(answer)[:200]!r}"
         if self.trusted:
             raise RuntimeError(f"the {self.name} failed: {text}")
-        return text[:schema.MAX_TEXT]
+        return text[: schema.MAX_TEXT]
 
 
 @dataclass
@@ -182,14 +182,27 @@ class Supervisor:
         flaky = mismatch or (f"after timing: {after}" if after else "")
         return CaseResult(case.id, Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing)
 
-    def _side(self, worker: Worker, case: schema.Case, inputs: dict[str, Any],
-              specs: dict[str, tuple[tuple[int, ...], str]], null: bool = False) -> Side:
+    def _side(
+        self,
+        worker: Worker,
+        case: schema.Case,
+        inputs: dict[str, Any],
+        specs: dict[str, tuple[tuple[int, ...], str]],
+        null: bool = False,
+    ) -> Side:
         tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         bufs = [shared.allocate(k, tuple(v.shape), v.dtype, self.device) for k, v in tensors.items()]
-        bufs += [shared.allocate(k, tuple(shape), getattr(torch, dtype), self.device, role="out")
-                 for k, (shape, dtype) in specs.items()]
-        return Side(worker, case.id + ("/null" if null else ""), {b.name: b.tensor for b in bufs[:len(tensors)]},
-                    {b.name: b.tensor for b in bufs[len(tensors):]}, bufs)
+        bufs += [
+            shared.allocate(k, tuple(shape), getattr(torch, dtype), self.device, role="out")
+            for k, (shape, dtype) in specs.items()
+        ]
+        return Side(
+            worker,
+            case.id + ("/null" if null else ""),
+            {b.name: b.tensor for b in bufs[: len(tensors)]},
+            {b.name: b.tensor for b in bufs[len(tensors) :]},
+            bufs,
+        )
 
     def _setup(self, side: Side, params: dict[str, Any], case: schema.Case, null: bool = False) -> str | None:
         """Map the side's buffers into its worker and build its callable, on decoy inputs (a sample
@@ -200,8 +213,13 @@ class Supervisor:
         _poison(side.outputs)
         scalars = {k: v for k, v in decoy.items() if not isinstance(v, torch.Tensor)}
         bufs = side.bufs
-        message = {"op": "setup", "case": side.case, "scalars": scalars, "buffers": [b.wire for b in bufs],
-                   "null": null}
+        message = {
+            "op": "setup",
+            "case": side.case,
+            "scalars": scalars,
+            "buffers": [b.wire for b in bufs],
+            "null": null,
+        }
         error = side.worker.ask(message, [b.fd for b in bufs if b.fd is not None])
         for b in bufs:
             if b.fd is not None:
@@ -241,8 +259,14 @@ class Supervisor:
             self.last_cpu = cpu_c
         return elapsed, side.snapshot, error
 
-    def time_case(self, case: schema.Case, cand: Side, inputs: dict[str, Any],
-                  specs: dict[str, tuple[tuple[int, ...], str]], tol: checks.Tolerance) -> tuple[Timing, str]:
+    def time_case(
+        self,
+        case: schema.Case,
+        cand: Side,
+        inputs: dict[str, Any],
+        specs: dict[str, tuple[tuple[int, ...], str]],
+        tol: checks.Tolerance,
+    ) -> tuple[Timing, str]:
         """Baseline, candidate and null calls interleaved on fresh inputs until the medians are stable."""
         params = case.params
         base = self._side(self.baseline, case, inputs, specs)
@@ -281,8 +305,14 @@ class Supervisor:
                 if time.monotonic() > deadline:
                     stopped = "budget"
                     break
-        timing = Timing(baseline_ms=times["b"], kernel_ms=times["c"], null_ms=times["n"], stopped_by=stopped,
-                        warmup_calls=warmup, **self._outside_cpu(case.workload, times))
+        timing = Timing(
+            baseline_ms=times["b"],
+            kernel_ms=times["c"],
+            null_ms=times["n"],
+            stopped_by=stopped,
+            warmup_calls=warmup,
+            **self._outside_cpu(case.workload, times),
+        )
         return timing, mismatch
 
     def _outside_cpu(self, name: str, times: dict[str, list[float]]) -> dict[str, float]:
@@ -292,8 +322,12 @@ class Supervisor:
         gaps = [g[0] / 1e6 for g in self.gaps]
         early = [g[1] / 1e6 for g in self.gaps]
         total = max(sum(times["b"]), 1e-9)
-        figures = {"idle_cpu_ms": statistics.median(gaps) if gaps else 0.0, "idle_cpu_share": sum(gaps) / total,
-                   "early_cpu_ms": statistics.median(early) if early else 0.0, "early_cpu_share": sum(early) / total}
+        figures = {
+            "idle_cpu_ms": statistics.median(gaps) if gaps else 0.0,
+            "idle_cpu_share": sum(gaps) / total,
+            "early_cpu_ms": statistics.median(early) if early else 0.0,
+            "early_cpu_share": sum(early) / total,
+        }
         if self.watch is None:
             return figures
         limit, share = self.cfg.idle_cpu_ms, self.cfg.idle_cpu_share
@@ -301,14 +335,18 @@ class Supervisor:
             self.interference.append(
                 f"{name}: the candidate's processes used CPU between its calls (median {figures['idle_cpu_ms']:.3f} ms "
                 f"per gap, {figures['idle_cpu_share']:.1%} of the baseline's time; limits {limit} ms, {share:.0%}): "
-                "work outside its timed calls")
+                "work outside its timed calls"
+            )
         if figures["early_cpu_ms"] > limit or figures["early_cpu_share"] > share:
             self.interference.append(
                 f"{name}: the candidate's processes used CPU while their inputs were being written, before their call "
                 f"began (median {figures['early_cpu_ms']:.3f} ms, {figures['early_cpu_share']:.1%} of the baseline's "
-                "time)")
-        print(f"{name}: candidate CPU outside calls: {json.dumps({k: round(v, 4) for k, v in figures.items()})}",
-              file=sys.stderr)
+                "time)"
+            )
+        print(
+            f"{name}: candidate CPU outside calls: {json.dumps({k: round(v, 4) for k, v in figures.items()})}",
+            file=sys.stderr,
+        )
         return figures
 
     # --- helpers -------------------------------------------------------------------------------
@@ -344,8 +382,10 @@ class Supervisor:
                 return
             time.sleep(0.002)
         self.gpu_busy = True
-        self.interference.append(f"the GPU stayed busy with work the supervisor did not start (the fastest probe "
-                                 f"kernel took {fastest:.3f} ms; limit {self.cfg.quiet_probe_ms} ms)")
+        self.interference.append(
+            f"the GPU stayed busy with work the supervisor did not start (the fastest probe "
+            f"kernel took {fastest:.3f} ms; limit {self.cfg.quiet_probe_ms} ms)"
+        )
 
 
 def _poison(tensors: dict[str, torch.Tensor]) -> None:
@@ -353,8 +393,9 @@ def _poison(tensors: dict[str, torch.Tensor]) -> None:
         t.fill_(math.nan) if t.is_floating_point() else t.fill_(-1)
 
 
-def _compare(outs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor],
-             tol: checks.Tolerance) -> tuple[str | None, dict[str, dict[str, float]]]:
+def _compare(
+    outs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor], tol: checks.Tolerance
+) -> tuple[str | None, dict[str, dict[str, float]]]:
     stats: dict[str, dict[str, float]] = {}
     for name, expected in ref.items():
         problem, stats[name] = checks.compare(name, outs[name], expected, tol)
@@ -365,8 +406,10 @@ def _compare(outs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor],
 
 def _start_baseline(task_dir: Path, device: str, timeout: float) -> tuple[Worker, subprocess.Popen[bytes]]:
     ours, theirs = pair()
-    proc = subprocess.Popen([sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", "--baseline", str(task_dir),
-                             str(theirs.fileno())], pass_fds=[theirs.fileno()])
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", "--baseline", str(task_dir), str(theirs.fileno())],
+        pass_fds=[theirs.fileno()],
+    )
     theirs.close()
     worker = Worker("baseline", ours, trusted=True, timeout=timeout)
     _hello(worker)
@@ -385,7 +428,7 @@ def _hello(worker: Worker) -> str | None:
     if answer.get("ok") is True:
         return None
     error = answer.get("error")
-    worker.gone = (error if isinstance(error, str) else "the worker did not start")[:schema.MAX_TEXT]
+    worker.gone = (error if isinstance(error, str) else "the worker did not start")[: schema.MAX_TEXT]
     if worker.trusted:
         raise RuntimeError(worker.gone)
     return worker.gone

@@ -53,11 +53,17 @@ class Task:
 
     def public(self) -> dict[str, Any]:
         m = self.manifest
-        return {"id": m["id"], "version": m.get("version", ""), "description": m.get("description", ""),
-                "device": self.device, "workloads": [w["id"] for w in m["workloads"]],
-                "timed": [w["id"] for w in m["workloads"] if w.get("timed")],
-                "holdout_probes": m.get("holdout", {}).get("count", 0),
-                "contract": m.get("contract", ""), "timeout_s": m.get("timeout_s", 600)}
+        return {
+            "id": m["id"],
+            "version": m.get("version", ""),
+            "description": m.get("description", ""),
+            "device": self.device,
+            "workloads": [w["id"] for w in m["workloads"]],
+            "timed": [w["id"] for w in m["workloads"] if w.get("timed")],
+            "holdout_probes": m.get("holdout", {}).get("count", 0),
+            "contract": m.get("contract", ""),
+            "timeout_s": m.get("timeout_s", 600),
+        }
 
 
 def load_task(root: Path) -> Task:

@@ -39,8 +39,9 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:1000] + "\n" + tail[-1500:]
 
 
-def serve(chan: Channel, device: str, factory: Callable[[dict[str, Any]], Callable[[], None]],
-          hello: dict[str, Any]) -> None:
+def serve(
+    chan: Channel, device: str, factory: Callable[[dict[str, Any]], Callable[[], None]], hello: dict[str, Any]
+) -> None:
     gc.collect()
     gc.freeze()  # an honest worker's idle loop then costs next to no CPU between calls
     chan.send(hello)
@@ -70,8 +71,10 @@ def serve(chan: Channel, device: str, factory: Callable[[dict[str, Any]], Callab
                 data, outputs = datas[message["case"]]
                 for name, buffer in outputs.items():
                     if data.get(name) is not buffer:
-                        raise RuntimeError(f"the submission replaced data[{name!r}] instead of writing into it "
-                                           "(the output buffers are the supervisor's: write into them in place)")
+                        raise RuntimeError(
+                            f"the submission replaced data[{name!r}] instead of writing into it "
+                            "(the output buffers are the supervisor's: write into them in place)"
+                        )
             else:
                 raise ValueError(f"unknown operation {op!r}")
         except Exception as exc:  # noqa: BLE001 - the callable's failure is the answer
@@ -126,8 +129,10 @@ def main(argv: list[str]) -> int:
         except BaseException as exc:  # noqa: BLE001 - any failure to import is the submission's error
             hello = {"ok": False, "error": "importing solution.py failed: " + describe(exc)}
         else:
+
             def factory(data: dict[str, Any]) -> Callable[[], None]:
                 return mod.candidate(solution, data)
+
     with contextlib.suppress(ChannelError):
         serve(chan, task.device, factory, hello)
     sys.stdout.flush()

@@ -26,15 +26,15 @@ HONEST_LIMIT = 1.6
 
 #: the holdout fails, with this kind of failure (its details stay secret)
 HOLDOUT = {
-    "exit_in_setup": "ERROR",            # os._exit in setup(): the worker is gone
-    "fake_report_lines": "FAIL",         # zeros written, a passing report printed
-    "lazy_no_write": "FAIL",             # the output buffer is never written (NaN-poisoned)
-    "persistent_worker": "FAIL",         # half the rows finished by a thread after the call returned
-    "rebind_output": "ERROR",            # data['y'] rebound: the worker names the mistake
+    "exit_in_setup": "ERROR",  # os._exit in setup(): the worker is gone
+    "fake_report_lines": "FAIL",  # zeros written, a passing report printed
+    "lazy_no_write": "FAIL",  # the output buffer is never written (NaN-poisoned)
+    "persistent_worker": "FAIL",  # half the rows finished by a thread after the call returned
+    "rebind_output": "ERROR",  # data['y'] rebound: the worker names the mistake
     "skip_every_other": "FAIL",
-    "standard_only": "FAIL",             # phase detection: wrong off the standard distribution
+    "standard_only": "FAIL",  # phase detection: wrong off the standard distribution
     "thread_early_return": "FAIL",
-    "malformed_answers": "ERROR",        # issue 8 class 9: a malformed answer is the candidate's ERROR
+    "malformed_answers": "ERROR",  # issue 8 class 9: a malformed answer is the candidate's ERROR
 }
 #: the holdout passes, and this workload gets this verdict with this reason
 WORKLOAD = {
@@ -43,36 +43,39 @@ WORKLOAD = {
     "patch_compare_code": ("standard", "FLAKY", "timed sample"),
     "replay_by_ptr": ("standard", "FLAKY", "timed sample"),
     "warmup_detect": ("standard", "FLAKY", "timed sample"),
-    "skip_timed_batch": ("standard", "FLAKY", "timed sample"),       # issue 8 class 1
-    "partial_rows": ("standard", "FLAKY", "timed sample"),           # class 3
-    "predict_samples": ("standard", "FLAKY", "timed sample"),        # class 5
-    "rewrite_old_outputs": ("one_column", "FAIL", "non-finite"),     # class 6
+    "skip_timed_batch": ("standard", "FLAKY", "timed sample"),  # issue 8 class 1
+    "partial_rows": ("standard", "FLAKY", "timed sample"),  # class 3
+    "predict_samples": ("standard", "FLAKY", "timed sample"),  # class 5
+    "rewrite_old_outputs": ("one_column", "FAIL", "non-finite"),  # class 6
 }
 #: flagged (the evaluation fails) for work outside the candidate's own calls
 FLAGGED = {
-    "interfere_with_baseline": "used CPU",   # classes 2 and 8: load while the baseline runs
-    "precompute_on_write": "used CPU",       # class 4: work as the inputs are written
+    "interfere_with_baseline": "used CPU",  # classes 2 and 8: load while the baseline runs
+    "precompute_on_write": "used CPU",  # class 4: work as the inputs are written
 }
 #: neutralised: passes like an honest run, and the attack's own report line (if any) says it failed
 NEUTRALISED = {
     "honest": None,
-    "atexit_forge": None,                    # no results file exists, and atexit never runs
+    "atexit_forge": None,  # no results file exists, and atexit never runs
     "atexit_forge_below_floor": None,
     "fake_results_in_setup": "FORGE-WROTE",  # no folder the server reads is writable
-    "gc_forge_results": None,                # class 1/19: the heap holds no measurement
-    "patch_clock": None,                     # this process's clocks time nothing
-    "patch_timing_global": None,             # claims added to the answers are ignored
-    "slow_baseline": None,                   # class 2: the baseline runs in another process
-    "zero_inputs": None,                     # inputs are rewritten before every call
-    "plant_links": "LINK-PLANTED",           # class 7: nowhere to plant a link the server reads
+    "gc_forge_results": None,  # class 1/19: the heap holds no measurement
+    "patch_clock": None,  # this process's clocks time nothing
+    "patch_timing_global": None,  # claims added to the answers are ignored
+    "slow_baseline": None,  # class 2: the baseline runs in another process
+    "zero_inputs": None,  # inputs are rewritten before every call
+    "plant_links": "LINK-PLANTED",  # class 7: nowhere to plant a link the server reads
 }
 
 
 def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     """Evaluate candidates/<name>; return (job, report, log)."""
     folder = CANDIDATES / name
-    files: dict[str, str | bytes] = {str(p.relative_to(folder)): p.read_bytes()
-                                     for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+    files: dict[str, str | bytes] = {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     r = server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, "timeout_s": 300})
     assert r.status_code == 201, r.text
     job_id = r.json()["id"]

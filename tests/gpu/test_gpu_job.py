@@ -24,8 +24,13 @@ PATH = f"{os.path.dirname(PYTHON)}:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/
 def gpu_server(server_factory):
     if not Nvml().list():
         pytest.skip("no NVIDIA GPU here")
-    return server_factory(image="kcoral-toolchain:latest", toolchain_mounts=DEFAULT_TOOLCHAIN_MOUNTS, gpus="auto",
-                          python=PYTHON, job_env={"PATH": PATH})
+    return server_factory(
+        image="kcoral-toolchain:latest",
+        toolchain_mounts=DEFAULT_TOOLCHAIN_MOUNTS,
+        gpus="auto",
+        python=PYTHON,
+        job_env={"PATH": PATH},
+    )
 
 
 SEES_ONE_GPU = """
@@ -72,6 +77,9 @@ time.sleep(8)
 
 
 def test_clock_locking_is_refused(gpu_server):
-    job, log = gpu_server.run({"m.py": "import subprocess\nr = subprocess.run(['nvidia-smi', '-lgc', '1000'])\n"
-                                        "print('rc', r.returncode)"}, ["m.py"], gpus=1)
+    job, log = gpu_server.run(
+        {"m.py": "import subprocess\nr = subprocess.run(['nvidia-smi', '-lgc', '1000'])\nprint('rc', r.returncode)"},
+        ["m.py"],
+        gpus=1,
+    )
     assert "rc 0" not in log, log

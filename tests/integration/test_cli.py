@@ -126,7 +126,7 @@ def test_python_streams_log_sends_env_and_files_and_downloads_outputs(remote, se
     assert (dest / "o.bin").read_bytes() == bytes(range(256))
     assert f"2 output file(s) in {dest}" in err
     assert summary_line(JobView.model_validate(job)) in err
-    assert job["image"]["digest"][len("sha256:"):][:12] in err
+    assert job["image"]["digest"][len("sha256:") :][:12] in err
     assert "queued: position 2" not in err  # a free slot: at most "position 1" until it is dispatched
 
 

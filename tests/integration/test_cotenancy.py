@@ -10,11 +10,13 @@ from tests.attacks.test_attacks import assert_honest, evaluate
 from tests.conftest import RunningServer
 
 AFFINITY = "import os, time; print('CORES', sorted(os.sched_getaffinity(0))); time.sleep(2)"
-BURN = ("import threading, time\n"
-        "def burn():\n    end = time.time() + 120\n    while time.time() < end: pass\n"
-        "ts = [threading.Thread(target=burn) for _ in range(4)]\n[t.start() for t in ts]\n"
-        "print('BURNING', flush=True)\n"
-        "[t.join() for t in ts]\n")
+BURN = (
+    "import threading, time\n"
+    "def burn():\n    end = time.time() + 120\n    while time.time() < end: pass\n"
+    "ts = [threading.Thread(target=burn) for _ in range(4)]\n[t.start() for t in ts]\n"
+    "print('BURNING', flush=True)\n"
+    "[t.join() for t in ts]\n"
+)
 
 
 def test_concurrent_jobs_get_disjoint_cores(server: RunningServer) -> None:

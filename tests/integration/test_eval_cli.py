@@ -55,7 +55,7 @@ def setup(data):
 '''
 
 # No max-subtraction: exp overflows to inf for large magnitudes (workload large_magnitude, scale 1000).
-NAIVE = '''\
+NAIVE = """\
 import torch
 
 
@@ -67,18 +67,20 @@ def setup(data):
         y.div_(y.sum(dim=-1, keepdim=True))
 
     return run
-'''
+"""
 
 
 # ---- fixtures ---------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def eval_server(tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient,
-                job_image: str) -> Iterator[RunningServer]:
+def eval_server(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
+) -> Iterator[RunningServer]:
     """One server for the whole file (show and rerun work on a job evaluated once)."""
-    settings = Settings(data_dir=tmp_path_factory.mktemp("evaldata"), port=free_port(), image=job_image,
-                        gpus="none", cpu_slots=2)
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("evaldata"), port=free_port(), image=job_image, gpus="none", cpu_slots=2
+    )
     srv = start_server(replace(settings, limits=Limits()))
     yield srv
     srv.stop()
@@ -271,11 +273,13 @@ def test_show_prints_the_receipt_and_report(remote, api_job, capfd) -> None:
     baseline = receipt["timings"]["standard"]["baseline_ms"]
     protocol = receipt["timings"]["standard"]["protocol_ms"]
     assert len(protocol) == len(kernel) == len(baseline)
-    assert row("timings") == (f"standard: baseline n={len(baseline)} median {statistics.median(baseline):.6f} ms; "
-                              f"kernel n={len(kernel)} median {statistics.median(kernel):.6f} ms; "
-                              f"protocol n={len(protocol)} median {statistics.median(protocol):.6f} ms "
-                              "(raw call times, protocol included)")
-    tail = out[out.index("report:"):]
+    assert row("timings") == (
+        f"standard: baseline n={len(baseline)} median {statistics.median(baseline):.6f} ms; "
+        f"kernel n={len(kernel)} median {statistics.median(kernel):.6f} ms; "
+        f"protocol n={len(protocol)} median {statistics.median(protocol):.6f} ms "
+        "(raw call times, protocol included)"
+    )
+    tail = out[out.index("report:") :]
     for line in report["lines"]:
         assert f"  {line}" in tail
 
@@ -321,19 +325,45 @@ def test_rerun_prints_old_and_new_side_by_side(remote, api_job, capfd) -> None:
     assert "holdout correctness" not in out + err
     old_report, new_report = _output(remote, old_id, "report.json"), _output(remote, new_id, "report.json")
     header = next(line for line in out.splitlines() if line.startswith("WORKLOAD"))
-    assert header.split() == ["WORKLOAD", "VERDICT", "OLD", "VERDICT", "NEW", "KERNEL", "MS", "OLD", "KERNEL",
-                              "MS", "NEW", "SPEEDUP", "OLD", "SPEEDUP", "NEW"]
-    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[out.splitlines().index(header) + 1:]
-            if line.strip()}
+    assert header.split() == [
+        "WORKLOAD",
+        "VERDICT",
+        "OLD",
+        "VERDICT",
+        "NEW",
+        "KERNEL",
+        "MS",
+        "OLD",
+        "KERNEL",
+        "MS",
+        "NEW",
+        "SPEEDUP",
+        "OLD",
+        "SPEEDUP",
+        "NEW",
+    ]
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in out.splitlines()[out.splitlines().index(header) + 1 :]
+        if line.strip()
+    }
     old_std = next(w for w in old_report["workloads"] if w["id"] == "standard")
     new_std = next(w for w in new_report["workloads"] if w["id"] == "standard")
-    assert rows["standard"] == ["PASS", "PASS", f"{old_std['kernel_ms']:.6f}", f"{new_std['kernel_ms']:.6f}",
-                                f"{old_std['speedup']:.4f}x", f"{new_std['speedup']:.4f}x"]
+    assert rows["standard"] == [
+        "PASS",
+        "PASS",
+        f"{old_std['kernel_ms']:.6f}",
+        f"{new_std['kernel_ms']:.6f}",
+        f"{old_std['speedup']:.4f}x",
+        f"{new_std['speedup']:.4f}x",
+    ]
     assert rows["one_column"] == ["PASS", "PASS", "-", "-", "-", "-"]
     assert set(WORKLOADS) <= set(rows)
     so, sn = old_report["summary"], new_report["summary"]
-    assert (f"summary speedup: old {so['speedup']:.4f}x [{so['speedup_lo']:.4f}, {so['speedup_hi']:.4f}]  "
-            f"new {sn['speedup']:.4f}x [{sn['speedup_lo']:.4f}, {sn['speedup_hi']:.4f}]") in out
+    assert (
+        f"summary speedup: old {so['speedup']:.4f}x [{so['speedup_lo']:.4f}, {so['speedup_hi']:.4f}]  "
+        f"new {sn['speedup']:.4f}x [{sn['speedup_lo']:.4f}, {sn['speedup_hi']:.4f}]"
+    ) in out
     # the exit code is the new job's; its outputs are downloaded like kcoral eval's
     assert code == 0 and new["verdict"] == "ok", new_report["flags"]
     assert (Path("kcoral-out") / new_id / "report.json").is_file()

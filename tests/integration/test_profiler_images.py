@@ -25,8 +25,16 @@ STAND_IN_NCU = "#!/bin/sh\necho 'NVIDIA (R) Nsight Compute Command Line Profiler
 
 
 def run_as_job(client: docker.DockerClient, ref: str, command: list[str], **extra: object) -> str:
-    out = client.containers.run(ref, command, user="65534:65534", read_only=True, tmpfs={"/tmp": "rw,exec"},
-                                network_disabled=True, remove=True, **extra)
+    out = client.containers.run(
+        ref,
+        command,
+        user="65534:65534",
+        read_only=True,
+        tmpfs={"/tmp": "rw,exec"},
+        network_disabled=True,
+        remove=True,
+        **extra,
+    )
     return out.decode()
 
 
@@ -55,34 +63,42 @@ def stand_in_ncu_image(docker_client: docker.DockerClient, job_image: str, tmp_p
     docker_client.images.remove(ref, force=True)
 
 
-def test_iket_image_compiles_a_cute_dsl_kernel_with_iket_ranges(docker_client: docker.DockerClient,
-                                                               iket_image: str, job_image: str) -> None:
+def test_iket_image_compiles_a_cute_dsl_kernel_with_iket_ranges(
+    docker_client: docker.DockerClient, iket_image: str, job_image: str
+) -> None:
     image = docker_client.images.get(iket_image)
     assert image.labels[IMAGE_LABEL] == "iket"
     assert "CUTE_DSL_NO_CACHE=1" in image.attrs["Config"]["Env"]
     assert image.attrs["Config"]["User"] == "65534:65534"
-    out = run_as_job(docker_client, iket_image, ["python3", "capture.py", "--compile-only"],
-                     environment={"HOME": "/tmp/home", "CUTE_DSL_ARCH": "sm_90a"},
-                     volumes={str(CAPTURE): {"bind": "/job/input", "mode": "ro"}}, working_dir="/job/input")
+    out = run_as_job(
+        docker_client,
+        iket_image,
+        ["python3", "capture.py", "--compile-only"],
+        environment={"HOME": "/tmp/home", "CUTE_DSL_ARCH": "sm_90a"},
+        volumes={str(CAPTURE): {"bind": "/job/input", "mode": "ro"}},
+        working_dir="/job/input",
+    )
     assert out.strip().endswith("compiled")
     assert "usage: run-iket" in run_as_job(docker_client, iket_image, ["run-iket", "--help"])
     # the wheels stayed in the install stage
     # one layer over the base holds the installed packages; the wheels stayed in the install stage
-    added = docker_client.api.history(iket_image)[:-len(docker_client.api.history(job_image))]
+    added = docker_client.api.history(iket_image)[: -len(docker_client.api.history(job_image))]
     copies = [layer for layer in added if "COPY" in (layer.get("CreatedBy") or "")]
     assert len(copies) == 1 and sum(layer["Size"] for layer in added if layer not in copies) < 2**20
 
 
-def test_ncu_image_puts_the_copied_installation_on_path(docker_client: docker.DockerClient,
-                                                        stand_in_ncu_image: str) -> None:
+def test_ncu_image_puts_the_copied_installation_on_path(
+    docker_client: docker.DockerClient, stand_in_ncu_image: str
+) -> None:
     assert docker_client.images.get(stand_in_ncu_image).labels[IMAGE_LABEL] == "ncu"
     assert "Version 0.0.0-stand-in" in run_as_job(docker_client, stand_in_ncu_image, ["ncu", "--version"])
     listing = run_as_job(docker_client, stand_in_ncu_image, ["ls", "/opt/nvidia/nsight-compute/extras/python"])
     assert listing.split() == ["ncu_report.py"]
 
 
-def test_image_mode_server_reports_the_profiler_images(server_factory: Callable[..., RunningServer],
-                                                       iket_image: str, stand_in_ncu_image: str) -> None:
+def test_image_mode_server_reports_the_profiler_images(
+    server_factory: Callable[..., RunningServer], iket_image: str, stand_in_ncu_image: str
+) -> None:
     srv = server_factory(ncu_image=stand_in_ncu_image, iket_image=iket_image)
     prof = srv.http.get("/v1/health").json()["profiling"]
     assert prof["source"] == "images"

@@ -25,8 +25,9 @@ TAG = "kcoral-test-pin:run"
 def retaggable(docker_client: docker.DockerClient, job_image: str) -> Iterator[tuple[str, str]]:
     """(the job image's id, the id of a derived image that differs only by a label); TAG -> the first."""
     first = docker_client.images.get(job_image)
-    second, _ = docker_client.images.build(fileobj=io.BytesIO(f"FROM {job_image}\nLABEL kcoral.test=b\n".encode()),
-                                           tag="kcoral-test-pin:b", rm=True)
+    second, _ = docker_client.images.build(
+        fileobj=io.BytesIO(f"FROM {job_image}\nLABEL kcoral.test=b\n".encode()), tag="kcoral-test-pin:b", rm=True
+    )
     first.tag(TAG)
     yield first.id, second.id
     for ref in (TAG, "kcoral-test-pin:b"):
@@ -49,8 +50,9 @@ def receipt(server: RunningServer, job_id: str) -> dict[str, Any]:
     return r.json()
 
 
-def test_rerun_keeps_the_pinned_image_and_task(server_factory: Any, docker_client: docker.DockerClient,
-                                               retaggable: tuple[str, str], tmp_path: Path) -> None:
+def test_rerun_keeps_the_pinned_image_and_task(
+    server_factory: Any, docker_client: docker.DockerClient, retaggable: tuple[str, str], tmp_path: Path
+) -> None:
     first_id, second_id = retaggable
     tasks = tmp_path / "tasks"
     shutil.copytree(REPO / "tasks", tasks, ignore=shutil.ignore_patterns("__pycache__"))

@@ -19,9 +19,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _serve(data_dir: Path, port: int, image: str) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kcoral", "serve", "--port", str(port), "--data-dir", str(data_dir), "--image", image,
-         "--gpus", "none", "--cpu-slots", "1", "--log-level", "warning"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "kcoral",
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+            "--image",
+            image,
+            "--gpus",
+            "none",
+            "--cpu-slots",
+            "1",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

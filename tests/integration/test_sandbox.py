@@ -71,11 +71,26 @@ print(open("/tmp/x").read())
 
 
 def test_env_passthrough_and_refusals(server):
-    job, log = server.run({"m.py": "import os; print(os.environ['GREETING'], os.environ['KCORAL_JOB_ID'])"},
-                          ["m.py"], env={"GREETING": "hi there"})
+    job, log = server.run(
+        {"m.py": "import os; print(os.environ['GREETING'], os.environ['KCORAL_JOB_ID'])"},
+        ["m.py"],
+        env={"GREETING": "hi there"},
+    )
     assert log.strip() == f"hi there {job['id']}"
-    for name in ("LD_PRELOAD", "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "KCORAL_OUTPUT_DIR", "PYTHONPATH",
-                 "PYTHONHOME", "PYTHONSTARTUP", "PATH", "HOME", "1BAD", "A-B", "NCCL_NVLS_ENABLE"):
+    for name in (
+        "LD_PRELOAD",
+        "NVIDIA_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES",
+        "KCORAL_OUTPUT_DIR",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "PATH",
+        "HOME",
+        "1BAD",
+        "A-B",
+        "NCCL_NVLS_ENABLE",
+    ):
         r = server.http.post("/v1/jobs", json={"argv": ["m.py"], "env": {name: "x"}})
         assert r.status_code == 400, name
         assert name in r.json()["message"]
@@ -107,11 +122,14 @@ def test_memory_limit_verdict(server_factory):
     assert job["verdict"] == "memory_limit", job
 
 
-@pytest.mark.parametrize("flood", [
-    "sys.stdout.write('y' * 1000 + '\\n')",
-    "sys.stdout.write('z' * 100000)",
-    "sys.stderr.buffer.write(b'\\xff\\xfe' * 5000)",
-])
+@pytest.mark.parametrize(
+    "flood",
+    [
+        "sys.stdout.write('y' * 1000 + '\\n')",
+        "sys.stdout.write('z' * 100000)",
+        "sys.stderr.buffer.write(b'\\xff\\xfe' * 5000)",
+    ],
+)
 def test_output_flood_is_capped(server_factory, flood):
     srv = server_factory(limits=Limits(log_bytes=1 * MiB))
     job, log = srv.run({"m.py": f"import sys\nwhile True:\n    {flood}\n"}, ["m.py"], timeout_s=60)

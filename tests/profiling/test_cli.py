@@ -20,8 +20,25 @@ from tests.profiling.conftest import FIXTURES
 
 
 def test_split_ncu_args() -> None:
-    parsed = split_ncu_args(["--set", "full", "-e", "A=1", "-c", "1", "--json", "-o=r.ncu-rep", "-s", "2", "--",
-                             "python", "x.py", "--", "y"])
+    parsed = split_ncu_args(
+        [
+            "--set",
+            "full",
+            "-e",
+            "A=1",
+            "-c",
+            "1",
+            "--json",
+            "-o=r.ncu-rep",
+            "-s",
+            "2",
+            "--",
+            "python",
+            "x.py",
+            "--",
+            "y",
+        ]
+    )
     assert parsed.ncu == ["--set=full", "--launch-count=1", "--launch-skip=2"]
     assert parsed.command == ["python", "x.py", "--", "y"]
     assert parsed.own == {"-e": ["A=1"], "--json": [], "-o": ["r.ncu-rep"]}
@@ -33,8 +50,9 @@ def test_split_ncu_args() -> None:
 
 
 def test_split_iket_args() -> None:
-    argv, command = split_iket_args(["--clobber", "profile", "--postprocess", "json", "--", "python", "c.py", "--",
-                                     "z"])
+    argv, command = split_iket_args(
+        ["--clobber", "profile", "--postprocess", "json", "--", "python", "c.py", "--", "z"]
+    )
     assert argv == ["--clobber", "profile", "--postprocess", "json"]
     assert command == ["python", "c.py", "--", "z"]
     with pytest.raises(UsageError, match="after a --"):
@@ -45,8 +63,9 @@ def test_split_iket_args() -> None:
         split_iket_args(["profile", "--output-dir", "x", "--", "python"])
 
 
-def test_usage_errors_before_anything_is_sent(tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_usage_errors_before_anything_is_sent(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KCORAL_REMOTE", "http://127.0.0.1:9")  # nothing listens: must not be reached
     assert run(["ncu", "--send", str(tmp_path), "-o", str(tmp_path / "r"), "--log-file", "x", "--", "python"]) == 2
     assert "--log-file is not allowed" in capfd.readouterr().err
@@ -74,8 +93,9 @@ def test_iket_summarize_and_plot(tmp_path: Path, capfd: pytest.CaptureFixture[st
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_ncu_summarize_uses_the_summary_beside_without_ncu(tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ncu_summarize_uses_the_summary_beside_without_ncu(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from kcoral.profiling import ncu_summary
 
     monkeypatch.setattr(ncu_summary, "import_ncu_report", lambda ncu=None: None)
@@ -111,8 +131,11 @@ echo pf > "$2/sub/iket_pid_0x2a.pftrace"
 @pytest.fixture
 def fake_tools(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> RunningServer:
     """The in-process server believes it can profile, and runs the stand-in tools from the sent directory."""
-    caps = {"counters_restricted": False, "ncu": {"path": "/job/input/fake-ncu", "ok": True, "reason": ""},
-            "iket": {"path": "/job/input/fake-run-iket", "ok": True, "reason": ""}}
+    caps = {
+        "counters_restricted": False,
+        "ncu": {"path": "/job/input/fake-ncu", "ok": True, "reason": ""},
+        "iket": {"path": "/job/input/fake-run-iket", "ok": True, "reason": ""},
+    }
     monkeypatch.setattr(jobs.capabilities, "for_server", lambda *a, **k: caps)
     monkeypatch.setattr(jobs.capabilities, "tool_path", lambda settings, kind: caps[kind]["path"])
     monkeypatch.setattr(jobs, "_check_runnable", lambda *a: None)
@@ -131,16 +154,20 @@ def _send_dir(tmp_path: Path, files: dict[str, str]) -> Path:
     return send
 
 
-def test_ncu_end_to_end(fake_tools: RunningServer, tmp_path: Path, capfd: pytest.CaptureFixture[str],
-                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ncu_end_to_end(
+    fake_tools: RunningServer, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     send = _send_dir(tmp_path, {"fake-ncu": FAKE_NCU})
     monkeypatch.chdir(tmp_path)
-    code = run(["ncu", "--send", str(send), "-o", "prof/mm", "-k", "regex:gemm", "-c", "1", "--json", "--",
-                "python3", "x.py"])
+    code = run(
+        ["ncu", "--send", str(send), "-o", "prof/mm", "-k", "regex:gemm", "-c", "1", "--json", "--", "python3", "x.py"]
+    )
     doc: dict[str, Any] = json.loads(capfd.readouterr().out)
     assert code == 0, doc
-    assert "fake ncu --config-file 0 --export /job/out/report.ncu-rep --kernel-name=regex:gemm --launch-count=1 " \
-           "python3 x.py" in doc["log"]
+    assert (
+        "fake ncu --config-file 0 --export /job/out/report.ncu-rep --kernel-name=regex:gemm --launch-count=1 "
+        "python3 x.py" in doc["log"]
+    )
     assert Path("prof/mm.ncu-rep").read_text() == "rep\n"
     assert doc["report"] == "prof/mm.ncu-rep" and doc["summary_path"] == "prof/mm.ncu-rep.json"
     # no ncu in the job image: the summary says so instead of failing the job
@@ -153,12 +180,30 @@ def test_iket_end_to_end(fake_tools: RunningServer, tmp_path: Path, capfd: pytes
     send = _send_dir(tmp_path, {"fake-run-iket": FAKE_IKET})
     shutil.copy(FIXTURES / "trace_plain.json", send / "trace.json")
     out = tmp_path / "out"
-    code = run(["iket", "--send", str(send), "--output-dir", str(out), "-e", "CUTE_DSL_NO_CACHE=0", "--",
-                "profile", "--", "python3", "capture.py"])
+    code = run(
+        [
+            "iket",
+            "--send",
+            str(send),
+            "--output-dir",
+            str(out),
+            "-e",
+            "CUTE_DSL_NO_CACHE=0",
+            "--",
+            "profile",
+            "--",
+            "python3",
+            "capture.py",
+        ]
+    )
     captured = capfd.readouterr()
     assert code == 0, captured
-    assert "fake run-iket --output-dir /job/out/.iket-stage profile --postprocess json -- python3 capture.py" \
+    assert (
+        "fake run-iket --output-dir /job/out/.iket-stage profile --postprocess json -- python3 capture.py"
         in captured.out
+    )
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [
-        "iket_pid_0x2a.trace.json", "sub/iket_pid_0x2a.pftrace"]
+        "iket_pid_0x2a.trace.json",
+        "sub/iket_pid_0x2a.pftrace",
+    ]
     assert "kcoral iket summarize" in captured.err

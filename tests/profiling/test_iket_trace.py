@@ -25,8 +25,12 @@ def test_both_shapes_read_the_same(trace_path: Path) -> None:
     assert (first.name, first.start, first.end, first.duration) == ("load", 1100, 1200, 100)
     assert (first.loc.cta, first.loc.warp, first.loc.sm) == ((0, 0, 0), 0, 0)
     assert [m.ts for m in main.markers if m.name == "tick"] == [1100, 1300, 1500, 1150, 1400]
-    assert {(w.loc.cta, w.loc.warp) for w in main.lifetimes} == {((0, 0, 0), 0), ((0, 0, 0), 1),
-                                                                 ((1, 0, 0), 0), ((1, 0, 0), 1)}
+    assert {(w.loc.cta, w.loc.warp) for w in main.lifetimes} == {
+        ((0, 0, 0), 0),
+        ((0, 0, 0), 1),
+        ((1, 0, 0), 0),
+        ((1, 0, 0), 1),
+    }
     assert graph.ranges[0].name == "x"
 
 
@@ -39,13 +43,24 @@ def test_same_records_in_both_shapes() -> None:
 
 
 def test_open_file_and_bad_records_are_skipped() -> None:
-    doc = {"stringTable": ["r"], "locationTable": [{"ctaId": [0, 0, 0], "warpId": 3}],
-           "launches": [{"gridId": 1, "kernelName": "k",
-                         "ranges": [{"rangeNameIdx": 0, "startTs": 1, "endTs": 5, "warpLocIdxs": [0]},
-                                    {"rangeNameIdx": 0, "startTs": 1}, "junk",
-                                    {"rangeNameIdx": 9, "startTs": 2, "endTs": 3, "warpLocIdxs": [7]}],
-                         "markers": [{"markerNameIdx": 0, "locIdx": 0}],
-                         "warpLifetimes": [{"locIdx": 0, "startTs": 0, "endTs": 10}]}]}
+    doc = {
+        "stringTable": ["r"],
+        "locationTable": [{"ctaId": [0, 0, 0], "warpId": 3}],
+        "launches": [
+            {
+                "gridId": 1,
+                "kernelName": "k",
+                "ranges": [
+                    {"rangeNameIdx": 0, "startTs": 1, "endTs": 5, "warpLocIdxs": [0]},
+                    {"rangeNameIdx": 0, "startTs": 1},
+                    "junk",
+                    {"rangeNameIdx": 9, "startTs": 2, "endTs": 3, "warpLocIdxs": [7]},
+                ],
+                "markers": [{"markerNameIdx": 0, "locIdx": 0}],
+                "warpLifetimes": [{"locIdx": 0, "startTs": 0, "endTs": 10}],
+            }
+        ],
+    }
     trace = load(io.StringIO(json.dumps(doc)))
     la = trace.launches[0]
     assert la.skipped == 3

@@ -20,10 +20,12 @@ from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobPaths
 from tests.runner.fake_executor import FakeExecutor, Script
 
-CAPS_OK = {"source": "host", "counters_restricted": False,
-           "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.3.1", "ncu_report": None, "ok": True,
-                   "reason": ""},
-           "iket": {"path": "/opt/torch/.venv/bin/run-iket", "ok": True, "reason": ""}}
+CAPS_OK = {
+    "source": "host",
+    "counters_restricted": False,
+    "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.3.1", "ncu_report": None, "ok": True, "reason": ""},
+    "iket": {"path": "/opt/torch/.venv/bin/run-iket", "ok": True, "reason": ""},
+}
 
 
 @pytest.fixture
@@ -34,8 +36,9 @@ def caps(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 def services(gpus: int = 1, **settings: Any) -> Any:
-    return SimpleNamespace(settings=Settings(**settings), gpus=[object()] * gpus,
-                           executor=SimpleNamespace(has_image=lambda ref: True))
+    return SimpleNamespace(
+        settings=Settings(**settings), gpus=[object()] * gpus, executor=SimpleNamespace(has_image=lambda ref: True)
+    )
 
 
 def test_kinds_are_found_by_name() -> None:
@@ -60,8 +63,9 @@ def test_ncu_validate(caps: dict[str, Any]) -> None:
 
 def test_iket_validate(caps: dict[str, Any]) -> None:
     kind = jobs.IketKind()
-    kind.validate(JobSpec(kind="iket", argv=["profile", "--postprocess", "json"], command=["python", "c.py"]),
-                  services())
+    kind.validate(
+        JobSpec(kind="iket", argv=["profile", "--postprocess", "json"], command=["python", "c.py"]), services()
+    )
     with pytest.raises(BadRequest, match="--output-dir is not allowed"):
         kind.validate(JobSpec(kind="iket", argv=["--output-dir", "/x", "profile"], command=["python"]), services())
     caps["iket"].update(ok=False, reason="run-iket is not installed")
@@ -83,26 +87,39 @@ def test_commands_use_host_paths_in_toolchain_mode(tmp_path: Path) -> None:
     ispec = JobSpec(kind="iket", argv=["profile"], command=["python", "c.py"])
     icmd = jobs.IketKind().command(host, ispec)
     assert icmd[0] == str(venv / "python")
-    assert icmd[icmd.index("--") + 1:] == [str(venv / "run-iket"), "--output-dir", "/job/out/.iket-stage",
-                                          "profile", "--postprocess", "json", "--", "python", "c.py"]
+    assert icmd[icmd.index("--") + 1 :] == [
+        str(venv / "run-iket"),
+        "--output-dir",
+        "/job/out/.iket-stage",
+        "profile",
+        "--postprocess",
+        "json",
+        "--",
+        "python",
+        "c.py",
+    ]
     assert jobs.IketKind().command(Settings(), ispec)[icmd.index("--") + 1] == "run-iket"
 
 
 def test_profiler_images_in_image_mode_only() -> None:
     assert capabilities.profiler_image(Settings(), "ncu") == "kcoral-ncu:latest"
     assert capabilities.profiler_image(Settings(iket_image="x:1"), "iket") == "x:1"
-    assert capabilities.profiler_image(Settings(toolchain_mounts=("/usr",), image="kcoral-toolchain:latest"),
-                               "ncu") == "kcoral-toolchain:latest"
+    assert (
+        capabilities.profiler_image(Settings(toolchain_mounts=("/usr",), image="kcoral-toolchain:latest"), "ncu")
+        == "kcoral-toolchain:latest"
+    )
 
 
 def writes_ncu_report(exit_code: int) -> Script:
     """The ncu container: leaves the report and its summary in /job/out, exits with ``exit_code``."""
+
     def play(job_id: str, steps: list[ContainerStep], cancel: Any, deadline: float) -> list[StepOutcome]:
         out = steps[0].output_dir
         assert out is not None
         (out / "report.ncu-rep").write_bytes(b"rep")
         (out / "report.ncu-rep.json").write_text("{}")
         return [StepOutcome(None, exit_code, False, 0)]
+
     return play
 
 

@@ -31,7 +31,9 @@ def test_csv_fallback() -> None:
     assert mm["achieved_occupancy_pct"] == 12.37
     assert (mm["grid"], mm["block"]) == ("(1024, 1, 1)", "(128, 1, 1)")
     assert [(a["rule"], a["type"], a["speedup_pct"]) for a in mm["advice"]] == [
-        ("SOLBottleneck", "OPT", 35.5), ("AchievedOccupancy", "OPT", 0.8)]
+        ("SOLBottleneck", "OPT", 35.5),
+        ("AchievedOccupancy", "OPT", 0.8),
+    ]
     assert mm["advice"][0]["message"].startswith("Memory is more heavily utilized")
     assert sm["duration_ns"] == 5600.0
     assert sm["memory_throughput_pct"] is None and sm["compute_throughput_pct"] == 3.5
@@ -84,25 +86,44 @@ def test_ncu_report_path() -> None:
         ncu_summary.BLOCK: (256, ""),
     }
     rules = [
-        {"rule_identifier": "SOLBottleneck", "section_identifier": "SpeedOfLight",
-         "rule_message": {"title": "Bottleneck", "message": "Memory bound.", "type": "OPT"},
-         "speedup_estimation": {"type": "global", "speedup": 12.0}},
+        {
+            "rule_identifier": "SOLBottleneck",
+            "section_identifier": "SpeedOfLight",
+            "rule_message": {"title": "Bottleneck", "message": "Memory bound.", "type": "OPT"},
+            "speedup_estimation": {"type": "global", "speedup": 12.0},
+        },
         # some ncu versions send the nested dicts as their Python repr
-        {"rule_identifier": "Occupancy", "rule_message": "{'title': 'Occ', 'message': 'Low occupancy.', 'type': 'WRN'}",
-         "speedup_estimation": "{'type': 'local', 'speedup': 40.0}"},
+        {
+            "rule_identifier": "Occupancy",
+            "rule_message": "{'title': 'Occ', 'message': 'Low occupancy.', 'type': 'WRN'}",
+            "speedup_estimation": "{'type': 'local', 'speedup': 40.0}",
+        },
         {"rule_identifier": "Empty", "rule_message": {"title": "", "message": "", "type": "INF"}},
     ]
     kernels = summarize_with_module(fake_module([FakeAction("kern", metrics, rules)]), "r.ncu-rep")
-    assert kernels == [{
-        "id": 0, "name": "kern(float*)", "grid": 132, "block": 256, "duration_ns": 2500.0,
-        "memory_throughput_pct": 70.0, "compute_throughput_pct": 30.5, "registers_per_thread": 40.0,
-        "achieved_occupancy_pct": 88.0,
-        "advice": [
-            {"rule": "Occupancy", "title": "Occ", "type": "WRN", "message": "Low occupancy.", "speedup_pct": 40.0},
-            {"rule": "SOLBottleneck", "title": "Bottleneck", "type": "OPT", "message": "Memory bound.",
-             "speedup_pct": 12.0},
-        ],
-    }]
+    assert kernels == [
+        {
+            "id": 0,
+            "name": "kern(float*)",
+            "grid": 132,
+            "block": 256,
+            "duration_ns": 2500.0,
+            "memory_throughput_pct": 70.0,
+            "compute_throughput_pct": 30.5,
+            "registers_per_thread": 40.0,
+            "achieved_occupancy_pct": 88.0,
+            "advice": [
+                {"rule": "Occupancy", "title": "Occ", "type": "WRN", "message": "Low occupancy.", "speedup_pct": 40.0},
+                {
+                    "rule": "SOLBottleneck",
+                    "title": "Bottleneck",
+                    "type": "OPT",
+                    "message": "Memory bound.",
+                    "speedup_pct": 12.0,
+                },
+            ],
+        }
+    ]
     text = "\n".join(format_kernel_lines({"kernels": kernels, "errors": []}))
     assert "duration 2.50 us  memory 70.0%  compute(SM) 30.5%  registers 40  occupancy 88.0%" in text
     assert "- Occ (est. speedup 40.0%): Low occupancy." in text

@@ -83,7 +83,10 @@ def test_cta_spans_and_tile_period_match_the_raw_json(raw: dict) -> None:
     doc = summarize(load(PLAIN), marker="tile")["launches"][0]
     assert doc["counts"]["ctas"] == 3 and doc["counts"]["ranges"] == 3 * 4 * (TILES + 1)
     assert (doc["cta_span"]["min"], doc["cta_span"]["median"], doc["cta_span"]["max"]) == (
-        spans[0], statistics.median(spans), spans[-1])
+        spans[0],
+        statistics.median(spans),
+        spans[-1],
+    )
     tile = doc["periods"][0]
     assert (tile["name"], tile["source"], tile["ctas"], tile["occurrences"]) == ("tile", "marker", 3, 12 * TILES)
     assert tile["mean"] == pytest.approx(statistics.fmean(cta_periods))

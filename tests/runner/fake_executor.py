@@ -22,13 +22,16 @@ Script = Callable[[str, list[ContainerStep], threading.Event, float], list[StepO
 
 def exits(*codes: int) -> Script:
     """Each step exits by itself with its code (the last code for the steps after)."""
+
     def play(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
         return [StepOutcome(None, codes[min(i, len(codes) - 1)], False, 0) for i in range(len(steps))]
+
     return play
 
 
 def runs_until_stopped(started: threading.Event | None = None) -> Script:
     """The group runs until it is cancelled or its deadline passes, then is killed for that."""
+
     def play(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
         if started is not None:
             started.set()
@@ -37,6 +40,7 @@ def runs_until_stopped(started: threading.Event | None = None) -> Script:
                 killed = (Verdict.timeout, "the job ran past its timeout and was killed")
                 return [StepOutcome(killed, 137, False, 0) for _ in steps]
         return [StepOutcome((Verdict.cancelled, "cancelled by request"), 137, False, 0) for _ in steps]
+
     return play
 
 
@@ -51,7 +55,7 @@ class Ran:
 class FakeExecutor:
     script: Script = field(default_factory=lambda: exits(0))
     images: set[str] | None = None  # None: every image is present
-    failing: str = ""               # run_group raises InfrastructureError with this message
+    failing: str = ""  # run_group raises InfrastructureError with this message
     ran: list[Ran] = field(default_factory=list)
     orphans: int = 0
 
@@ -73,8 +77,15 @@ class FakeExecutor:
         found, self.orphans = self.orphans, 0
         return found
 
-    def run_group(self, job_id: str, steps: list[ContainerStep], lease: Lease, deadline: float,
-                  cancel: threading.Event, job_log: Path) -> list[StepOutcome]:
+    def run_group(
+        self,
+        job_id: str,
+        steps: list[ContainerStep],
+        lease: Lease,
+        deadline: float,
+        cancel: threading.Event,
+        job_log: Path,
+    ) -> list[StepOutcome]:
         self.ran.append(Ran(job_id, steps, lease))
         if self.failing:
             raise InfrastructureError(self.failing)

@@ -17,8 +17,9 @@ from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge
 from kcoral.runner.limits import Limits
 
 
-def member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"", linkname: str = "",
-           mode: int = 0o644) -> tuple[tarfile.TarInfo, bytes]:
+def member(
+    name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"", linkname: str = "", mode: int = 0o644
+) -> tuple[tarfile.TarInfo, bytes]:
     info = tarfile.TarInfo(name)
     info.type = kind
     info.mode = mode
@@ -46,30 +47,61 @@ def refusal(tmp_path: Path, *members: tuple[tarfile.TarInfo, bytes], limits: Lim
 # ----- names
 
 
-@pytest.mark.parametrize(("name", "clean"), [("a", "a"), ("a/b", "a/b"), ("./a//b/", "a/b"), ("a/./b", "a/b"),
-                                             (".", "."), ("./", "."), ("ab:c", "ab:c"), ("..a", "..a"), ("a/..", "."),
-                                             ("a..", "a.."), ("a/..b", "a/..b")])
+@pytest.mark.parametrize(
+    ("name", "clean"),
+    [
+        ("a", "a"),
+        ("a/b", "a/b"),
+        ("./a//b/", "a/b"),
+        ("a/./b", "a/b"),
+        (".", "."),
+        ("./", "."),
+        ("ab:c", "ab:c"),
+        ("..a", "..a"),
+        ("a..", "a.."),
+        ("a/..b", "a/..b"),
+    ],
+)
 def test_clean_names(name: str, clean: str) -> None:
     assert archive._clean_member_name(name) == clean
 
 
-@pytest.mark.parametrize(("name", "why"), [
-    ("/etc/passwd", "an absolute path"), ("C:evil", "an absolute path"), ("c:", "an absolute path"),
-    ("..", "a path leaving the sent directory"), ("../x", "a path leaving the sent directory"),
-    ("a/../../x", "a path leaving the sent directory"), ("a/../b", "a path leaving the sent directory"),
-    ("x:y", "an absolute path"), ("a\x00b", "a NUL byte in a name"),
-])
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [
+        ("/etc/passwd", "an absolute path"),
+        ("C:evil", "an absolute path"),
+        ("c:", "an absolute path"),
+        ("..", "a path leaving its folder ('..')"),
+        ("../x", "a path leaving its folder ('..')"),
+        ("a/../../x", "a path leaving its folder ('..')"),
+        ("a/../b", "a path leaving its folder ('..')"),
+        ("a/..", "a path leaving its folder ('..')"),  # any '..' is refused, even one that ends inside
+        ("x:y", "an absolute path"),
+        ("a\x00b", "a NUL byte in a name"),
+    ],
+)
 def test_bad_names(name: str, why: str) -> None:
     with pytest.raises(BadRequest) as exc:
         archive._clean_member_name(name)
     assert exc.value.message == f"the upload has {why}: {name!r}"
 
 
-@pytest.mark.parametrize(("path", "target", "inside"), [
-    ("link", "a", True), ("d/link", "../a", True), ("d/e/link", "../../a", True), ("link", ".", True),
-    ("link", "../a", False), ("link", "..", False), ("d/link", "../..", False), ("d/link", "../../a", False),
-    ("link", "/etc", False), ("link", "..a", True),
-])
+@pytest.mark.parametrize(
+    ("path", "target", "inside"),
+    [
+        ("link", "a", True),
+        ("d/link", "../a", True),
+        ("d/e/link", "../../a", True),
+        ("link", ".", True),
+        ("link", "../a", False),
+        ("link", "..", False),
+        ("d/link", "../..", False),
+        ("d/link", "../../a", False),
+        ("link", "/etc", False),
+        ("link", "..a", True),
+    ],
+)
 def test_link_targets(path: str, target: str, inside: bool) -> None:
     assert archive._link_stays_inside(path, target) is inside
 
@@ -79,10 +111,16 @@ def test_link_targets(path: str, target: str, inside: bool) -> None:
 
 def test_extracts_files_dirs_and_inside_links(tmp_path: Path) -> None:
     dest = tmp_path / "dest"
-    tar = make_tar(tmp_path, member(".", tarfile.DIRTYPE), member("d", tarfile.DIRTYPE, mode=0o700),
-                   member("d/run.sh", data=b"#!/bin/sh\n", mode=0o700), member("d/data", data=b"xyz", mode=0o600),
-                   member("d/x", data=b"1", mode=0o010), member("link", tarfile.SYMTYPE, linkname="d/data"),
-                   member("e/f/deep", data=b"deep"))
+    tar = make_tar(
+        tmp_path,
+        member(".", tarfile.DIRTYPE),
+        member("d", tarfile.DIRTYPE, mode=0o700),
+        member("d/run.sh", data=b"#!/bin/sh\n", mode=0o700),
+        member("d/data", data=b"xyz", mode=0o600),
+        member("d/x", data=b"1", mode=0o010),
+        member("link", tarfile.SYMTYPE, linkname="d/data"),
+        member("e/f/deep", data=b"deep"),
+    )
     assert extract_upload(tar, dest, Limits()) == 4
     assert (dest / "d" / "data").read_bytes() == b"xyz" and (dest / "e" / "f" / "deep").read_bytes() == b"deep"
     assert os.readlink(dest / "link") == "d/data"
@@ -108,12 +146,14 @@ def test_not_a_tar(tmp_path: Path) -> None:
 
 def test_refuses_links_leading_outside(tmp_path: Path) -> None:
     assert refusal(tmp_path, member("l", tarfile.SYMTYPE, linkname="../x")) == (
-        "the upload has a link leading outside: 'l' -> '../x'")
+        "the upload has a link leading outside: 'l' -> '../x'"
+    )
 
 
 def test_refuses_hard_links(tmp_path: Path) -> None:
     assert refusal(tmp_path, member("a", data=b"1"), member("h", tarfile.LNKTYPE, linkname="a")) == (
-        "the upload has a hard link ('h'); send a copy of the file instead")
+        "the upload has a hard link ('h'); send a copy of the file instead"
+    )
 
 
 @pytest.mark.parametrize("kind", [tarfile.FIFOTYPE, tarfile.CHRTYPE, tarfile.BLKTYPE])
@@ -132,8 +172,15 @@ def test_refuses_a_name_given_twice(tmp_path: Path, second: str) -> None:
 
 @pytest.mark.parametrize("through", ["l/x", "l/y/z"])
 def test_refuses_writing_through_a_link(tmp_path: Path, through: str) -> None:
-    assert refusal(tmp_path, member("d", tarfile.DIRTYPE), member("l", tarfile.SYMTYPE, linkname="d"),
-                   member(through, data=b"1")) == f"the upload writes {through!r} through a symbolic link"
+    assert (
+        refusal(
+            tmp_path,
+            member("d", tarfile.DIRTYPE),
+            member("l", tarfile.SYMTYPE, linkname="d"),
+            member(through, data=b"1"),
+        )
+        == f"the upload writes {through!r} through a symbolic link"
+    )
 
 
 def test_a_link_named_like_a_prefix_is_not_a_parent(tmp_path: Path) -> None:
@@ -189,7 +236,8 @@ def test_collect_outputs_copies_with_digests(tmp_path: Path) -> None:
     got = collect_outputs(raw, dest, Limits())
     assert [(f.path, f.size, f.sha256) for f in got.files] == [
         ("b.txt", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("d/a.bin", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")]
+        ("d/a.bin", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+    ]
     assert got.refused == [] and (dest / "d" / "a.bin").read_bytes() == b"abc"
 
 
@@ -249,8 +297,9 @@ def test_collect_outputs_refuses_a_file_that_cannot_be_opened(tmp_path: Path, mo
     assert [f.path for f in got.files] == ["b"] and got.refused == ["a: could not be read safely"]
 
 
-def test_collect_outputs_stops_a_file_that_grew_past_the_budget(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_collect_outputs_stops_a_file_that_grew_past_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     raw, dest = tmp_path / "raw", tmp_path / "dest"
     raw.mkdir()
     (raw / "a").write_bytes(b"x" * 11)

@@ -7,9 +7,28 @@ from kcoral.runner.errors import BadRequest
 from kcoral.runner.limits import Limits
 
 
-@pytest.mark.parametrize("name", ["LD_PRELOAD", "ld_library_path", "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES",
-                                  "KCORAL_OUTPUT_DIR", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE",
-                                  "PATH", "HOME", "NCCL_NVLS_ENABLE", "BASH_ENV", "1X", "A-B", "", "A B"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "LD_PRELOAD",
+        "ld_library_path",
+        "NVIDIA_VISIBLE_DEVICES",
+        "CUDA_VISIBLE_DEVICES",
+        "KCORAL_OUTPUT_DIR",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "PYTHONUSERBASE",
+        "PATH",
+        "HOME",
+        "NCCL_NVLS_ENABLE",
+        "BASH_ENV",
+        "1X",
+        "A-B",
+        "",
+        "A B",
+    ],
+)
 def test_refused(name):
     assert refusal(name)
 
@@ -38,20 +57,48 @@ def test_client_cannot_override_server_values():
 @pytest.mark.parametrize("prefix", ["LD_", "NVIDIA_", "KCORAL_", "CUDA_", "DYLD_", "GCONV_", "MALLOC_", "BASH_FUNC_"])
 def test_every_forbidden_prefix(prefix):
     name = prefix + "ANYTHING"
-    assert refusal(name) == (f"{name} is refused: variables starting with {prefix.split('_')[0]}_ control the "
-                             "sandbox")
+    assert refusal(name) == (f"{name} is refused: variables starting with {prefix.split('_')[0]}_ control the sandbox")
     assert refusal(name.lower()) is not None
 
 
-@pytest.mark.parametrize("name", ["HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "IFS", "ENV",
-                                  "BASH_ENV", "SHELLOPTS", "PERL5LIB", "PERL5OPT", "RUBYOPT", "NODE_OPTIONS",
-                                  "HOME", "PATH", "TMPDIR", "PYTHONUNBUFFERED", "home"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "HIP_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "GPU_DEVICE_ORDINAL",
+        "IFS",
+        "ENV",
+        "BASH_ENV",
+        "SHELLOPTS",
+        "PERL5LIB",
+        "PERL5OPT",
+        "RUBYOPT",
+        "NODE_OPTIONS",
+        "HOME",
+        "PATH",
+        "TMPDIR",
+        "PYTHONUNBUFFERED",
+        "home",
+    ],
+)
 def test_server_names_cannot_be_overridden(name):
     assert refusal(name) == f"{name} is set by the server and cannot be overridden"
 
 
-@pytest.mark.parametrize("name", ["PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONFAULTHANDLER", "PYTHONDEVMODE",
-                                  "PYTHONIOENCODING", "PYTHONUTF8", "PYTHONTRACEMALLOC", "pythonutf8"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "PYTHONHASHSEED",
+        "PYTHONWARNINGS",
+        "PYTHONFAULTHANDLER",
+        "PYTHONDEVMODE",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "PYTHONTRACEMALLOC",
+        "pythonutf8",
+    ],
+)
 def test_every_allowed_python_variable(name):
     assert refusal(name) is None
 
@@ -59,13 +106,15 @@ def test_every_allowed_python_variable(name):
 def test_python_refusal_lists_the_allowed_names():
     assert refusal("PYTHONPATH") == (
         "PYTHONPATH is refused: it could redirect the interpreter (allowed: PYTHONDEVMODE, PYTHONFAULTHANDLER, "
-        "PYTHONHASHSEED, PYTHONIOENCODING, PYTHONTRACEMALLOC, PYTHONUTF8, PYTHONWARNINGS)")
+        "PYTHONHASHSEED, PYTHONIOENCODING, PYTHONTRACEMALLOC, PYTHONUTF8, PYTHONWARNINGS)"
+    )
 
 
 @pytest.mark.parametrize("name", ["A\n", "A\nB", "1A", "A.B", "É"])
 def test_invalid_names(name):
-    assert refusal(name) == (f"{name!r} is not a valid environment variable name (letters, digits, '_'; "
-                             "no leading digit)")
+    assert refusal(name) == (
+        f"{name!r} is not a valid environment variable name (letters, digits, '_'; no leading digit)"
+    )
 
 
 @pytest.mark.parametrize("name", ["a", "_", "Z9", "LDX", "CUDAX", "PYTHO", "XLD_Y"])

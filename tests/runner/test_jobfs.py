@@ -104,13 +104,22 @@ def test_read_file_cap_both_sides(tmp_path: Path) -> None:
     assert str(exc.value) == "f: over 9 bytes"
 
 
-@pytest.mark.parametrize(("rel", "message"), [
-    ("a//f", "a//f: bad path component ''"), ("./f", "./f: bad path component '.'"),
-    ("a/../f", "a/../f: bad path component '..'"), ("a/", "bad file name 'a/'"), ("a/.", "bad file name 'a/.'"),
-    ("a/..", "bad file name 'a/..'"), ("", "bad file name ''"),
-    ("missing/f", "missing/f: No such file or directory"), ("a/missing", "a/missing: No such file or directory"),
-    ("a", "a: not a regular file"), ("f/x", "f/x: Not a directory"),
-])
+@pytest.mark.parametrize(
+    ("rel", "message"),
+    [
+        ("a//f", "a//f: bad path component ''"),
+        ("./f", "./f: bad path component '.'"),
+        ("a/../f", "a/../f: bad path component '..'"),
+        ("a/", "bad file name 'a/'"),
+        ("a/.", "bad file name 'a/.'"),
+        ("a/..", "bad file name 'a/..'"),
+        ("", "bad file name ''"),
+        ("missing/f", "missing/f: No such file or directory"),
+        ("a/missing", "a/missing: No such file or directory"),
+        ("a", "a: not a regular file"),
+        ("f/x", "f/x: Not a directory"),
+    ],
+)
 def test_open_file_refusals(tmp_path: Path, rel: str, message: str) -> None:
     (tmp_path / "a" / "a").mkdir(parents=True)
     (tmp_path / "a" / "f").write_text("x")

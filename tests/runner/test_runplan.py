@@ -24,16 +24,29 @@ def job(spec: JobSpec) -> JobView:
     return JobView(id="j1", owner="o", state=JobState.running, spec=spec, times=JobTimes(created=0))
 
 
-def run(tmp_path: Path, executor: FakeExecutor, spec: JobSpec | None = None, lease: Lease | None = None,
-        telemetry: object = None) -> tuple[JobView, JobPaths, list[ImageInfo]]:
+def run(
+    tmp_path: Path,
+    executor: FakeExecutor,
+    spec: JobSpec | None = None,
+    lease: Lease | None = None,
+    telemetry: object = None,
+) -> tuple[JobView, JobPaths, list[ImageInfo]]:
     paths = JobPaths(tmp_path / "job")
     paths.input.mkdir(parents=True, exist_ok=True)
     pinned: list[ImageInfo] = []
     view = job(spec or JobSpec(argv=["m.py"], env={"A": "1"}))
-    result = run_job(JobRun(view, lease or Lease(slots=()), paths, threading.Event(), executor, Settings(),
-                            pinned.append, telemetry))  # type: ignore[arg-type]
-    done = view.model_copy(update={"verdict": result.verdict, "exit_code": result.exit_code, "reason": result.reason,
-                                   "outputs": result.outputs, "log_bytes": result.log_bytes})
+    result = run_job(
+        JobRun(view, lease or Lease(slots=()), paths, threading.Event(), executor, Settings(), pinned.append, telemetry)
+    )  # type: ignore[arg-type]
+    done = view.model_copy(
+        update={
+            "verdict": result.verdict,
+            "exit_code": result.exit_code,
+            "reason": result.reason,
+            "outputs": result.outputs,
+            "log_bytes": result.log_bytes,
+        }
+    )
     return done, paths, pinned
 
 
@@ -46,6 +59,7 @@ def leaves(files: dict[str, bytes], code: int = 0, link: str | None = None) -> S
         if link:
             os.symlink("/etc/passwd", out / link)
         return [StepOutcome(None, code, False, 5)]
+
     return play
 
 
@@ -72,13 +86,16 @@ def test_outputs_are_collected_once_links_refused_and_the_raw_folder_removed(tmp
     assert "output refused: evil" in done.reason and not paths.raw_out.exists()
 
 
-@pytest.mark.parametrize(("outcome", "verdict", "reason"), [
-    (StepOutcome(None, 0, False, 0), Verdict.ok, ""),
-    (StepOutcome(None, 7, False, 0), Verdict.exit, "exited with code 7"),
-    (StepOutcome(None, 137, True, 0), Verdict.memory_limit, "killed at the memory limit"),
-    (StepOutcome((Verdict.timeout, "ran past"), 137, True, 0), Verdict.timeout, "ran past"),
-    (StepOutcome((Verdict.output_limit, "printed more"), None, False, 0), Verdict.output_limit, "printed more"),
-])
+@pytest.mark.parametrize(
+    ("outcome", "verdict", "reason"),
+    [
+        (StepOutcome(None, 0, False, 0), Verdict.ok, ""),
+        (StepOutcome(None, 7, False, 0), Verdict.exit, "exited with code 7"),
+        (StepOutcome(None, 137, True, 0), Verdict.memory_limit, "killed at the memory limit"),
+        (StepOutcome((Verdict.timeout, "ran past"), 137, True, 0), Verdict.timeout, "ran past"),
+        (StepOutcome((Verdict.output_limit, "printed more"), None, False, 0), Verdict.output_limit, "printed more"),
+    ],
+)
 def test_judge_maps_each_ending(outcome: StepOutcome, verdict: Verdict, reason: str) -> None:
     finished = judge(outcome, Settings().limits)
     assert finished.verdict == verdict and reason in finished.reason and finished.exit_code == outcome.exit_code
@@ -97,14 +114,21 @@ class TwoStepKind:
 
     def plan(self, ctx: JobContext) -> Plan:
         self.private.mkdir(exist_ok=True)
-        steps = [ContainerStep(image="img", command=["lead"], env={}, log=ctx.paths.root / "lead.log"),
-                 ContainerStep(image="img", command=["member"], env={}, join=True)]
+        steps = [
+            ContainerStep(image="img", command=["lead"], env={}, log=ctx.paths.root / "lead.log"),
+            ContainerStep(image="img", command=["member"], env={}, join=True),
+        ]
         return Plan(image="img", steps=steps, finish=self.finish, discard=(self.private,))
 
     def finish(self, outcomes: Outcomes) -> Finished:
         self.seen.append(outcomes)
-        return Finished(Verdict.exit, 1, "not good enough", documents={"report.json": {"score": 2}},
-                        log_lines=["line one", "line two"])
+        return Finished(
+            Verdict.exit,
+            1,
+            "not good enough",
+            documents={"report.json": {"score": 2}},
+            log_lines=["line one", "line two"],
+        )
 
 
 @pytest.fixture
@@ -114,8 +138,9 @@ def two_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TwoStepKind:
     return kind
 
 
-def test_finish_decides_writes_documents_and_log_lines_and_private_folders_go(tmp_path: Path,
-                                                                              two_step: TwoStepKind) -> None:
+def test_finish_decides_writes_documents_and_log_lines_and_private_folders_go(
+    tmp_path: Path, two_step: TwoStepKind
+) -> None:
     done, paths, _ = run(tmp_path, FakeExecutor(exits(0, 3)), JobSpec(kind="two"))
     (outcomes,) = two_step.seen
     assert [s.exit_code for s in outcomes.steps] == [0, 3] and outcomes.image.ref == "img"
@@ -126,16 +151,16 @@ def test_finish_decides_writes_documents_and_log_lines_and_private_folders_go(tm
 
 
 def test_a_breach_of_the_group_decides_without_finish(tmp_path: Path, two_step: TwoStepKind) -> None:
-    def killed(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float
-               ) -> list[StepOutcome]:
+    def killed(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
         return [StepOutcome((Verdict.timeout, "the job ran past its timeout and was killed"), 137, False, 0)] * 2
 
     done, _, _ = run(tmp_path, FakeExecutor(killed), JobSpec(kind="two"))
     assert done.verdict == Verdict.timeout and two_step.seen == [] and not two_step.private.exists()
 
 
-def test_a_plan_that_cannot_be_made_is_an_infrastructure_error(tmp_path: Path, two_step: TwoStepKind,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_plan_that_cannot_be_made_is_an_infrastructure_error(
+    tmp_path: Path, two_step: TwoStepKind, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(ctx: JobContext) -> Plan:
         raise InfrastructureError("the task snapshot of this job has no task x")
 

@@ -42,8 +42,14 @@ def gpu(index: int) -> GpuInfo:
 
 
 class Rig:
-    def __init__(self, tmp_path: Path, executor: FakeExecutor, gpus: list[GpuInfo] | None = None,
-                 cpu_slots: int = 1, probe: FakeGpus | None = None) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        executor: FakeExecutor,
+        gpus: list[GpuInfo] | None = None,
+        cpu_slots: int = 1,
+        probe: FakeGpus | None = None,
+    ) -> None:
         self.store = JobStore(tmp_path / "data")
         self.pool = LeasePool(gpus or [], cpu_slots, cores=[0, 1])
         self.executor = executor
@@ -64,7 +70,6 @@ class Rig:
                 return job
             time.sleep(0.01)
         raise AssertionError(f"job {job_id} is {self.store.get(job_id).state}, not {state}")
-
 
     def settled(self, timeout: float = 10) -> dict[str, object]:
         """The pool once every slot is back (free or drained): the GPU check runs after the job's finish."""
@@ -141,8 +146,9 @@ def test_timeout_comes_from_the_spec(tmp_path: Path, rigs: list[Rig]) -> None:
     assert job.verdict == Verdict.timeout
 
 
-def test_engine_failure_is_the_jobs_infrastructure_error_and_the_slot_comes_back(tmp_path: Path,
-                                                                                  rigs: list[Rig]) -> None:
+def test_engine_failure_is_the_jobs_infrastructure_error_and_the_slot_comes_back(
+    tmp_path: Path, rigs: list[Rig]
+) -> None:
     rig = start(rigs, Rig(tmp_path, FakeExecutor(failing="Docker error: engine gone")))
     job = rig.wait(rig.submit())
     assert job.verdict == Verdict.infrastructure_error and job.reason == "Docker error: engine gone"

@@ -42,9 +42,10 @@ def make_v0(data_dir: Path) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(data_dir / "kcoral.sqlite3")
     db.executescript(V0_SCHEMA)
-    db.execute("INSERT INTO jobs (id, owner, state, spec, created) VALUES (?, ?, ?, ?, ?)",
-               ("20261130-000000-abcdef01", "local", "finished",
-                '{"kind": "python", "argv": ["a.py"], "timeout_s": 60}', 1.0))
+    db.execute(
+        "INSERT INTO jobs (id, owner, state, spec, created) VALUES (?, ?, ?, ?, ?)",
+        ("20261130-000000-abcdef01", "local", "finished", '{"kind": "python", "argv": ["a.py"], "timeout_s": 60}', 1.0),
+    )
     db.commit()
     assert db.execute("PRAGMA user_version").fetchone()[0] == 0
     db.close()

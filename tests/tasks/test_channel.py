@@ -45,8 +45,9 @@ def test_messages_and_fds_cross() -> None:
         os.close(fd)
 
 
-@pytest.mark.parametrize("raw", [b"[" * 60000, b"[1, 2]", b"\xff\xfe", b'"ok"',
-                                 b"{" + b" " * (MAX_MESSAGE + 10) + b"}"])
+@pytest.mark.parametrize(
+    "raw", [b"[" * 60000, b"[1, 2]", b"\xff\xfe", b'"ok"', b"{" + b" " * (MAX_MESSAGE + 10) + b"}"]
+)
 def test_malformed_answers_are_channel_errors(raw: bytes) -> None:
     ours, theirs = pair()
     theirs.send(raw)

@@ -20,14 +20,18 @@ def t(*values: float) -> torch.Tensor:
 def test_exact_output_passes_with_zero_statistics() -> None:
     ref = t(1.0, -2.0, 3.0)
     assert compare("y", ref.clone(), ref, Tolerance(0.0, 0.0, 1e-12)) == (
-        None, {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0})
+        None,
+        {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0},
+    )
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
 def test_non_finite_elements_are_counted(bad: float) -> None:
     out = t(1.0, bad, bad, 4.0)
     assert compare("y", out, t(1.0, 2.0, 3.0, 4.0), Tolerance(1.0, 1.0, LOOSE_RMS)) == (
-        "y: 2 non-finite elements (NaN/inf; outputs are NaN-poisoned before each call)", {})
+        "y: 2 non-finite elements (NaN/inf; outputs are NaN-poisoned before each call)",
+        {},
+    )
 
 
 def test_statistics_are_exact() -> None:
@@ -88,9 +92,11 @@ def test_rms_rule_both_sides() -> None:
 def test_zero_reference_uses_a_tiny_rms() -> None:
     ref = t(0.0, 0.0)
     assert compare("y", ref.clone(), ref, Tolerance(0.0, 0.0, 1e-12)) == (
-        None, {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0})
+        None,
+        {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0},
+    )
     reason, stats = compare("y", t(1e-31, 0.0), ref, Tolerance(1e6, 1e6, 1e9))
-    assert stats["rms_ratio"] == pytest.approx(1e-31 / 2 ** 0.5 / 1e-30)
+    assert stats["rms_ratio"] == pytest.approx(1e-31 / 2**0.5 / 1e-30)
     assert reason is None
 
 

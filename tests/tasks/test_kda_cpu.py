@@ -45,9 +45,22 @@ def tolerance(task, workload_id: str) -> checks.Tolerance:
 
 def holdout_recipes(shape: dict[str, int]) -> list[dict]:
     """One probe per (distribution, depth mode), with repeated keys and unaligned bands."""
-    return [{**shape, "regime": "holdout", "dist": d, "depth": m, "loc": 0.3, "spread": 0.7, "beta_loc": 0.5,
-             "depth_frac": 0.4, "band": 20, "repeat_frac": 0.25}
-            for d in mod.DISTRIBUTIONS for m in mod.DEPTH_MODES]
+    return [
+        {
+            **shape,
+            "regime": "holdout",
+            "dist": d,
+            "depth": m,
+            "loc": 0.3,
+            "spread": 0.7,
+            "beta_loc": 0.5,
+            "depth_frac": 0.4,
+            "band": 20,
+            "repeat_frac": 0.25,
+        }
+        for d in mod.DISTRIBUTIONS
+        for m in mod.DEPTH_MODES
+    ]
 
 
 def naive(inputs: dict, truncate_log_decay: float | None = None) -> dict[str, torch.Tensor]:
@@ -60,7 +73,7 @@ def naive(inputs: dict, truncate_log_decay: float | None = None) -> dict[str, to
         for h in range(H):
             S = inputs["initial_state"][b, h].to(f).clone()  # [V, K]
             a = math.exp(float(inputs["A_log"][h]))
-            bias = inputs["dt_bias"][h * 128:(h + 1) * 128].to(f)
+            bias = inputs["dt_bias"][h * 128 : (h + 1) * 128].to(f)
             for t in range(T):
                 q = inputs["q"][b, t, h].to(f)
                 k = inputs["k"][b, t, h].to(f)
@@ -91,17 +104,23 @@ def test_inputs_deterministic_per_seed():
 
 def test_every_regime_has_the_right_shapes_dtypes_and_finite_values():
     B, T, H = TINY["B"], TINY["T"], TINY["H"]
-    want = {"q": ((B, T, H, 128), torch.bfloat16), "k": ((B, T, H, 128), torch.bfloat16),
-            "v": ((B, T, H, 128), torch.bfloat16), "g": ((B, T, H, 128), torch.bfloat16),
-            "beta": ((B, T, H), torch.bfloat16), "A_log": ((H,), torch.float32),
-            "dt_bias": ((H * 128,), torch.float32), "initial_state": ((B, H, 128, 128), torch.float32)}
+    want = {
+        "q": ((B, T, H, 128), torch.bfloat16),
+        "k": ((B, T, H, 128), torch.bfloat16),
+        "v": ((B, T, H, 128), torch.bfloat16),
+        "g": ((B, T, H, 128), torch.bfloat16),
+        "beta": ((B, T, H), torch.bfloat16),
+        "A_log": ((H,), torch.float32),
+        "dt_bias": ((H * 128,), torch.float32),
+        "initial_state": ((B, H, 128, 128), torch.float32),
+    }
     for params in [{**TINY, "regime": r} for r in REGIMES] + holdout_recipes(TINY):
         x = mod.make_inputs(params, 3, "cpu")
         for name, (shape, dtype) in want.items():
             t = x[name]
             assert tuple(t.shape) == shape and t.dtype == dtype and t.is_contiguous(), (params, name, t.shape)
             assert torch.isfinite(t.float()).all(), (params, name)
-        assert (x["B"], x["T"], x["H"]) == (B, T, H) and x["scale"] == 128 ** -0.5
+        assert (x["B"], x["T"], x["H"]) == (B, T, H) and x["scale"] == 128**-0.5
         outs = mod.make_outputs(x, "cpu")
         for name, (shape, dtype) in mod.output_specs(x).items():
             assert outs[name].shape == shape and outs[name].dtype == getattr(torch, dtype)
@@ -118,8 +137,9 @@ def test_regimes_do_what_they_say():
     std = log_decay(mod.make_inputs({**p, "regime": "standard"}, 1, "cpu"))
     assert std.mean() > -0.5, "standard decays are mild"
     assert (log_decay(mod.make_inputs({**p, "regime": "saturated"}, 1, "cpu")) < -4.99).all()
-    assert (log_decay(mod.make_inputs({**p, "regime": "boundary"}, 1, "cpu")) - (-5 / (1 + math.exp(0.5)))
-            ).abs().max() < 1e-6
+    assert (
+        log_decay(mod.make_inputs({**p, "regime": "boundary"}, 1, "cpu")) - (-5 / (1 + math.exp(0.5)))
+    ).abs().max() < 1e-6
     mixed = log_decay(mod.make_inputs({**p, "regime": "mixed_depth"}, 1, "cpu"))
     saturated_pairs = (mixed < -4.99).all(dim=1)[0]  # [H, K]
     assert int(saturated_pairs.sum()) == p["H"] * 64
@@ -144,8 +164,9 @@ def test_holdout_repeated_keys():
 
 
 def test_oracle_matches_naive_loop():
-    for params in ([{**TINY, "regime": r} for r in ("standard", "saturated", "switch", "correlated",
-                                                      "random_depth")] + holdout_recipes(TINY)[::4]):
+    for params in [
+        {**TINY, "regime": r} for r in ("standard", "saturated", "switch", "correlated", "random_depth")
+    ] + holdout_recipes(TINY)[::4]:
         x = mod.make_inputs(params, 11, "cpu")
         got, want = mod.oracle(x), naive(x)
         assert got["output"].dtype == torch.float32 and got["final_state"].shape == (1, 2, 128, 128)
@@ -158,8 +179,10 @@ def test_oracle_matches_naive_loop():
 
 def test_sibling_task_is_the_same_definition():
     small = SMALL.module()
-    a, b = small.make_inputs({**TINY, "regime": "switch"}, 4, "cpu"), mod.make_inputs({**TINY, "regime": "switch"},
-                                                                                     4, "cpu")
+    a, b = (
+        small.make_inputs({**TINY, "regime": "switch"}, 4, "cpu"),
+        mod.make_inputs({**TINY, "regime": "switch"}, 4, "cpu"),
+    )
     assert all(torch.equal(a[n], b[n]) for n in TENSORS)
     assert small.holdout_params(random.Random(1), 5)[0]["T"] == 512
     assert mod.holdout_params(random.Random(1), 5)[0]["T"] == 8192

@@ -14,11 +14,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_kda_cpu_checks_pass_in_the_job_image(docker_client: docker.DockerClient, job_image: str) -> None:
     out = docker_client.containers.run(
-        job_image, ["python3", "tests/tasks/test_kda_cpu.py"], remove=True, user="65534:65534",
-        working_dir="/w", volumes={str(REPO): {"bind": "/w", "mode": "ro"}}, environment={"HOME": "/tmp"},
-        tmpfs={"/tmp": "size=256m"}, network_mode="none", stdout=True, stderr=True,
+        job_image,
+        ["python3", "tests/tasks/test_kda_cpu.py"],
+        remove=True,
+        user="65534:65534",
+        working_dir="/w",
+        volumes={str(REPO): {"bind": "/w", "mode": "ro"}},
+        environment={"HOME": "/tmp"},
+        tmpfs={"/tmp": "size=256m"},
+        network_mode="none",
+        stdout=True,
+        stderr=True,
     ).decode()
     lines = [line for line in out.splitlines() if line.startswith(("PASS", "FAIL"))]
-    tests = [line for line in (REPO / "tests/tasks/test_kda_cpu.py").read_text().splitlines()
-             if line.startswith("def test_")]
+    tests = [
+        line for line in (REPO / "tests/tasks/test_kda_cpu.py").read_text().splitlines() if line.startswith("def test_")
+    ]
     assert len(lines) == len(tests) and all(line.startswith("PASS") for line in lines), out[-3000:]

@@ -50,10 +50,12 @@ def test_floor_is_bytes_over_bandwidth(task) -> None:
 
 
 def test_module_imports_and_draws_holdout_without_torch(task) -> None:
-    code = (f"import sys, random; sys.modules['torch'] = None; sys.path.insert(0, {str(ROOT)!r})\n"
-            "from pathlib import Path\nfrom kcoral.tasks.harness.taskdef import load_task\n"
-            f"t = load_task(Path({str(task.root)!r}))\n"
-            "import json; print(json.dumps(t.module().holdout_params(random.Random(3), 5)))")
+    code = (
+        f"import sys, random; sys.modules['torch'] = None; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from pathlib import Path\nfrom kcoral.tasks.harness.taskdef import load_task\n"
+        f"t = load_task(Path({str(task.root)!r}))\n"
+        "import json; print(json.dumps(t.module().holdout_params(random.Random(3), 5)))"
+    )
     done = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     probes = json.loads(done.stdout)
@@ -63,8 +65,11 @@ def test_module_imports_and_draws_holdout_without_torch(task) -> None:
 
 def test_holdout_draws_depend_on_the_secret(task) -> None:
     mod = task.module()
-    a, b, c = mod.holdout_params(random.Random(1), 5), mod.holdout_params(random.Random(1), 5), \
-        mod.holdout_params(random.Random(2), 5)
+    a, b, c = (
+        mod.holdout_params(random.Random(1), 5),
+        mod.holdout_params(random.Random(1), 5),
+        mod.holdout_params(random.Random(2), 5),
+    )
     assert a == b and a != c
     assert json.loads(json.dumps(a)) == a
     assert {p["depth"] for p in a} == {"none", "channels", "bands", "all", "random"}

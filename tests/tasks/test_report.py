@@ -15,25 +15,42 @@ TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
 
 def const_timing(base: float, kern: float, null: float = 1.0, n: int = 5, **extra: Any) -> Timing:
     """Constant samples: every bootstrap resample gives the same ratio, so the interval is the point."""
-    return Timing(baseline_ms=[base + null] * n, kernel_ms=[kern + null] * n, null_ms=[null] * n,
-                  stopped_by="stable", warmup_calls=3, **extra)
+    return Timing(
+        baseline_ms=[base + null] * n,
+        kernel_ms=[kern + null] * n,
+        null_ms=[null] * n,
+        stopped_by="stable",
+        warmup_calls=3,
+        **extra,
+    )
 
 
 def two_timed() -> CaseFile:
-    return CaseFile("demo/t", "cpu", [
-        Case("h0", Phase.HOLDOUT, "holdout0", {}, 1, False, TOL),
-        Case("h1", Phase.HOLDOUT, "holdout1", {}, 2, False, TOL),
-        Case("w0", Phase.WORKLOAD, "small", {"n": 1}, 3, True, TOL),
-        Case("w1", Phase.WORKLOAD, "large", {"n": 2}, 4, True, TOL),
-        Case("w2", Phase.WORKLOAD, "check", {"n": 3}, 5, False, TOL),
-    ], sample_key="k")
+    return CaseFile(
+        "demo/t",
+        "cpu",
+        [
+            Case("h0", Phase.HOLDOUT, "holdout0", {}, 1, False, TOL),
+            Case("h1", Phase.HOLDOUT, "holdout1", {}, 2, False, TOL),
+            Case("w0", Phase.WORKLOAD, "small", {"n": 1}, 3, True, TOL),
+            Case("w1", Phase.WORKLOAD, "large", {"n": 2}, 4, True, TOL),
+            Case("w2", Phase.WORKLOAD, "check", {"n": 3}, 5, False, TOL),
+        ],
+        sample_key="k",
+    )
 
 
 def all_pass(t0: Timing | None = None, t1: Timing | None = None, **over: Any) -> SupervisorResult:
-    return SupervisorResult([CaseResult("h0", Outcome.PASS), CaseResult("h1", Outcome.PASS),
-                             CaseResult("w0", Outcome.PASS, "", {}, t0 or const_timing(4.0, 1.0)),
-                             CaseResult("w1", Outcome.PASS, "", {}, t1 or const_timing(2.0, 2.0)),
-                             CaseResult("w2", Outcome.PASS)], **over)
+    return SupervisorResult(
+        [
+            CaseResult("h0", Outcome.PASS),
+            CaseResult("h1", Outcome.PASS),
+            CaseResult("w0", Outcome.PASS, "", {}, t0 or const_timing(4.0, 1.0)),
+            CaseResult("w1", Outcome.PASS, "", {}, t1 or const_timing(2.0, 2.0)),
+            CaseResult("w2", Outcome.PASS),
+        ],
+        **over,
+    )
 
 
 # ----- build_report
@@ -52,9 +69,15 @@ def test_report_fields_and_summary() -> None:
     assert rows["large"]["speedup"] == 1.0
     assert "speedup" not in rows["check"] and rows["check"]["timed"] is False
     # speedups 4 and 1: geometric mean 2; the mean call times are plain means of the rows' medians
-    assert report["summary"] == {"speedup": pytest.approx(2.0), "speedup_lo": pytest.approx(2.0),
-                                 "speedup_hi": pytest.approx(2.0), "baseline_ms": 3.0, "kernel_ms": 1.5,
-                                 "min_speedup": 1.0, "max_speedup": 4.0}
+    assert report["summary"] == {
+        "speedup": pytest.approx(2.0),
+        "speedup_lo": pytest.approx(2.0),
+        "speedup_hi": pytest.approx(2.0),
+        "baseline_ms": 3.0,
+        "kernel_ms": 1.5,
+        "min_speedup": 1.0,
+        "max_speedup": 4.0,
+    }
 
 
 def test_flags_are_made_printable() -> None:
@@ -71,8 +94,7 @@ def test_reason_keeps_newlines_and_escapes_controls() -> None:
     assert row["verdict"] == "FAIL" and report["passed"] == 2 and not passed(report)
 
 
-@pytest.mark.parametrize("holdout", [(Outcome.PASS, Outcome.FAIL), (Outcome.FAIL, Outcome.ERROR),
-                                     (Outcome.PASS, None)])
+@pytest.mark.parametrize("holdout", [(Outcome.PASS, Outcome.FAIL), (Outcome.FAIL, Outcome.ERROR), (Outcome.PASS, None)])
 def test_holdout_failure_names_the_first_failing_kind(holdout: tuple[Outcome, Outcome | None]) -> None:
     res = all_pass(interference=["noise"])
     res.cases = [CaseResult(f"h{i}", o) for i, o in enumerate(holdout) if o is not None] + res.cases[2:]
@@ -132,15 +154,29 @@ def test_net_samples_pair_by_iteration_and_stop_at_the_shorter() -> None:
 
 
 def test_timing_row_values() -> None:
-    t = const_timing(3.0, 1.5, null=0.5, n=4, idle_cpu_ms=0.25, idle_cpu_share=0.125, early_cpu_ms=0.75,
-                     early_cpu_share=0.0625)
+    t = const_timing(
+        3.0, 1.5, null=0.5, n=4, idle_cpu_ms=0.25, idle_cpu_share=0.125, early_cpu_ms=0.75, early_cpu_share=0.0625
+    )
     flags: list[str] = []
     row = timing_row("w", t, {}, flags)
     assert flags == []
-    assert row == {"baseline_ms": 3.0, "kernel_ms": 1.5, "speedup": 2.0, "speedup_lo": 2.0, "speedup_hi": 2.0,
-                   "samples": 4, "stopped_by": "stable", "protocol_ms": 0.5, "idle_cpu_ms": 0.25,
-                   "idle_cpu_share": 0.125, "early_cpu_ms": 0.75, "early_cpu_share": 0.0625,
-                   "raw_baseline_ms": [3.5] * 4, "raw_kernel_ms": [2.0] * 4, "raw_null_ms": [0.5] * 4}
+    assert row == {
+        "baseline_ms": 3.0,
+        "kernel_ms": 1.5,
+        "speedup": 2.0,
+        "speedup_lo": 2.0,
+        "speedup_hi": 2.0,
+        "samples": 4,
+        "stopped_by": "stable",
+        "protocol_ms": 0.5,
+        "idle_cpu_ms": 0.25,
+        "idle_cpu_share": 0.125,
+        "early_cpu_ms": 0.75,
+        "early_cpu_share": 0.0625,
+        "raw_baseline_ms": [3.5] * 4,
+        "raw_kernel_ms": [2.0] * 4,
+        "raw_null_ms": [0.5] * 4,
+    }
 
 
 @pytest.mark.parametrize(("nb", "nk"), [(2, 5), (5, 2), (2, 2)])
@@ -163,17 +199,23 @@ def test_timing_row_median_not_above_the_protocol_cost(base: float, kern: float)
     flags: list[str] = []
     row = timing_row("w", const_timing(base, kern, null=0.5), {}, flags)
     assert row == {"protocol_ms": 0.5}
-    assert flags == ["w: a median call time is not above the protocol's fixed cost (0.5000 ms): "
-                     "the call is too short to measure this way"]
+    assert flags == [
+        "w: a median call time is not above the protocol's fixed cost (0.5000 ms): "
+        "the call is too short to measure this way"
+    ]
 
 
 def unclear(values: list[float], null: float = 1.0) -> Timing:
-    return Timing(baseline_ms=[2.0 + null] * len(values), kernel_ms=[v + null for v in values],
-                  null_ms=[null] * len(values), stopped_by="max", warmup_calls=0)
+    return Timing(
+        baseline_ms=[2.0 + null] * len(values),
+        kernel_ms=[v + null for v in values],
+        null_ms=[null] * len(values),
+        stopped_by="max",
+        warmup_calls=0,
+    )
 
 
-CLEAR_FLAG = ("w: the call times do not stand clear of the protocol's fixed cost (1.0000 ms): "
-              "no speedup can be given")
+CLEAR_FLAG = "w: the call times do not stand clear of the protocol's fixed cost (1.0000 ms): no speedup can be given"
 
 
 def test_timing_row_interval_reaching_infinity() -> None:
@@ -185,22 +227,21 @@ def test_timing_row_interval_reaching_infinity() -> None:
 
 def test_timing_row_interval_reaching_zero() -> None:
     # baseline median 0.25 > 0, but many resamples have a negative baseline median: the lower bound is < 0
-    t = Timing(baseline_ms=[1.25] * 6 + [0.75] * 5, kernel_ms=[1.5] * 11, null_ms=[1.0] * 11,
-               stopped_by="max", warmup_calls=0)
+    t = Timing(
+        baseline_ms=[1.25] * 6 + [0.75] * 5, kernel_ms=[1.5] * 11, null_ms=[1.0] * 11, stopped_by="max", warmup_calls=0
+    )
     flags: list[str] = []
     assert timing_row("w", t, {}, flags) == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
 
 
 def test_timing_row_lower_bound_exactly_zero_is_refused() -> None:
     # baseline median 0.5 > 0; a resample drawing the zero twice or more has a baseline median of 0
-    t = Timing(baseline_ms=[1.0, 1.5, 1.5], kernel_ms=[1.5] * 3, null_ms=[1.0] * 3, stopped_by="max",
-               warmup_calls=0)
+    t = Timing(baseline_ms=[1.0, 1.5, 1.5], kernel_ms=[1.5] * 3, null_ms=[1.0] * 3, stopped_by="max", warmup_calls=0)
     flags: list[str] = []
     assert timing_row("w", t, {}, flags) == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
 
 
-@pytest.mark.parametrize(("floor", "flagged"), [(None, False), (0, False), (0.5, False), (0.5000001, True),
-                                                (2, True)])
+@pytest.mark.parametrize(("floor", "flagged"), [(None, False), (0, False), (0.5, False), (0.5000001, True), (2, True)])
 def test_physical_floor_both_sides(floor: float | None, flagged: bool) -> None:
     flags: list[str] = []
     manifest = {} if floor is None else {"floor_ms": floor}
@@ -233,20 +274,25 @@ def test_flags_reach_the_report_and_fail_it() -> None:
 # ----- printable and passed
 
 
-@pytest.mark.parametrize(("text", "plain", "with_newlines"), [
-    ("a\tb", "a\tb", "a\tb"),
-    ("a\nb", "a\\x0ab", "a\nb"),
-    ("\x00\x1f \x7e", "\\x00\\x1f ~", "\\x00\\x1f ~"),
-    ("\x7f\x80\x9f\xa0é", "\\x7f\\x80\\x9f\xa0é", "\\x7f\\x80\\x9f\xa0é"),
-    ("\r\x1b", "\\x0d\\x1b", "\\x0d\\x1b"),
-])
+@pytest.mark.parametrize(
+    ("text", "plain", "with_newlines"),
+    [
+        ("a\tb", "a\tb", "a\tb"),
+        ("a\nb", "a\\x0ab", "a\nb"),
+        ("\x00\x1f \x7e", "\\x00\\x1f ~", "\\x00\\x1f ~"),
+        ("\x7f\x80\x9f\xa0é", "\\x7f\\x80\\x9f\xa0é", "\\x7f\\x80\\x9f\xa0é"),
+        ("\r\x1b", "\\x0d\\x1b", "\\x0d\\x1b"),
+    ],
+)
 def test_printable(text: str, plain: str, with_newlines: str) -> None:
     assert printable(text) == plain
     assert printable(text, newlines=True) == with_newlines
 
 
-@pytest.mark.parametrize(("holdout", "passed_", "total", "flags", "ok"), [
-    ("PASS", 2, 2, [], True), ("FAIL", 2, 2, [], False), ("PASS", 1, 2, [], False), ("PASS", 2, 2, ["x"], False)])
+@pytest.mark.parametrize(
+    ("holdout", "passed_", "total", "flags", "ok"),
+    [("PASS", 2, 2, [], True), ("FAIL", 2, 2, [], False), ("PASS", 1, 2, [], False), ("PASS", 2, 2, ["x"], False)],
+)
 def test_passed(holdout: str, passed_: int, total: int, flags: list[str], ok: bool) -> None:
     assert passed({"holdout": holdout, "passed": passed_, "total": total, "flags": flags}) is ok
 
@@ -256,8 +302,12 @@ def test_passed(holdout: str, passed_: int, total: int, flags: list[str], ok: bo
 
 def test_report_lines_of_a_passing_report() -> None:
     res = all_pass()
-    res.cases[4] = CaseResult("w2", Outcome.PASS, "", {"y": {"rms_ratio": 1.5e-5, "max_abs_err": 0.000123456},
-                                                       "z": {}, "w": {"max_abs_err": 2.0}})
+    res.cases[4] = CaseResult(
+        "w2",
+        Outcome.PASS,
+        "",
+        {"y": {"rms_ratio": 1.5e-5, "max_abs_err": 0.000123456}, "z": {}, "w": {"max_abs_err": 2.0}},
+    )
     lines = report_lines(build_report({}, two_timed(), res))
     assert lines == [
         "holdout correctness: PASS",
@@ -269,8 +319,7 @@ def test_report_lines_of_a_passing_report() -> None:
         "protocol 1.0000 ms per call subtracted)",
         # an empty stats entry is skipped; a missing figure prints as 0
         "workload " + "check".ljust(20) + " check PASS  y rms=1.50e-05 max=0.000123  w rms=0.00e+00 max=2",
-        "baseline: 3.000000 ms kernel: 1.500000 ms speedup: 2.0000x (95% CI 2.0000-2.0000; min 1.0000x max "
-        "4.0000x)",
+        "baseline: 3.000000 ms kernel: 1.500000 ms speedup: 2.0000x (95% CI 2.0000-2.0000; min 1.0000x max 4.0000x)",
         "passed: 3/3",
     ]
 
@@ -296,5 +345,8 @@ def test_report_lines_of_a_failed_holdout() -> None:
     res = all_pass(interference=["a", "b"])
     res.cases[0] = CaseResult("h0", Outcome.FAIL, "secret")
     assert report_lines(build_report({}, two_timed(), res)) == [
-        "holdout correctness: FAIL", "passed: 0/3 (the holdout failed: the evaluation ends here)",
-        "flagged: a", "flagged: b"]
+        "holdout correctness: FAIL",
+        "passed: 0/3 (the holdout failed: the evaluation ends here)",
+        "flagged: a",
+        "flagged: b",
+    ]

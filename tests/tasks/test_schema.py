@@ -50,8 +50,15 @@ def test_defaults() -> None:
 
 
 def case_doc(**over: Any) -> dict[str, Any]:
-    c = {"id": "c00", "phase": "holdout", "workload": "w", "params": {"n": 1}, "seed": 7, "timed": True,
-         "tolerance": {"atol": 1e-3, "rtol": 0}}
+    c = {
+        "id": "c00",
+        "phase": "holdout",
+        "workload": "w",
+        "params": {"n": 1},
+        "seed": 7,
+        "timed": True,
+        "tolerance": {"atol": 1e-3, "rtol": 0},
+    }
     c.update(over)
     return c
 
@@ -64,9 +71,15 @@ def case_file(*cases: dict[str, Any], **over: Any) -> bytes:
 
 def test_parse_cases_reads_every_field() -> None:
     doc = parse_cases(case_file(case_doc(), case_doc(id="c01", phase="workload", timed=False)))
-    assert doc == CaseFile("t", "cpu", [Case("c00", Phase.HOLDOUT, "w", {"n": 1}, 7, True, {"atol": 1e-3, "rtol": 0.0}),
-                                        Case("c01", Phase.WORKLOAD, "w", {"n": 1}, 7, False,
-                                             {"atol": 1e-3, "rtol": 0.0})], "k")
+    assert doc == CaseFile(
+        "t",
+        "cpu",
+        [
+            Case("c00", Phase.HOLDOUT, "w", {"n": 1}, 7, True, {"atol": 1e-3, "rtol": 0.0}),
+            Case("c01", Phase.WORKLOAD, "w", {"n": 1}, 7, False, {"atol": 1e-3, "rtol": 0.0}),
+        ],
+        "k",
+    )
     assert isinstance(doc.cases[0].tolerance["rtol"], float)
 
 
@@ -77,31 +90,40 @@ def test_only_true_means_timed(timed: Any) -> None:
 
 def test_case_file_to_json_is_plain_json() -> None:
     doc = CaseFile("t", "cpu", [Case("c", Phase.HOLDOUT, "w", {}, 1, False, {})], "k")
-    assert json.loads(doc.to_json()) == {"task": "t", "device": "cpu", "sample_key": "k", "cases": [
-        {"id": "c", "phase": "holdout", "workload": "w", "params": {}, "seed": 1, "timed": False, "tolerance": {}}]}
+    assert json.loads(doc.to_json()) == {
+        "task": "t",
+        "device": "cpu",
+        "sample_key": "k",
+        "cases": [
+            {"id": "c", "phase": "holdout", "workload": "w", "params": {}, "seed": 1, "timed": False, "tolerance": {}}
+        ],
+    }
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    (b"\xff", "the case file is not JSON (UnicodeDecodeError)"),
-    (b"{", "the case file is not JSON (JSONDecodeError)"),
-    (b"[" * 100000, "the case file is not JSON (RecursionError)"),
-    (b"[]", "case file: expected an object, got list"),
-    (case_file(case_doc(phase="x")), "case phase 'x'"),
-    (case_file(case_doc(phase=None)), "case phase None"),
-    (case_file(case_doc(seed="1")), "case seed '1'"),
-    (case_file(case_doc(seed=True)), "case seed True"),
-    (case_file(case_doc(seed=1.0)), "case seed 1.0"),
-    (case_file(case_doc(id=1)), "case id: expected text, got int"),
-    (case_file(case_doc(workload=None)), "workload: expected text, got NoneType"),
-    (case_file(case_doc(params=[])), "params: expected an object, got list"),
-    (case_file(case_doc(tolerance=None)), "tolerance: expected an object, got NoneType"),
-    (case_file(case_doc(tolerance={"atol": "1"})), "tolerance: expected a finite number, got '1'"),
-    (case_file(case_doc(), task=1), "task: expected text, got int"),
-    (case_file(case_doc(), device=None), "device: expected text, got NoneType"),
-    (case_file(case_doc(), sample_key=[]), "sample_key: expected text, got list"),
-    (case_file("x"), "case: expected an object, got str"),
-    (case_file(cases=None), "cases: expected a list of at most 1000 items"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\xff", "the case file is not JSON (UnicodeDecodeError)"),
+        (b"{", "the case file is not JSON (JSONDecodeError)"),
+        (b"[" * 100000, "the case file is not JSON (RecursionError)"),
+        (b"[]", "case file: expected an object, got list"),
+        (case_file(case_doc(phase="x")), "case phase 'x'"),
+        (case_file(case_doc(phase=None)), "case phase None"),
+        (case_file(case_doc(seed="1")), "case seed '1'"),
+        (case_file(case_doc(seed=True)), "case seed True"),
+        (case_file(case_doc(seed=1.0)), "case seed 1.0"),
+        (case_file(case_doc(id=1)), "case id: expected text, got int"),
+        (case_file(case_doc(workload=None)), "workload: expected text, got NoneType"),
+        (case_file(case_doc(params=[])), "params: expected an object, got list"),
+        (case_file(case_doc(tolerance=None)), "tolerance: expected an object, got NoneType"),
+        (case_file(case_doc(tolerance={"atol": "1"})), "tolerance: expected a finite number, got '1'"),
+        (case_file(case_doc(), task=1), "task: expected text, got int"),
+        (case_file(case_doc(), device=None), "device: expected text, got NoneType"),
+        (case_file(case_doc(), sample_key=[]), "sample_key: expected text, got list"),
+        (case_file("x"), "case: expected an object, got str"),
+        (case_file(cases=None), "cases: expected a list of at most 1000 items"),
+    ],
+)
 def test_case_file_refusals(data: bytes, message: str) -> None:
     with pytest.raises(SchemaError) as exc:
         parse_cases(data)
@@ -118,8 +140,17 @@ def test_case_file_limit_of_1000_cases() -> None:
 
 
 def timing_doc(**over: Any) -> dict[str, Any]:
-    t = {"baseline_ms": [2.0, 2.5], "kernel_ms": [1.0], "null_ms": [0.5], "stopped_by": "stable",
-         "warmup_calls": 3, "idle_cpu_ms": 0.25, "idle_cpu_share": 0.5, "early_cpu_ms": 1.5, "early_cpu_share": 2.0}
+    t = {
+        "baseline_ms": [2.0, 2.5],
+        "kernel_ms": [1.0],
+        "null_ms": [0.5],
+        "stopped_by": "stable",
+        "warmup_calls": 3,
+        "idle_cpu_ms": 0.25,
+        "idle_cpu_share": 0.5,
+        "early_cpu_ms": 1.5,
+        "early_cpu_share": 2.0,
+    }
     t.update(over)
     return t
 
@@ -131,19 +162,42 @@ def result_doc(*cases: dict[str, Any], **over: Any) -> bytes:
 
 
 def test_parse_result_reads_every_field() -> None:
-    got = parse_result(result_doc({"id": "c", "outcome": "FLAKY", "reason": "r",
-                                   "stats": {"y": {"rms_ratio": 0.5, "failed_elements": 2}}, "timing": timing_doc()},
-                                  interference=["i"], cpu_watch="cgroup v2"))
-    assert got == SupervisorResult([CaseResult("c", Outcome.FLAKY, "r", {"y": {"rms_ratio": 0.5, "failed_elements": 2}},
-                                               Timing([2.0, 2.5], [1.0], [0.5], "stable", 3, 0.25, 0.5, 1.5, 2.0))],
-                                   ["i"], "cgroup v2")
+    got = parse_result(
+        result_doc(
+            {
+                "id": "c",
+                "outcome": "FLAKY",
+                "reason": "r",
+                "stats": {"y": {"rms_ratio": 0.5, "failed_elements": 2}},
+                "timing": timing_doc(),
+            },
+            interference=["i"],
+            cpu_watch="cgroup v2",
+        )
+    )
+    assert got == SupervisorResult(
+        [
+            CaseResult(
+                "c",
+                Outcome.FLAKY,
+                "r",
+                {"y": {"rms_ratio": 0.5, "failed_elements": 2}},
+                Timing([2.0, 2.5], [1.0], [0.5], "stable", 3, 0.25, 0.5, 1.5, 2.0),
+            )
+        ],
+        ["i"],
+        "cgroup v2",
+    )
     assert isinstance(got.cases[0].stats["y"]["failed_elements"], float)
 
 
 def test_parse_result_defaults() -> None:
-    got = parse_result(result_doc({"id": "c", "outcome": "PASS", "timing": None},
-                                  {"id": "d", "outcome": "ERROR",
-                                   "timing": {"baseline_ms": [1], "kernel_ms": [1], "null_ms": [1]}}))
+    got = parse_result(
+        result_doc(
+            {"id": "c", "outcome": "PASS", "timing": None},
+            {"id": "d", "outcome": "ERROR", "timing": {"baseline_ms": [1], "kernel_ms": [1], "null_ms": [1]}},
+        )
+    )
     assert got.interference == [] and got.cpu_watch == ""
     assert got.cases[0] == CaseResult("c", Outcome.PASS, "", {}, None)
     t = got.cases[1].timing
@@ -157,8 +211,9 @@ def test_warmup_calls_is_an_integer() -> None:
 
 
 def test_round_trip_through_to_json() -> None:
-    doc = SupervisorResult([CaseResult("c", Outcome.PASS, "", {}, Timing([1.5], [0.5], [0.25], "max", 1))],
-                           ["x"], "none")
+    doc = SupervisorResult(
+        [CaseResult("c", Outcome.PASS, "", {}, Timing([1.5], [0.5], [0.25], "max", 1))], ["x"], "none"
+    )
     assert parse_result(doc.to_json().encode()) == doc
     assert json.loads(doc.to_json())["version"] == 1
 
@@ -178,40 +233,57 @@ def test_result_size_limit_both_sides() -> None:
     assert str(exc.value) == f"a result of {MAX_RESULT_BYTES + 1} bytes is over {MAX_RESULT_BYTES}"
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    (b"\xff", "the result is not JSON (UnicodeDecodeError)"),
-    (b"nope", "the result is not JSON (JSONDecodeError)"),
-    (b"[" * 100000, "the result is not JSON (RecursionError)"),
-    (b"[1]", "result: expected an object, got list"),
-    (result_doc(version=2), "result version 2, expected 1"),
-    (b'{"cases": []}', "result version None, expected 1"),
-    (result_doc(cases=None), "cases: expected a list of at most 1000 items"),
-    (result_doc(interference="x"), "interference: expected a list of at most 100 items"),
-    (result_doc(interference=[1]), "interference: expected text, got int"),
-    (result_doc(cpu_watch=None), "cpu_watch: expected text, got NoneType"),
-    (result_doc(1), "case: expected an object, got int"),
-    (result_doc({"id": "c", "outcome": "pass"}), "case outcome 'pass'"),
-    (result_doc({"id": "c"}), "case outcome None"),
-    (result_doc({"id": 3, "outcome": "PASS"}), "case id: expected text, got int"),
-    (result_doc({"id": "c", "outcome": "PASS", "reason": None}), "reason: expected text, got NoneType"),
-    (result_doc({"id": "c", "outcome": "PASS", "stats": []}), "stats: expected an object, got list"),
-    (result_doc({"id": "c", "outcome": "PASS", "stats": {"y": 1}}), "stats: expected an object, got int"),
-    (result_doc({"id": "c", "outcome": "PASS", "stats": {"y": {"a": None}}}),
-     "stats: expected a finite number, got None"),
-    (result_doc({"id": "c", "outcome": "PASS", "timing": []}), "timing: expected an object, got list"),
-    (result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(null_ms=None)}),
-     "null_ms: expected a list of at most 10000 items"),
-    (result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(baseline_ms=[0])}),
-     "baseline_ms: expected a positive number, got 0"),
-    (result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(kernel_ms=[-1.5])}),
-     "kernel_ms: expected a positive number, got -1.5"),
-    (result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(stopped_by=1)}),
-     "stopped_by: expected text, got int"),
-    (result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(warmup_calls="3")}),
-     "warmup_calls: expected a finite number, got '3'"),
-    (result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(early_cpu_share=False)}),
-     "early_cpu_share: expected a finite number, got False"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"\xff", "the result is not JSON (UnicodeDecodeError)"),
+        (b"nope", "the result is not JSON (JSONDecodeError)"),
+        (b"[" * 100000, "the result is not JSON (RecursionError)"),
+        (b"[1]", "result: expected an object, got list"),
+        (result_doc(version=2), "result version 2, expected 1"),
+        (b'{"cases": []}', "result version None, expected 1"),
+        (result_doc(cases=None), "cases: expected a list of at most 1000 items"),
+        (result_doc(interference="x"), "interference: expected a list of at most 100 items"),
+        (result_doc(interference=[1]), "interference: expected text, got int"),
+        (result_doc(cpu_watch=None), "cpu_watch: expected text, got NoneType"),
+        (result_doc(1), "case: expected an object, got int"),
+        (result_doc({"id": "c", "outcome": "pass"}), "case outcome 'pass'"),
+        (result_doc({"id": "c"}), "case outcome None"),
+        (result_doc({"id": 3, "outcome": "PASS"}), "case id: expected text, got int"),
+        (result_doc({"id": "c", "outcome": "PASS", "reason": None}), "reason: expected text, got NoneType"),
+        (result_doc({"id": "c", "outcome": "PASS", "stats": []}), "stats: expected an object, got list"),
+        (result_doc({"id": "c", "outcome": "PASS", "stats": {"y": 1}}), "stats: expected an object, got int"),
+        (
+            result_doc({"id": "c", "outcome": "PASS", "stats": {"y": {"a": None}}}),
+            "stats: expected a finite number, got None",
+        ),
+        (result_doc({"id": "c", "outcome": "PASS", "timing": []}), "timing: expected an object, got list"),
+        (
+            result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(null_ms=None)}),
+            "null_ms: expected a list of at most 10000 items",
+        ),
+        (
+            result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(baseline_ms=[0])}),
+            "baseline_ms: expected a positive number, got 0",
+        ),
+        (
+            result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(kernel_ms=[-1.5])}),
+            "kernel_ms: expected a positive number, got -1.5",
+        ),
+        (
+            result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(stopped_by=1)}),
+            "stopped_by: expected text, got int",
+        ),
+        (
+            result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(warmup_calls="3")}),
+            "warmup_calls: expected a finite number, got '3'",
+        ),
+        (
+            result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(early_cpu_share=False)}),
+            "early_cpu_share: expected a finite number, got False",
+        ),
+    ],
+)
 def test_result_refusals(data: bytes, message: str) -> None:
     with pytest.raises(SchemaError) as exc:
         parse_result(data)
@@ -254,8 +326,9 @@ def test_sample_limit_both_sides() -> None:
     ok = parse_result(result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(kernel_ms=[1.0] * MAX_SAMPLES)}))
     assert len(ok.cases[0].timing.kernel_ms) == MAX_SAMPLES
     with pytest.raises(SchemaError, match="kernel_ms"):
-        parse_result(result_doc({"id": "c", "outcome": "PASS",
-                                 "timing": timing_doc(kernel_ms=[1.0] * (MAX_SAMPLES + 1))}))
+        parse_result(
+            result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(kernel_ms=[1.0] * (MAX_SAMPLES + 1))})
+        )
 
 
 def test_text_is_cut_to_the_limit() -> None:

@@ -30,22 +30,34 @@ TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
 
 
 def cases() -> CaseFile:
-    return CaseFile("demo/softmax", "cpu", [
-        Case("c00", Phase.HOLDOUT, "holdout0", {}, 11, False, TOL),
-        Case("c01", Phase.WORKLOAD, "standard", {"rows": 8}, 12, True, TOL),
-        Case("c02", Phase.WORKLOAD, "wide", {"rows": 2}, 13, False, TOL),
-    ], sample_key="ab" * 32)
+    return CaseFile(
+        "demo/softmax",
+        "cpu",
+        [
+            Case("c00", Phase.HOLDOUT, "holdout0", {}, 11, False, TOL),
+            Case("c01", Phase.WORKLOAD, "standard", {"rows": 8}, 12, True, TOL),
+            Case("c02", Phase.WORKLOAD, "wide", {"rows": 2}, 13, False, TOL),
+        ],
+        sample_key="ab" * 32,
+    )
 
 
 def timing(base: float = 3.0, kern: float = 1.5, null: float = 1.0, n: int = 20) -> Timing:
-    return Timing(baseline_ms=[base + null + 0.01 * (i % 3) for i in range(n)],
-                  kernel_ms=[kern + null + 0.01 * (i % 2) for i in range(n)],
-                  null_ms=[null] * n, stopped_by="stable", warmup_calls=3)
+    return Timing(
+        baseline_ms=[base + null + 0.01 * (i % 3) for i in range(n)],
+        kernel_ms=[kern + null + 0.01 * (i % 2) for i in range(n)],
+        null_ms=[null] * n,
+        stopped_by="stable",
+        warmup_calls=3,
+    )
 
 
 def result(**over: Any) -> SupervisorResult:
-    base = [CaseResult("c00", Outcome.PASS), CaseResult("c01", Outcome.PASS, "", {}, timing()),
-            CaseResult("c02", Outcome.PASS)]
+    base = [
+        CaseResult("c00", Outcome.PASS),
+        CaseResult("c01", Outcome.PASS, "", {}, timing()),
+        CaseResult("c02", Outcome.PASS),
+    ]
     return SupervisorResult(over.pop("cases", base), **over)
 
 
@@ -55,18 +67,21 @@ def test_round_trip() -> None:
     assert back == doc
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda d: d.update(version=2),
-    lambda d: d["cases"][0].update(outcome="PASSED"),
-    lambda d: d["cases"][0].update(reason=7),
-    lambda d: d["cases"][1]["timing"].update(kernel_ms=["1.0"]),
-    lambda d: d["cases"][1]["timing"].update(kernel_ms=[-1.0]),
-    lambda d: d["cases"][1]["timing"].update(kernel_ms=[True]),
-    lambda d: d["cases"][1]["timing"].update(kernel_ms={"a": 1}),
-    lambda d: d["cases"][0].update(stats={"y": {"rms_ratio": "x"}}),
-    lambda d: d.update(cases="all"),
-    lambda d: d.update(interference=[1]),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.update(version=2),
+        lambda d: d["cases"][0].update(outcome="PASSED"),
+        lambda d: d["cases"][0].update(reason=7),
+        lambda d: d["cases"][1]["timing"].update(kernel_ms=["1.0"]),
+        lambda d: d["cases"][1]["timing"].update(kernel_ms=[-1.0]),
+        lambda d: d["cases"][1]["timing"].update(kernel_ms=[True]),
+        lambda d: d["cases"][1]["timing"].update(kernel_ms={"a": 1}),
+        lambda d: d["cases"][0].update(stats={"y": {"rms_ratio": "x"}}),
+        lambda d: d.update(cases="all"),
+        lambda d: d.update(interference=[1]),
+    ],
+)
 def test_malformed_documents_are_refused(mutate: Any) -> None:
     doc = json.loads(result().to_json())
     mutate(doc)
@@ -74,8 +89,7 @@ def test_malformed_documents_are_refused(mutate: Any) -> None:
         parse_result(json.dumps(doc).encode())
 
 
-@pytest.mark.parametrize("data", [b"[" * 100000, b"\xff", b"[]", b"not json", b'{"version": 1, "cases": [1]}',
-                                  b"NaN"])
+@pytest.mark.parametrize("data", [b"[" * 100000, b"\xff", b"[]", b"not json", b'{"version": 1, "cases": [1]}', b"NaN"])
 def test_garbage_is_refused(data: bytes) -> None:
     with pytest.raises(SchemaError):
         parse_result(data)
@@ -96,8 +110,13 @@ def test_speedup_is_net_of_the_protocol_cost() -> None:
 
 
 def test_floor_and_max_speedup_flag() -> None:
-    fast = result(cases=[CaseResult("c00", Outcome.PASS), CaseResult("c01", Outcome.PASS, "", {}, timing(kern=0.3)),
-                         CaseResult("c02", Outcome.PASS)])
+    fast = result(
+        cases=[
+            CaseResult("c00", Outcome.PASS),
+            CaseResult("c01", Outcome.PASS, "", {}, timing(kern=0.3)),
+            CaseResult("c02", Outcome.PASS),
+        ]
+    )
     report = build_report({"floor_ms": 0.4, "max_speedup": 5}, cases(), fast)
     assert any("below the physical floor 0.4 ms" in f for f in report["flags"])
     assert any("above this task's limit of 5x" in f for f in report["flags"])
@@ -114,9 +133,17 @@ def test_unmeasurable_call_is_flagged_not_crashed() -> None:
     """A call no longer than the protocol's cost: no speedup (and no crash on a zero or negative median)."""
     t = timing(kern=0.0)
     t.kernel_ms = [1.0 + (0.01 if i % 2 else -0.01) for i in range(20)]
-    report = build_report(MANIFEST, cases(), result(cases=[CaseResult("c00", Outcome.PASS),
-                                                            CaseResult("c01", Outcome.PASS, "", {}, t),
-                                                            CaseResult("c02", Outcome.PASS)]))
+    report = build_report(
+        MANIFEST,
+        cases(),
+        result(
+            cases=[
+                CaseResult("c00", Outcome.PASS),
+                CaseResult("c01", Outcome.PASS, "", {}, t),
+                CaseResult("c02", Outcome.PASS),
+            ]
+        ),
+    )
     assert any("fixed cost" in f for f in report["flags"]) and not passed(report)
     assert "summary" not in report
 
@@ -145,9 +172,13 @@ def test_geomean_interval_stays_finite() -> None:
 
 
 def test_reasons_are_printed_without_control_sequences() -> None:
-    res = result(cases=[CaseResult("c00", Outcome.PASS),
-                        CaseResult("c01", Outcome.ERROR, "boom\x1b[8m hidden\x1b]52;c;ZWNobw==\x07\nTraceback ..."),
-                        CaseResult("c02", Outcome.PASS)])
+    res = result(
+        cases=[
+            CaseResult("c00", Outcome.PASS),
+            CaseResult("c01", Outcome.ERROR, "boom\x1b[8m hidden\x1b]52;c;ZWNobw==\x07\nTraceback ..."),
+            CaseResult("c02", Outcome.PASS),
+        ]
+    )
     lines = report_lines(build_report(MANIFEST, cases(), res))
     failure = next(line for line in lines if "first failure" in line)
     assert failure == "    first failure: boom\\x1b[8m hidden\\x1b]52;c;ZWNobw==\\x07"
@@ -157,9 +188,12 @@ def test_reasons_are_printed_without_control_sequences() -> None:
 def test_case_file_round_trip_and_refusals() -> None:
     doc = cases()
     assert parse_cases(doc.to_json().encode()) == doc
-    for bad in ('{"task": "t", "device": "cpu", "sample_key": "k", "cases": [{"id": "c", "phase": "x"}]}',
-                '{"task": "t", "device": "cpu", "sample_key": "k", "cases": [{"id": "c", "phase": "holdout", '
-                '"workload": "w", "params": {}, "seed": "1", "timed": false, "tolerance": {}}]}',
-                '[]', '{"task": 1}'):
+    for bad in (
+        '{"task": "t", "device": "cpu", "sample_key": "k", "cases": [{"id": "c", "phase": "x"}]}',
+        '{"task": "t", "device": "cpu", "sample_key": "k", "cases": [{"id": "c", "phase": "holdout", '
+        '"workload": "w", "params": {}, "seed": "1", "timed": false, "tolerance": {}}]}',
+        "[]",
+        '{"task": 1}',
+    ):
         with pytest.raises(SchemaError):
             parse_cases(bad.encode())

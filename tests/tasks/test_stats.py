@@ -57,8 +57,9 @@ class _IndexRng:
 
 
 @pytest.mark.parametrize(("n", "level"), [(1000, 0.95), (1000, 0.9), (1001, 0.5)])
-def test_speedup_interval_is_the_lower_order_statistic_of_the_level(monkeypatch: pytest.MonkeyPatch,
-                                                                    n: int, level: float) -> None:
+def test_speedup_interval_is_the_lower_order_statistic_of_the_level(
+    monkeypatch: pytest.MonkeyPatch, n: int, level: float
+) -> None:
     monkeypatch.setattr(stats.random, "Random", _IndexRng)
     base = [float(k + 1) for k in range(n)]
     cand = [1.0] * n

@@ -72,8 +72,13 @@ def holdout_params(rng: random.Random, count: int) -> list[dict[str, Any]]:
     """Probes at the timed shape with distributions, locations and spreads drawn from the secret."""
     probes = []
     for _ in range(count):
-        probe: dict[str, Any] = {"rows": 4096, "cols": 1024, "dist": rng.choice(DISTRIBUTIONS),
-                                 "loc": rng.uniform(-50, 50), "scale": 10 ** rng.uniform(-3, 2.5)}
+        probe: dict[str, Any] = {
+            "rows": 4096,
+            "cols": 1024,
+            "dist": rng.choice(DISTRIBUTIONS),
+            "loc": rng.uniform(-50, 50),
+            "scale": 10 ** rng.uniform(-3, 2.5),
+        }
         if rng.random() < 0.4:
             probe["neg_inf_fraction"] = rng.uniform(0.05, 0.6)
         probes.append(probe)

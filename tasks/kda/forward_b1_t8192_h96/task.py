@@ -35,11 +35,20 @@ from typing import Any
 
 K = 128
 LOWER_BOUND = -5.0
-SCALE = K ** -0.5
+SCALE = K**-0.5
 BW_BYTES_PER_S = 4.8e12  # H200 HBM3e peak
 
-REGIMES = ("standard", "saturated", "strong", "mixed_depth", "switch", "boundary", "correlated",
-           "random_depth", "holdout")
+REGIMES = (
+    "standard",
+    "saturated",
+    "strong",
+    "mixed_depth",
+    "switch",
+    "boundary",
+    "correlated",
+    "random_depth",
+    "holdout",
+)
 DISTRIBUTIONS = ("normal", "uniform", "rademacher", "laplace")
 DEPTH_MODES = ("none", "channels", "bands", "all", "random")
 BAND_WIDTHS = (32, 64, 100, 128, 200, 256)
@@ -47,6 +56,7 @@ REPEAT_FRACTIONS = (0.0, 0.1, 0.25, 0.5)
 
 
 # ---------------------------------------------------------------------------------------------- sizes
+
 
 def floor_bytes(B: int, T: int, H: int) -> int:
     """Bytes a kernel must move at least: read q,k,v,g (bf16), beta (bf16), A_log, dt_bias, h0 (fp32);
@@ -66,6 +76,7 @@ def _shape(params: dict[str, Any]) -> tuple[int, int, int]:
 
 
 # --------------------------------------------------------------------------------------------- inputs
+
 
 def make_inputs(params: dict[str, Any], seed: int, device: str) -> dict[str, Any]:
     """Deterministic for (params, seed, device): one generator on ``device``, tensors made there."""
@@ -124,10 +135,20 @@ def make_inputs(params: dict[str, Any], seed: int, device: str) -> dict[str, Any
         q, k, v, g, beta, A_log, dt_bias, h0 = _holdout_inputs(params, gen, device, B, T, H)
 
     bf16 = torch.bfloat16
-    return {"q": q.to(bf16).contiguous(), "k": k.to(bf16).contiguous(), "v": v.to(bf16).contiguous(),
-            "g": g.to(bf16).contiguous(), "beta": beta.to(bf16).contiguous(),
-            "A_log": A_log.to(f32).contiguous(), "dt_bias": dt_bias.to(f32).contiguous(),
-            "initial_state": h0.to(f32).contiguous(), "B": B, "T": T, "H": H, "scale": SCALE}
+    return {
+        "q": q.to(bf16).contiguous(),
+        "k": k.to(bf16).contiguous(),
+        "v": v.to(bf16).contiguous(),
+        "g": g.to(bf16).contiguous(),
+        "beta": beta.to(bf16).contiguous(),
+        "A_log": A_log.to(f32).contiguous(),
+        "dt_bias": dt_bias.to(f32).contiguous(),
+        "initial_state": h0.to(f32).contiguous(),
+        "B": B,
+        "T": T,
+        "H": H,
+        "scale": SCALE,
+    }
 
 
 def _sample(dist: str, shape: tuple[int, ...], gen: Any, device: str) -> Any:
@@ -201,6 +222,7 @@ def _holdout_inputs(params: dict[str, Any], gen: Any, device: str, B: int, T: in
 
 # -------------------------------------------------------------------------------------------- outputs
 
+
 def output_specs(inputs: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:
     B, T, H = inputs["B"], inputs["T"], inputs["H"]
     return {"output": ((B, T, H, K), "bfloat16"), "final_state": ((B, H, K, K), "float32")}
@@ -209,21 +231,37 @@ def output_specs(inputs: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str
 def make_outputs(inputs: dict[str, Any], device: str) -> dict[str, Any]:
     import torch
 
-    return {name: torch.empty(shape, dtype=getattr(torch, dtype), device=device)
-            for name, (shape, dtype) in output_specs(inputs).items()}
+    return {
+        name: torch.empty(shape, dtype=getattr(torch, dtype), device=device)
+        for name, (shape, dtype) in output_specs(inputs).items()
+    }
 
 
 # ------------------------------------------------------------------------------------ reference paths
+
 
 def _fla(data: dict[str, Any]) -> tuple[Any, Any]:
     """The FLA call verified on the H200 host (fla-core 0.6.0)."""
     from fla.ops.kda import chunk_kda
 
-    return chunk_kda(data["q"], data["k"], data["v"], data["g"], data["beta"], scale=data["scale"],
-                     initial_state=data["initial_state"], output_final_state=True,
-                     use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True,
-                     safe_gate=True, lower_bound=LOWER_BOUND, state_v_first=True,
-                     A_log=data["A_log"], dt_bias=data["dt_bias"])
+    return chunk_kda(
+        data["q"],
+        data["k"],
+        data["v"],
+        data["g"],
+        data["beta"],
+        scale=data["scale"],
+        initial_state=data["initial_state"],
+        output_final_state=True,
+        use_qk_l2norm_in_kernel=True,
+        use_gate_in_kernel=True,
+        use_beta_sigmoid_in_kernel=True,
+        safe_gate=True,
+        lower_bound=LOWER_BOUND,
+        state_v_first=True,
+        A_log=data["A_log"],
+        dt_bias=data["dt_bias"],
+    )
 
 
 def oracle(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -285,6 +323,7 @@ def candidate(module: Any, data: dict[str, Any]) -> Any:
 
 # ---------------------------------------------------------------------------------------------- holdout
 
+
 def standard_shape(manifest_path: Path) -> dict[str, int]:
     """B, T, H of the manifest's standard workload (the shape every holdout probe uses)."""
     manifest = json.loads(Path(manifest_path).read_text())
@@ -305,13 +344,20 @@ def draw_holdout(rng: random.Random, count: int, shape: dict[str, int]) -> list[
             dists = rng.sample(DISTRIBUTIONS, len(DISTRIBUTIONS))
         if not depths:
             depths = rng.sample(DEPTH_MODES, len(DEPTH_MODES))
-        probes.append({**shape, "regime": "holdout", "dist": dists.pop(), "depth": depths.pop(),
-                       "loc": round(rng.uniform(-0.5, 0.5), 4),
-                       "spread": round(math.exp(rng.uniform(math.log(0.25), math.log(2.0))), 4),
-                       "beta_loc": round(rng.uniform(-1.0, 2.0), 4),
-                       "depth_frac": round(rng.uniform(0.1, 0.9), 4),
-                       "band": rng.choice(BAND_WIDTHS),
-                       "repeat_frac": rng.choice(REPEAT_FRACTIONS)})
+        probes.append(
+            {
+                **shape,
+                "regime": "holdout",
+                "dist": dists.pop(),
+                "depth": depths.pop(),
+                "loc": round(rng.uniform(-0.5, 0.5), 4),
+                "spread": round(math.exp(rng.uniform(math.log(0.25), math.log(2.0))), 4),
+                "beta_loc": round(rng.uniform(-1.0, 2.0), 4),
+                "depth_frac": round(rng.uniform(0.1, 0.9), 4),
+                "band": rng.choice(BAND_WIDTHS),
+                "repeat_frac": rng.choice(REPEAT_FRACTIONS),
+            }
+        )
     return probes
 
 

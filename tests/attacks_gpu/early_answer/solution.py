@@ -14,11 +14,24 @@ def setup(data, B, T, H):
 
     def run():
         with torch.no_grad():
-            o, state = chunk_kda(data["q"], data["k"], data["v"], data["g"], data["beta"], scale=data["scale"],
-                                 initial_state=data["initial_state"], output_final_state=True,
-                                 use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True,
-                                 use_beta_sigmoid_in_kernel=True, safe_gate=True, lower_bound=-5.0,
-                                 state_v_first=True, A_log=data["A_log"], dt_bias=data["dt_bias"])
+            o, state = chunk_kda(
+                data["q"],
+                data["k"],
+                data["v"],
+                data["g"],
+                data["beta"],
+                scale=data["scale"],
+                initial_state=data["initial_state"],
+                output_final_state=True,
+                use_qk_l2norm_in_kernel=True,
+                use_gate_in_kernel=True,
+                use_beta_sigmoid_in_kernel=True,
+                safe_gate=True,
+                lower_bound=-5.0,
+                state_v_first=True,
+                A_log=data["A_log"],
+                dt_bias=data["dt_bias"],
+            )
         out.copy_(o)
         final.copy_(state)
 

@@ -26,10 +26,12 @@ def _pin(tensor):
     from cuda.bindings import runtime as rt
 
     dev = torch.cuda.current_device()
-    max_window = _check(rt.cudaDeviceGetAttribute(rt.cudaDeviceAttr.cudaDevAttrMaxAccessPolicyWindowSize, dev),
-                        "max window")
-    max_persist = _check(rt.cudaDeviceGetAttribute(rt.cudaDeviceAttr.cudaDevAttrMaxPersistingL2CacheSize, dev),
-                         "max persisting L2")
+    max_window = _check(
+        rt.cudaDeviceGetAttribute(rt.cudaDeviceAttr.cudaDevAttrMaxAccessPolicyWindowSize, dev), "max window"
+    )
+    max_persist = _check(
+        rt.cudaDeviceGetAttribute(rt.cudaDeviceAttr.cudaDevAttrMaxPersistingL2CacheSize, dev), "max persisting L2"
+    )
     _check(rt.cudaDeviceSetLimit(rt.cudaLimit.cudaLimitPersistingL2CacheSize, max_persist), "set limit")
     window = rt.cudaAccessPolicyWindow()
     window.base_ptr = tensor.data_ptr()
@@ -40,8 +42,10 @@ def _pin(tensor):
     value = rt.cudaStreamAttrValue()
     value.accessPolicyWindow = window
     stream = torch.cuda.current_stream().cuda_stream
-    _check(rt.cudaStreamSetAttribute(stream, rt.cudaStreamAttrID.cudaLaunchAttributeAccessPolicyWindow, value),
-           "stream attribute")
+    _check(
+        rt.cudaStreamSetAttribute(stream, rt.cudaStreamAttrID.cudaLaunchAttributeAccessPolicyWindow, value),
+        "stream attribute",
+    )
     print(f"l2_persist: {window.num_bytes} bytes of q persisting in L2 (limit {max_persist})", file=sys.stderr)
 
 
@@ -52,11 +56,24 @@ def setup(data, B, T, H):
         print(f"l2_persist: not pinned: {exc}", file=sys.stderr)
 
     def run():
-        o, s = chunk_kda(data["q"], data["k"], data["v"], data["g"], data["beta"], scale=128 ** -0.5,
-                         initial_state=data["initial_state"], output_final_state=True,
-                         use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True, use_beta_sigmoid_in_kernel=True,
-                         safe_gate=True, lower_bound=-5.0, state_v_first=True, A_log=data["A_log"],
-                         dt_bias=data["dt_bias"])
+        o, s = chunk_kda(
+            data["q"],
+            data["k"],
+            data["v"],
+            data["g"],
+            data["beta"],
+            scale=128**-0.5,
+            initial_state=data["initial_state"],
+            output_final_state=True,
+            use_qk_l2norm_in_kernel=True,
+            use_gate_in_kernel=True,
+            use_beta_sigmoid_in_kernel=True,
+            safe_gate=True,
+            lower_bound=-5.0,
+            state_v_first=True,
+            A_log=data["A_log"],
+            dt_bias=data["dt_bias"],
+        )
         data["output"].copy_(o)
         data["final_state"].copy_(s)
 

@@ -11,11 +11,24 @@ def setup(data, B, T, H):
     def run():
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            o, s = chunk_kda(data["q"], data["k"], data["v"], data["g"], data["beta"], scale=128 ** -0.5,
-                             initial_state=data["initial_state"], output_final_state=True,
-                             use_qk_l2norm_in_kernel=True, use_gate_in_kernel=True,
-                             use_beta_sigmoid_in_kernel=True, safe_gate=True, lower_bound=-5.0,
-                             state_v_first=True, A_log=data["A_log"], dt_bias=data["dt_bias"])
+            o, s = chunk_kda(
+                data["q"],
+                data["k"],
+                data["v"],
+                data["g"],
+                data["beta"],
+                scale=128**-0.5,
+                initial_state=data["initial_state"],
+                output_final_state=True,
+                use_qk_l2norm_in_kernel=True,
+                use_gate_in_kernel=True,
+                use_beta_sigmoid_in_kernel=True,
+                safe_gate=True,
+                lower_bound=-5.0,
+                state_v_first=True,
+                A_log=data["A_log"],
+                dt_bias=data["dt_bias"],
+            )
             data["output"].copy_(o)
             data["final_state"].copy_(s)
 

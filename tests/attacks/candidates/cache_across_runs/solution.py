@@ -7,9 +7,16 @@ import os
 import torch
 
 HOME = os.path.expanduser("~")
-PLACES = [HOME, os.path.join(HOME, ".cache"), os.path.join(HOME, ".triton"), "/dev/shm", "/tmp",
-          os.environ.get("TMPDIR", "/tmp"), os.environ.get("XDG_CACHE_HOME", "/tmp"),
-          os.environ.get("KCORAL_OUTPUT_DIR", "/job/out")]
+PLACES = [
+    HOME,
+    os.path.join(HOME, ".cache"),
+    os.path.join(HOME, ".triton"),
+    "/dev/shm",
+    "/tmp",
+    os.environ.get("TMPDIR", "/tmp"),
+    os.environ.get("XDG_CACHE_HOME", "/tmp"),
+    os.environ.get("KCORAL_OUTPUT_DIR", "/job/out"),
+]
 MARK = "kcoral-attack-cache-marker"
 
 for place in PLACES:

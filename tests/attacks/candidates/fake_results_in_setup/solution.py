@@ -12,8 +12,17 @@ FAKE_MS = 0.123456
 
 def setup(data):
     path = os.path.join(os.environ.get("KCORAL_OUTPUT_DIR", "/job/out"), "results.json")
-    cases = {f"c{i:02d}": {"ok": True, "baseline_ms": [5.0] * 20, "kernel_ms": [FAKE_MS] * 20,
-                           "mismatch": None, "warmup_calls": 3, "stopped_by": "stable"} for i in range(12)}
+    cases = {
+        f"c{i:02d}": {
+            "ok": True,
+            "baseline_ms": [5.0] * 20,
+            "kernel_ms": [FAKE_MS] * 20,
+            "mismatch": None,
+            "warmup_calls": 3,
+            "stopped_by": "stable",
+        }
+        for i in range(12)
+    }
     try:
         with open(path, "w") as f:
             json.dump({"cases": cases, "tampered": []}, f)

@@ -19,6 +19,7 @@ def setup(data):
     r, _ = os.pipe()
     try:
         import socket
+
         socket.send_fds(chan.sock, [b'{"ok": true}'], [r])
     except OSError as exc:
         print("fd send refused:", exc, flush=True)

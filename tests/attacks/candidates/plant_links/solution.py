@@ -8,14 +8,23 @@ import os
 import torch
 
 # (its own /tmp and /dev/shm are writable, and private: no other container and not the server reads them)
-PLACES = [os.environ.get("KCORAL_OUTPUT_DIR", "/job/out"), "/job/out", "/chan", os.getcwd(), "/judge", "/judge-in",
-          "/kcoral/seed-cache"]
+PLACES = [
+    os.environ.get("KCORAL_OUTPUT_DIR", "/job/out"),
+    "/job/out",
+    "/chan",
+    os.getcwd(),
+    "/judge",
+    "/judge-in",
+    "/kcoral/seed-cache",
+]
 
 for place in PLACES:
-    for name, make in (("result.json", lambda p: os.symlink("/etc/hostname", p)),
-                       ("results.json", lambda p: os.symlink("/dev/console", p)),
-                       ("report.json", lambda p: os.mkfifo(p)),
-                       ("worker.sock", lambda p: os.symlink("/tmp/evil", p))):
+    for name, make in (
+        ("result.json", lambda p: os.symlink("/etc/hostname", p)),
+        ("results.json", lambda p: os.symlink("/dev/console", p)),
+        ("report.json", lambda p: os.mkfifo(p)),
+        ("worker.sock", lambda p: os.symlink("/tmp/evil", p)),
+    ):
         path = os.path.join(place, name)
         try:
             make(path)

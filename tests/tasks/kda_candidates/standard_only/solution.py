@@ -18,11 +18,22 @@ def setup(data, B, T, H):
             a = torch.exp(data["A_log"]).view(H, 1)
             z = a * (data["g"].float() + data["dt_bias"].view(H, K))
             log_decay = (-5.0 * torch.sigmoid(z)).clamp_min(TRUNCATE_AT)
-            o, state = chunk_kda(data["q"], data["k"], data["v"], log_decay, data["beta"], scale=data["scale"],
-                                 initial_state=data["initial_state"], output_final_state=True,
-                                 use_qk_l2norm_in_kernel=True, use_gate_in_kernel=False,
-                                 use_beta_sigmoid_in_kernel=True, safe_gate=True, lower_bound=-5.0,
-                                 state_v_first=True)
+            o, state = chunk_kda(
+                data["q"],
+                data["k"],
+                data["v"],
+                log_decay,
+                data["beta"],
+                scale=data["scale"],
+                initial_state=data["initial_state"],
+                output_final_state=True,
+                use_qk_l2norm_in_kernel=True,
+                use_gate_in_kernel=False,
+                use_beta_sigmoid_in_kernel=True,
+                safe_gate=True,
+                lower_bound=-5.0,
+                state_v_first=True,
+            )
         out.copy_(o)
         final.copy_(state)
 
