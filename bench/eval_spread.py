@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from bench.overhead import start_server  # noqa: E402
 from kcoral.cli.client import KcoralClient  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.runner.models import JobSpec  # noqa: E402
+from kcoral.runner.models import EvalSpec  # noqa: E402
 
 
 def main() -> None:
@@ -42,7 +42,7 @@ def main() -> None:
             with KcoralClient(url, timeout=120) as client:
                 tar = build_tarball(args.candidate, tmp)
                 for i in range(args.n):
-                    job = client.submit(JobSpec(kind="eval", task=args.task, timeout_s=1500), tar.path)
+                    job = client.submit(EvalSpec(task=args.task, timeout_s=1500), tar.path)
                     for _ in client.follow_log(job.id):
                         pass
                     final = client.status(job.id)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from kcoral.cli.client import KcoralClient  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.runner.models import JobSpec  # noqa: E402
+from kcoral.runner.models import PythonSpec  # noqa: E402
 
 COMMAND = ["python3", "-c", "pass"]
 
@@ -86,7 +86,7 @@ def bare_run(image: str) -> float:
 
 def library_run(client: KcoralClient, tar_path: Path) -> float:
     t0 = time.perf_counter()
-    job = client.submit(JobSpec(argv=COMMAND[1:], timeout_s=60), tar_path)
+    job = client.submit(PythonSpec(argv=COMMAND[1:], timeout_s=60), tar_path)
     for _ in client.follow_log(job.id):
         pass
     final = client.status(job.id)

@@ -1,7 +1,7 @@
 """HTTP client for the kcoral server API (``/v1``). No typer here: usable from plain Python.
 
     with KcoralClient("http://127.0.0.1:8901", token="...") as kc:
-        view = kc.submit(JobSpec(argv=["bench.py"]), tarball.path)
+        view = kc.submit(PythonSpec(argv=["bench.py"]), tarball.path)
         for chunk in kc.follow_log(view.id):
             sys.stdout.buffer.write(chunk)
         final = kc.status(view.id)
@@ -34,7 +34,7 @@ from kcoral.cli.errors import (
     UsageError,
 )
 from kcoral.cli.paths import output_destination, safe_output_path
-from kcoral.runner.models import JobSpec, JobView, OutputFile
+from kcoral.runner.models import JobView, OutputFile, SpecBase
 
 __all__ = ["KcoralClient", "ProgressCallback", "normalise_base_url"]
 
@@ -130,7 +130,7 @@ class KcoralClient:
         gpus = self.health().get("gpus") or []
         return [g if isinstance(g, dict) else {"gpu": g} for g in gpus]
 
-    def create_job(self, spec: JobSpec) -> JobView:
+    def create_job(self, spec: SpecBase) -> JobView:
         """POST /v1/jobs: the job exists in state ``created``, waiting for its input."""
         data = self._call("POST", "/v1/jobs", "submit", json=spec.model_dump(mode="json"))
         return _parse(JobView, data, "submit")
@@ -158,7 +158,7 @@ class KcoralClient:
 
     def submit(
         self,
-        spec: JobSpec,
+        spec: SpecBase,
         tar_path: str | Path,
         progress: ProgressCallback | None = None,
         on_created: Callable[[JobView], None] | None = None,

@@ -39,6 +39,7 @@ EXIT_INTERRUPTED = 130
 VERDICT_EXIT_CODES: dict[Verdict, int | None] = {
     Verdict.ok: 0,
     Verdict.exit: None,  # the job's own exit code
+    Verdict.rejected: 1,  # an evaluation that did not pass
     Verdict.output_limit: 123,
     Verdict.timeout: 124,
     Verdict.infrastructure_error: 125,
@@ -118,4 +119,4 @@ def emit_json(document: Any) -> None:
 
 
 def job_json(view: JobView) -> dict[str, Any]:
-    return view.public().model_dump(mode="json")
+    return view.model_dump(mode="json")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import time
 from typing import Any
 
@@ -42,10 +41,7 @@ def run_time(view: JobView) -> float | None:
 
 def fmt_argv(view: JobView, limit: int = 60) -> str:
     """The command on one line (newlines in -c code shown as ``\\n``), cut at ``limit`` characters."""
-    if view.spec.kind == "eval":
-        text = f"eval {view.spec.task or '?'}"
-    else:
-        text = ("python " + shlex.join(view.spec.argv)).replace("\n", "\\n")
+    text = view.spec.title().replace("\n", "\\n")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -22,7 +22,7 @@ from kcoral.cli.output import emit_json, job_json, note
 from kcoral.cli.progress import upload_progress
 from kcoral.cli.render import summary_line
 from kcoral.cli.tarball import Tarball, build_tarball
-from kcoral.runner.models import JobSpec, JobState, JobView
+from kcoral.runner.models import JobState, JobView, SpecBase
 
 WAITING = (JobState.created, JobState.queued)
 CANCEL_WAIT_S = 15.0
@@ -30,7 +30,7 @@ CANCEL_WAIT_S = 15.0
 
 @dataclass
 class RunOptions:
-    spec: JobSpec
+    spec: SpecBase
     send_dir: Path
     output_dir: Path | None = None  # default: ./kcoral-out/JOB_ID
     json: bool = False

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from kcoral.profiling import capabilities, iket, ncu
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.errors import BadRequest
-from kcoral.runner.jobkinds import code_mounts, with_code_path
-from kcoral.runner.models import JobKindName, JobSpec
+from kcoral.runner.jobkinds import code_mounts, spec_as, with_code_path
+from kcoral.runner.models import JobKindName, ProfileSpec, SpecBase
 from kcoral.runner.plan import ContainerStep, JobContext, Plan
 from kcoral.runner.settings import INPUT_MOUNT
 
@@ -25,12 +25,12 @@ if TYPE_CHECKING:
 
 
 def profiling_env(
-    settings: Settings, spec: JobSpec, job_id: str, extra: dict[str, str] | None = None
+    settings: Settings, spec: ProfileSpec, job_id: str, extra: dict[str, str] | None = None
 ) -> dict[str, str]:
     return {**with_code_path(job_environment(settings.job_env, spec.env, job_id)), **(extra or {})}
 
 
-def _check_runnable(spec: JobSpec, services: Services, what: str, info: dict[str, Any]) -> None:
+def _check_runnable(spec: ProfileSpec, services: Services, what: str, info: dict[str, Any]) -> None:
     if not info.get("ok"):
         raise BadRequest(f"this server cannot run {what} jobs: {info.get('reason') or 'not available'}")
     if spec.gpus < 1:
@@ -45,13 +45,14 @@ class _ProfilerKind:
     name: JobKindName
     env: dict[str, str] = {}
 
-    def check_options(self, spec: JobSpec) -> None:
+    def check_options(self, spec: ProfileSpec) -> None:
         raise NotImplementedError
 
-    def build(self, python: str, spec: JobSpec, tool: str) -> list[str]:
+    def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         raise NotImplementedError
 
-    def validate(self, spec: JobSpec, services: Services) -> None:
+    def validate(self, spec: SpecBase, services: Services) -> None:
+        spec = spec_as(spec, ProfileSpec)
         try:
             self.check_options(spec)
         except (ncu.NcuOptionError, iket.IketOptionError) as exc:
@@ -59,17 +60,18 @@ class _ProfilerKind:
         caps = capabilities.for_server(services.settings, services.executor.has_image)
         _check_runnable(spec, services, self.name, caps[self.name])
 
-    def command(self, settings: Settings, spec: JobSpec) -> list[str]:
+    def command(self, settings: Settings, spec: ProfileSpec) -> list[str]:
         """The container's command: the host's tool in toolchain mode, the image's on its PATH otherwise."""
         tool = capabilities.tool_path(settings, self.name)
         return self.build(settings.python, spec, tool)
 
     def plan(self, ctx: JobContext) -> Plan:
         settings, job, paths = ctx.settings, ctx.job, ctx.paths
+        spec = spec_as(job.spec, ProfileSpec)
         step = ContainerStep(
-            image=job.spec.image or capabilities.profiler_image(settings, self.name),  # a rerun: the digest it ran on
-            command=self.command(settings, job.spec),
-            env=profiling_env(settings, job.spec, job.id, dict(self.env)),
+            image=spec.image or capabilities.profiler_image(settings, self.name),  # a rerun: the digest it ran on
+            command=self.command(settings, spec),
+            env=profiling_env(settings, spec, job.id, dict(self.env)),
             mounts={str(paths.input): (INPUT_MOUNT, "ro"), **code_mounts("profiling")},
             output_dir=paths.raw_out,
             name=self.name,
@@ -82,11 +84,11 @@ class NcuKind(_ProfilerKind):
 
     name = JobKindName.ncu
 
-    def check_options(self, spec: JobSpec) -> None:
+    def check_options(self, spec: ProfileSpec) -> None:
         ncu.normalise_ncu_options(spec.argv)
         ncu.check_command(spec.command)
 
-    def build(self, python: str, spec: JobSpec, tool: str) -> list[str]:
+    def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         return ncu.driver_command(python, ncu.build_ncu_command(spec.argv, spec.command, tool))
 
 
@@ -96,9 +98,9 @@ class IketKind(_ProfilerKind):
     name = JobKindName.iket
     env = dict(iket.IKET_ENV)
 
-    def check_options(self, spec: JobSpec) -> None:
+    def check_options(self, spec: ProfileSpec) -> None:
         iket.split_iket_argv(spec.argv)
         iket.check_command(spec.command)
 
-    def build(self, python: str, spec: JobSpec, tool: str) -> list[str]:
+    def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         return iket.driver_command(python, iket.build_iket_command(spec.argv, spec.command, tool))

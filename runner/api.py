@@ -29,6 +29,7 @@ from kcoral.runner.errors import (
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.models import JobSpec, JobState, JobView, OutputFile
 from kcoral.runner.services import Services
+from kcoral.runner.store import JobRecord
 
 router = APIRouter(prefix="/v1")
 _LOG_CHUNK = 1 << 16
@@ -42,20 +43,42 @@ def owner(request: Request, authorization: str | None = Header(default=None)) ->
     return services(request).auth.owner(authorization)
 
 
-def _own_job(svc: Services, job_id: str, who: str) -> JobView:
+def _own_job(svc: Services, job_id: str, who: str) -> JobRecord:
     job = svc.store.get(job_id)
     if job.owner != who:
         raise NotFound(f"no job {job_id}")
     return job
 
 
-def _view(svc: Services, job: JobView, order: list[str] | None = None) -> JobView:
-    """The public view, with the queue position of a queued job (``order``: the queue, if known)."""
+def _view(svc: Services, job: JobRecord, order: list[str] | None = None) -> JobView:
+    """What the job's owner is shown: the record without environment values (their names only),
+    with the queue position of a queued job (``order``: the queue, if known). THE one conversion."""
+    position = None
     if job.state == JobState.queued:
         order = order if order is not None else [j.id for j in svc.scheduler.queue_order()]
-        if job.id in order:
-            job = job.model_copy(update={"queue_position": order.index(job.id) + 1})
-    return job.public()
+        position = order.index(job.id) + 1 if job.id in order else None
+    spec = job.spec
+    if "env" in type(spec).model_fields:
+        spec = spec.model_copy(update={"env": {}})
+    return JobView(
+        id=job.id,
+        owner=job.owner,
+        state=job.state,
+        spec=spec,
+        env_names=sorted(job.spec.client_env()),
+        verdict=job.verdict,
+        exit_code=job.exit_code,
+        reason=job.reason,
+        queue_position=position,
+        image=job.image,
+        gpus=list(job.gpus),
+        slot=job.slot,
+        input_sha256=job.input_sha256,
+        input_bytes=job.input_bytes,
+        log_bytes=job.log_bytes,
+        times=job.times,
+        outputs=list(job.outputs),
+    )
 
 
 @router.get("/health")
@@ -94,18 +117,18 @@ def submit(spec: JobSpec, request: Request, response: Response, who: str = Depen
     if spec.image is not None:
         raise BadRequest("the image is chosen by the server; pin an earlier job's image with rerun")
     kind_for(spec.kind).validate(spec, svc)
-    words = [*spec.argv, *spec.command]
+    words = spec.words()
     if sum(len(a.encode()) + 1 for a in words) > limits.argv_bytes or any("\x00" in a for a in words):
         raise BadRequest(f"argv must be under {limits.argv_bytes} bytes with no NUL bytes")
     if spec.timeout_s > limits.max_timeout_s:
         raise BadRequest(f"timeout {spec.timeout_s:g} s is over this server's limit of {limits.max_timeout_s:g} s")
-    validate_client_env(spec.env, limits)
+    validate_client_env(spec.client_env(), limits)
     svc.placement.check(spec.gpus)
     if svc.store.count(who, (JobState.created, JobState.queued)) >= limits.queued_per_token:
         raise TooManyJobs(f"you have {limits.queued_per_token} jobs waiting already; wait for some to finish")
     job = svc.store.create(who, spec)
     response.headers["Location"] = f"/v1/jobs/{job.id}"
-    return job.public()
+    return _view(svc, job)
 
 
 @router.put("/jobs/{job_id}/input")
@@ -226,7 +249,7 @@ def _read_at(path: Path, pos: int) -> bytes:
 
 @router.get("/jobs/{job_id}/outputs")
 def list_outputs(job_id: str, request: Request, who: str = Depends(owner)) -> list[OutputFile]:
-    return _own_job(services(request), job_id, who).outputs
+    return list(_own_job(services(request), job_id, who).outputs)
 
 
 @router.get("/jobs/{job_id}/outputs/{path:path}")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kcoral.runner.envpolicy import job_environment
-from kcoral.runner.errors import BadRequest
-from kcoral.runner.models import JobKindName, JobSpec
+from kcoral.runner.errors import BadRequest, InfrastructureError
+from kcoral.runner.models import JobKindName, PythonSpec, SpecBase
 from kcoral.runner.plan import ContainerStep, JobContext, Plan
 from kcoral.runner.settings import INPUT_MOUNT
 
@@ -40,10 +40,20 @@ def with_code_path(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": ":".join(p for p in (CODE_MOUNT, env.get("PYTHONPATH", "")) if p)}
 
 
+S = TypeVar("S", bound=SpecBase)
+
+
+def spec_as(spec: SpecBase, model: type[S]) -> S:
+    """``spec`` as its kind's model (the registry is keyed by kind, so a mismatch is a server bug)."""
+    if not isinstance(spec, model):
+        raise InfrastructureError(f"a {type(spec).__name__} reached the kind that runs {model.__name__}")
+    return spec
+
+
 class JobKind(Protocol):
     name: JobKindName
 
-    def validate(self, spec: JobSpec, services: Services) -> None:
+    def validate(self, spec: SpecBase, services: Services) -> None:
         """Raise BadRequest for a spec this kind cannot run here."""
 
     def plan(self, ctx: JobContext) -> Plan:
@@ -55,16 +65,17 @@ class PythonKind:
 
     name = JobKindName.python
 
-    def validate(self, spec: JobSpec, services: Services) -> None:
-        if not spec.argv:
+    def validate(self, spec: SpecBase, services: Services) -> None:
+        if not spec_as(spec, PythonSpec).argv:
             raise BadRequest("argv is empty: give a script, -c CODE or -m MODULE")
 
     def plan(self, ctx: JobContext) -> Plan:
         settings, job, paths = ctx.settings, ctx.job, ctx.paths
+        spec = spec_as(job.spec, PythonSpec)
         step = ContainerStep(
-            image=job.spec.image or settings.image,
-            command=[settings.python, *job.spec.argv],
-            env=job_environment(settings.job_env, job.spec.env, job.id),
+            image=spec.image or settings.image,
+            command=[settings.python, *spec.argv],
+            env=job_environment(settings.job_env, spec.env, job.id),
             mounts={str(paths.input): (INPUT_MOUNT, "ro")},
             output_dir=paths.raw_out,
         )
@@ -86,7 +97,7 @@ def kind_for(name: str) -> JobKind:
         try:
             _KINDS[name] = getattr(importlib.import_module(module), attr)()
         except (ImportError, AttributeError):
-            raise BadRequest(f"job kind {name!r} is not available on this server") from None
+            raise BadRequest(f"job kind '{name}' is not available on this server") from None
     if name not in _KINDS:
-        raise BadRequest(f"unknown job kind {name!r}; this server runs: {', '.join(sorted({*_KINDS, *_PLUGINS}))}")
+        raise BadRequest(f"unknown job kind '{name}'; this server runs: {', '.join(sorted({*_KINDS, *_PLUGINS}))}")
     return _KINDS[name]

@@ -21,6 +21,25 @@
 | cpus                | cores | 0 (all) | the job is throttled                                      |
 | gpu_memory_slack_mib| MiB   | 64      | GPU memory left in use above the lease-time baseline after |
 |                     |       |         | a job, beyond this: the GPU is drained                    |
+
+An evaluation's timing method (:class:`EvalTiming`; a task's manifest ``timing`` may set any of
+these for its task; the server sends the whole method to the supervisor in the case file):
+
+| field             | unit  | default | meaning                                                       |
+|-------------------|-------|---------|---------------------------------------------------------------|
+| warmup_s          | s     | 1.0     | untimed calls of baseline and candidate before sampling        |
+| min_reps, max_reps| count | 10, 100 | timed samples per case (each: baseline, candidate, null call) |
+| budget_s          | s     | 30      | sampling stops after this, with at least min_reps samples     |
+| rse_target        | ratio | 0.005   | sampling stops early once both medians are this stable        |
+| flush_bytes       | bytes | 128 MiB | written before every call to flush the caches                 |
+| idle_cpu_ms       | ms    | 0.25    | the candidate's median CPU per gap between its calls: over it, |
+|                   |       |         | the evaluation is flagged                                     |
+| idle_cpu_share    | ratio | 0.10    | its total CPU outside calls over the baseline's call time:    |
+|                   |       |         | over it, flagged                                              |
+| quiet_probe_ms    | ms    | 0.25    | GPU: a probe kernel slower than this means another context    |
+|                   |       |         | has work queued; the call waits for a quiet GPU               |
+| connect_timeout_s | s     | 180     | the candidate's worker must connect and set up within this    |
+| call_timeout_s    | s     | 300     | every call must be answered within this                       |
 """
 
 from __future__ import annotations
@@ -30,6 +49,23 @@ from dataclasses import dataclass
 GiB = 1 << 30
 MiB = 1 << 20
 KiB = 1 << 10
+
+
+@dataclass(frozen=True)
+class EvalTiming:
+    """How an evaluation measures a timed case and judges the candidate's CPU use (table above)."""
+
+    warmup_s: float = 1.0
+    min_reps: int = 10
+    max_reps: int = 100
+    budget_s: float = 30.0
+    rse_target: float = 0.005
+    flush_bytes: int = 128 * MiB
+    idle_cpu_ms: float = 0.25
+    idle_cpu_share: float = 0.10
+    quiet_probe_ms: float = 0.25
+    connect_timeout_s: float = 180.0
+    call_timeout_s: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -53,3 +89,4 @@ class Limits:
     gpu_memory_slack_mib: int = 64
     #: seconds between checks of the output directory while a job runs
     output_poll_s: float = 0.25
+    eval_timing: EvalTiming = EvalTiming()

@@ -1,4 +1,5 @@
-"""The job's data: what a client asks for, what the server records, how a job ended.
+"""The API's data: what a client asks for (JobSpec, one model per kind), what it is shown (JobView),
+how a job ended (Verdict). The server's own record of a job is runner.store.JobRecord.
 
 A job's life: ``created`` (spec accepted, waiting for the sent directory) -> ``queued``
 (input validated and stored) -> ``running`` (container started on a lease) -> ``finished``
@@ -8,9 +9,11 @@ A job's life: ``created`` (spec accepted, waiting for the sent directory) -> ``q
 
 from __future__ import annotations
 
+import shlex
 from enum import StrEnum
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
 
 class JobState(StrEnum):
@@ -30,10 +33,12 @@ class JobKindName(StrEnum):
 
 
 class Verdict(StrEnum):
-    """How a finished job ended. ``exit`` means the program exited non-zero (see exit_code)."""
+    """How a finished job ended. ``exit``: the program exited non-zero (see exit_code); ``rejected``:
+    an evaluation ran to its end and the submission did not pass (its report says why)."""
 
     ok = "ok"
     exit = "exit"
+    rejected = "rejected"
     timeout = "timeout"
     memory_limit = "memory_limit"
     output_limit = "output_limit"
@@ -41,21 +46,109 @@ class Verdict(StrEnum):
     infrastructure_error = "infrastructure_error"
 
 
-class JobSpec(BaseModel):
-    """What a client submits (POST /v1/jobs). The sent directory follows as a tar (PUT .../input)."""
+class SpecBase(BaseModel):
+    """What every kind of job asks for. Unknown fields are refused (a typo must not be ignored)."""
 
-    kind: str = Field("python", description="python | eval | ncu | iket")
-    argv: list[str] = Field(
-        default_factory=list,
-        description="python: the arguments after 'python' (SCRIPT ARGS, -c CODE, -m MOD); "
-        "ncu/iket: the tool's own options",
-    )
-    command: list[str] = Field(default_factory=list, description="ncu/iket: the profiled command")
-    task: str | None = Field(None, description="eval: the task id, e.g. demo/softmax")
+    model_config = ConfigDict(extra="forbid")
+
+    kind: JobKindName
     image: str | None = Field(None, description="set by the server on a rerun: the image digest to run again")
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment, validated")
     timeout_s: float = Field(600.0, gt=0, description="wall-clock limit for the job, seconds")
     gpus: int = Field(1, ge=0, description="GPUs to lease; CPU slots stand in on a host without GPUs")
+
+    def words(self) -> list[str]:
+        """The command-line words the job carries (checked against the argv budget)."""
+        return []
+
+    def client_env(self) -> dict[str, str]:
+        """The environment the client asked for (validated by runner.envpolicy)."""
+        return {}
+
+    def title(self) -> str:
+        """The job on one line, as a person would have typed it."""
+        return f"{self.kind} {shlex.join(self.words())}".rstrip()
+
+
+class PythonSpec(SpecBase):
+    """``kcoral python``: python with these arguments, next to the sent files."""
+
+    kind: Literal[JobKindName.python] = JobKindName.python
+    argv: list[str] = Field(default_factory=list, description="the arguments after 'python' (SCRIPT ARGS, -c, -m)")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment, validated")
+
+    def words(self) -> list[str]:
+        return self.argv
+
+    def client_env(self) -> dict[str, str]:
+        return self.env
+
+
+class EvalSpec(SpecBase):
+    """``kcoral eval``: the submission only; the task owns inputs, environment and timing."""
+
+    kind: Literal[JobKindName.eval] = JobKindName.eval
+    task: str = Field(description="the task id, e.g. demo/softmax (GET /v1/tasks lists them)")
+
+    def title(self) -> str:
+        return f"eval {self.task}"
+
+
+class ProfileSpec(SpecBase):
+    """A profiler (ncu, iket) around the client's command."""
+
+    argv: list[str] = Field(default_factory=list, description="the profiler's own options")
+    command: list[str] = Field(default_factory=list, description="the profiled command")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment, validated")
+
+    def words(self) -> list[str]:
+        return [*self.argv, *self.command]
+
+    def title(self) -> str:
+        return f"{self.kind} {shlex.join(self.argv)} -- {shlex.join(self.command)}"
+
+    def client_env(self) -> dict[str, str]:
+        return self.env
+
+
+class NcuSpec(ProfileSpec):
+    """``kcoral ncu``: argv = ncu options, command = the profiled command."""
+
+    kind: Literal[JobKindName.ncu] = JobKindName.ncu
+
+
+class IketSpec(ProfileSpec):
+    """``kcoral iket``: argv = [run-iket options] profile [profile options], command = the traced command."""
+
+    kind: Literal[JobKindName.iket] = JobKindName.iket
+
+
+def _kind_of(value: Any) -> str:
+    """The discriminator: the ``kind`` field, python when a client leaves it out."""
+    if isinstance(value, dict):
+        return str(value.get("kind", JobKindName.python))
+    return str(getattr(value, "kind", JobKindName.python))
+
+
+#: What a client submits (POST /v1/jobs), one model per kind. The sent directory follows as a tar.
+JobSpec = Annotated[
+    Annotated[PythonSpec, Tag(JobKindName.python)]
+    | Annotated[EvalSpec, Tag(JobKindName.eval)]
+    | Annotated[NcuSpec, Tag(JobKindName.ncu)]
+    | Annotated[IketSpec, Tag(JobKindName.iket)],
+    Discriminator(
+        _kind_of,
+        custom_error_type="unknown_kind",
+        custom_error_message=f"unknown job kind; a server runs: {', '.join(JobKindName)}",
+    ),
+]
+_SPEC: TypeAdapter[PythonSpec | EvalSpec | NcuSpec | IketSpec] = TypeAdapter(JobSpec)
+
+
+def parse_spec(data: str | bytes | dict[str, Any]) -> PythonSpec | EvalSpec | NcuSpec | IketSpec:
+    """A JobSpec from JSON text or a dict; pydantic.ValidationError when it is not one."""
+    if isinstance(data, dict):
+        return _SPEC.validate_python(data)
+    return _SPEC.validate_json(data)
 
 
 class GpuInfo(BaseModel):
@@ -88,7 +181,8 @@ class JobTimes(BaseModel):
 
 
 class JobView(BaseModel):
-    """A job as the API shows it."""
+    """A job as the API shows it (GET /v1/jobs/{id}): what its owner may see. The server keeps its
+    own record (runner.store.JobRecord); environment values never come back, only their names."""
 
     id: str
     owner: str
@@ -107,7 +201,3 @@ class JobView(BaseModel):
     log_bytes: int = 0
     times: JobTimes
     outputs: list[OutputFile] = Field(default_factory=list)
-
-    def public(self) -> JobView:
-        """The view with env values removed (only names are ever shown back)."""
-        return self.model_copy(update={"spec": self.spec.model_copy(update={"env": {}})})

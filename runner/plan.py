@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
-from kcoral.runner.models import ImageInfo, JobView, OutputFile, Verdict
+from kcoral.runner.models import ImageInfo, OutputFile, Verdict
 from kcoral.runner.settings import INPUT_MOUNT, JOB_UID, Settings
-from kcoral.runner.store import JobPaths
+from kcoral.runner.store import JobPaths, JobRecord
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class RunResult:
 class JobContext:
     """What a kind knows when it plans a job."""
 
-    job: JobView
+    job: JobRecord
     paths: JobPaths
     lease: Lease
     settings: Settings

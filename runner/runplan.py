@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kcoral.runner.archive import collect_outputs
-from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.errors import KcoralError
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
-from kcoral.runner.models import ImageInfo, JobView, OutputFile, Verdict
+from kcoral.runner.models import ImageInfo, OutputFile, Verdict
 from kcoral.runner.plan import Executor, Finished, JobContext, Outcomes, Plan, RunResult, judge
 from kcoral.runner.settings import Settings
-from kcoral.runner.store import JobPaths
+from kcoral.runner.store import JobPaths, JobRecord
 
 #: seconds between GPU telemetry readings while a job's containers run
 TELEMETRY_PERIOD_S = 0.2
@@ -36,7 +36,7 @@ class Telemetry(Protocol):
 class JobRun:
     """One job to run on its lease, and what the run may use."""
 
-    job: JobView
+    job: JobRecord
     lease: Lease
     paths: JobPaths
     cancel: threading.Event
@@ -62,7 +62,7 @@ def run_job(run: JobRun) -> RunResult:
             finished = judge(leader, run.settings.limits)
         else:
             finished = plan.finish(Outcomes(steps, image, telemetry))
-    except InfrastructureError as exc:
+    except KcoralError as exc:  # the engine failed, or (a server set-up problem) the kind cannot be loaded
         finished = Finished(Verdict.infrastructure_error, reason=exc.message)
     return _record(finished, plan, run.paths, run.settings.limits)
 

@@ -14,11 +14,11 @@ from typing import Protocol
 
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.leases import Lease, Placement
-from kcoral.runner.models import JobState, JobView, Verdict
+from kcoral.runner.models import JobState, Verdict
 from kcoral.runner.plan import Executor, RunResult
 from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings
-from kcoral.runner.store import JobStore
+from kcoral.runner.store import JobRecord, JobStore
 
 log = logging.getLogger("kcoral.scheduler")
 
@@ -32,8 +32,8 @@ class GpuProbe(Protocol):
 
 
 def fair_order(
-    queued: list[JobView], running: list[JobView], last_started: dict[str, float] | None = None
-) -> list[JobView]:
+    queued: list[JobRecord], running: list[JobRecord], last_started: dict[str, float] | None = None
+) -> list[JobRecord]:
     """Round-robin over owners, FIFO within one owner. Owners with fewer running jobs go first, then
     those whose last job started longest ago (``last_started``: owner -> start time), so one owner's
     backlog cannot hold a slot against another's single job.
@@ -42,13 +42,13 @@ def fair_order(
     which is also each job's queue position.
     """
     last = last_started or {}
-    by_owner: dict[str, list[JobView]] = defaultdict(list)
+    by_owner: dict[str, list[JobRecord]] = defaultdict(list)
     for job in queued:
         by_owner[job.owner].append(job)
     busy: dict[str, int] = defaultdict(int)
     for job in running:
         busy[job.owner] += 1
-    order: list[JobView] = []
+    order: list[JobRecord] = []
     queues = sorted(
         by_owner.values(), key=lambda jobs: (busy[jobs[0].owner], last.get(jobs[0].owner, 0.0), queued.index(jobs[0]))
     )
@@ -121,7 +121,7 @@ class Scheduler:
                 log.exception("dispatch failed; retrying")
                 time.sleep(1.0)
 
-    def queue_order(self) -> list[JobView]:
+    def queue_order(self) -> list[JobRecord]:
         return fair_order(
             self.store.in_state(JobState.queued), self.store.in_state(JobState.running), self.store.last_started()
         )
@@ -139,7 +139,7 @@ class Scheduler:
                 self._workers[job.id] = worker
             worker.start()
 
-    def _claim(self, job: JobView, lease: Lease) -> bool:
+    def _claim(self, job: JobRecord, lease: Lease) -> bool:
         with self._lock:
             current = self.store.get(job.id)
             if current.state != JobState.queued:
@@ -149,7 +149,7 @@ class Scheduler:
         log.info("job %s claimed %s", job.id, lease.name)
         return True
 
-    def _run(self, job: JobView, lease: Lease) -> None:
+    def _run(self, job: JobRecord, lease: Lease) -> None:
         baseline = {g.index: self.nvml.usage(g.index) for g in lease.gpus}
         result = RunResult(Verdict.infrastructure_error, reason="the executor crashed")
         try:
@@ -208,7 +208,7 @@ class Scheduler:
 
     # --- requests from the API ------------------------------------------------------------------
 
-    def cancel(self, job_id: str) -> JobView:
+    def cancel(self, job_id: str) -> JobRecord:
         job = self.store.get(job_id)
         if job.state in (JobState.queued, JobState.created):
             self.store.finish_if(job.id, job.state, Verdict.cancelled, "cancelled before it ran")

@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kcoral.runner.errors import InfrastructureError, NotFound
-from kcoral.runner.models import GpuInfo, ImageInfo, JobSpec, JobState, JobTimes, JobView, OutputFile, Verdict
+from kcoral.runner.models import (
+    GpuInfo,
+    ImageInfo,
+    JobState,
+    JobTimes,
+    OutputFile,
+    SpecBase,
+    Verdict,
+    parse_spec,
+)
 
 #: Numbered schema migrations: MIGRATIONS[i] brings a database from ``PRAGMA user_version`` i to i + 1.
 #: Append, never edit: a database made by any earlier kcoral opens by running the ones it lacks.
@@ -49,6 +58,12 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
 """,
+    # 2: one spec model per kind (runner.models.JobSpec): drop the fields another kind's spec carried
+    """
+UPDATE jobs SET spec = json_remove(spec, '$.task', '$.command') WHERE json_extract(spec, '$.kind') = 'python';
+UPDATE jobs SET spec = json_remove(spec, '$.argv', '$.command', '$.env') WHERE json_extract(spec, '$.kind') = 'eval';
+UPDATE jobs SET spec = json_remove(spec, '$.task') WHERE json_extract(spec, '$.kind') IN ('ncu', 'iket');
+""",
 )
 
 
@@ -63,6 +78,28 @@ def migrate(db: sqlite3.Connection) -> int:
     for number in range(version, len(MIGRATIONS)):
         db.executescript(f"BEGIN IMMEDIATE; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
     return len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job as the server keeps it: its spec with the environment's values. The API shows a
+    runner.models.JobView made from it (runner.api), never the record itself."""
+
+    id: str
+    owner: str
+    state: JobState
+    spec: SpecBase
+    times: JobTimes
+    verdict: Verdict | None = None
+    exit_code: int | None = None
+    reason: str = ""
+    image: ImageInfo | None = None
+    gpus: tuple[GpuInfo, ...] = ()
+    slot: str = ""
+    input_sha256: str = ""
+    input_bytes: int = 0
+    log_bytes: int = 0
+    outputs: tuple[OutputFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,7 +172,7 @@ class JobStore:
 
     # --- writes -------------------------------------------------------------------------------
 
-    def create(self, owner: str, spec: JobSpec) -> JobView:
+    def create(self, owner: str, spec: SpecBase) -> JobRecord:
         job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(4)
         self.paths(job_id).root.mkdir(parents=True)
         with self._tx() as db:
@@ -201,18 +238,18 @@ class JobStore:
 
     # --- reads --------------------------------------------------------------------------------
 
-    def get(self, job_id: str) -> JobView:
+    def get(self, job_id: str) -> JobRecord:
         rows = self._select("WHERE id=?", (job_id,))
         if not rows:
             raise NotFound(f"no job {job_id}")
         return rows[0]
 
-    def list(self, owner: str | None = None, limit: int = 50) -> list[JobView]:
+    def list(self, owner: str | None = None, limit: int = 50) -> list[JobRecord]:
         if owner is None:
             return self._select("ORDER BY seq DESC LIMIT ?", (limit,))
         return self._select("WHERE owner=? ORDER BY seq DESC LIMIT ?", (owner, limit))
 
-    def in_state(self, state: JobState) -> builtins.list[JobView]:
+    def in_state(self, state: JobState) -> builtins.list[JobRecord]:
         return self._select("WHERE state=? ORDER BY seq", (state,))
 
     def count(self, owner: str, states: tuple[JobState, ...]) -> int:
@@ -234,31 +271,30 @@ class JobStore:
             raise InfrastructureError(f"job database error: {exc}") from None
         return {str(owner): float(started) for owner, started in rows}
 
-    def _select(self, where: str, args: tuple[object, ...]) -> builtins.list[JobView]:
+    def _select(self, where: str, args: tuple[object, ...]) -> builtins.list[JobRecord]:
         try:
             with self._lock:
                 rows = self._db.execute(f"SELECT * FROM jobs {where}", args).fetchall()
         except sqlite3.Error as exc:
             raise InfrastructureError(f"job database error: {exc}") from None
-        return [_to_view(r) for r in rows]
+        return [_to_record(r) for r in rows]
 
 
-def _to_view(row: sqlite3.Row) -> JobView:
-    return JobView(
+def _to_record(row: sqlite3.Row) -> JobRecord:
+    return JobRecord(
         id=row["id"],
         owner=row["owner"],
         state=JobState(row["state"]),
-        spec=JobSpec.model_validate_json(row["spec"]),
-        env_names=sorted(json.loads(row["spec"]).get("env", {})),
+        spec=parse_spec(row["spec"]),
         verdict=Verdict(row["verdict"]) if row["verdict"] else None,
         exit_code=row["exit_code"],
         reason=row["reason"],
         image=ImageInfo.model_validate_json(row["image"]) if row["image"] else None,
-        gpus=[GpuInfo(**g) for g in json.loads(row["gpus"])],
+        gpus=tuple(GpuInfo(**g) for g in json.loads(row["gpus"])),
         slot=row["slot"],
         input_sha256=row["input_sha256"],
         input_bytes=row["input_bytes"],
         log_bytes=row["log_bytes"],
         times=JobTimes(created=row["created"], queued=row["queued"], started=row["started"], finished=row["finished"]),
-        outputs=[OutputFile(**o) for o in json.loads(row["outputs"])],
+        outputs=tuple(OutputFile(**o) for o in json.loads(row["outputs"])),
     )

@@ -13,10 +13,12 @@ import hashlib
 import hmac
 import os
 import random
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from kcoral.tasks.harness.schema import Case, CaseFile, Phase
+from kcoral.runner.limits import EvalTiming
+from kcoral.tasks.harness.schema import Case, CaseFile, Phase, TimingMethod
 from kcoral.tasks.harness.taskdef import Task
 
 
@@ -34,8 +36,19 @@ def _seed(material: bytes) -> int:
     return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
 
 
-def build_cases(task: Task, module: Any, key: bytes, nonce: bytes) -> CaseFile:
-    """The judge's case file: holdout probes first, then the workloads, with opaque ids."""
+def timing_method(defaults: EvalTiming, manifest: dict[str, Any]) -> TimingMethod:
+    """The server's timing method with the task manifest's ``timing`` over it; ValueError for a key
+    the method does not have (a typo in a manifest must not fall back to the default silently)."""
+    override = manifest.get("timing", {})
+    unknown = sorted(set(override) - {f.name for f in fields(EvalTiming)})
+    if unknown:
+        raise ValueError(f"task {manifest.get('id', '?')}: unknown timing settings {unknown}")
+    return TimingMethod(**{**asdict(defaults), **override})
+
+
+def build_cases(task: Task, module: Any, key: bytes, nonce: bytes, timing: EvalTiming) -> CaseFile:
+    """The judge's case file: holdout probes first, then the workloads, with opaque ids, and the
+    timing method (``timing`` with the manifest's settings over it)."""
     manifest = task.manifest
     default_tol = manifest["tolerance"]
     drafts: list[tuple[Phase, str, dict[str, Any], int, bool, dict[str, float]]] = []
@@ -52,7 +65,9 @@ def build_cases(task: Task, module: Any, key: bytes, nonce: bytes) -> CaseFile:
         )
     cases = [Case(f"c{i:02d}", *draft) for i, draft in enumerate(drafts)]
     sample_key = hmac.new(key, nonce + b"samples/" + task.id.encode(), hashlib.sha256).hexdigest()
-    return CaseFile(task=task.id, device=task.device, cases=cases, sample_key=sample_key)
+    return CaseFile(
+        task=task.id, device=task.device, cases=cases, sample_key=sample_key, timing=timing_method(timing, manifest)
+    )
 
 
 def seed_hashes(doc: CaseFile) -> dict[str, str]:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from kcoral.runner import jobfs
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.errors import BadRequest, InfrastructureError
-from kcoral.runner.jobkinds import CODE_MOUNT, code_mounts, with_code_path
-from kcoral.runner.models import JobKindName, JobSpec, Verdict
+from kcoral.runner.jobkinds import CODE_MOUNT, code_mounts, spec_as, with_code_path
+from kcoral.runner.models import EvalSpec, JobKindName, SpecBase, Verdict
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
 from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, SUPERVISOR_UID
 from kcoral.tasks import cases as case_builder
@@ -60,12 +60,12 @@ def harness_version() -> str:
 class EvalKind:
     name = JobKindName.eval
 
-    def validate(self, spec: JobSpec, services: Services) -> None:
-        if not spec.task:
+    def validate(self, spec: SpecBase, services: Services) -> None:
+        """The spec's model already refuses anything but the task (argv, env: the task owns them)."""
+        task_id = spec_as(spec, EvalSpec).task
+        if not task_id:
             raise BadRequest("an evaluation needs a task id (kcoral tasks lists them)")
-        if spec.env or spec.argv or spec.command:
-            raise BadRequest("an evaluation takes only the submission: the task owns inputs, environment and timing")
-        task = find_task(services.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task)
+        task = find_task(services.settings.tasks_dir or DEFAULT_TASKS_DIR, task_id)
         if task.device == "cuda" and not services.gpus:
             raise BadRequest(f"task {task.id} needs a GPU and this server has none")
 
@@ -91,9 +91,16 @@ class _Evaluation:
         two containers; :meth:`finish` turns the supervisor's result into the report."""
         ctx = self.ctx
         task = self._snapshot_task()
-        self.cases = case_builder.build_cases(
-            task, task.module(), case_builder.holdout_key(ctx.settings.data_dir), os.urandom(16)
-        )
+        try:
+            self.cases = case_builder.build_cases(
+                task,
+                task.module(),
+                case_builder.holdout_key(ctx.settings.data_dir),
+                os.urandom(16),
+                ctx.settings.limits.eval_timing,
+            )
+        except ValueError as exc:  # the server's own task manifest is wrong
+            raise InfrastructureError(str(exc)) from None
         _private_dir(self.judge_in, 0o700)
         _private_dir(self.channel, 0o755)
         (self.judge_in / "cases.json").write_text(self.cases.to_json())
@@ -171,9 +178,9 @@ class _Evaluation:
 
     def _snapshot_task(self) -> Task:
         """Copy the task's family folder (a task may load a sibling's code) into the job, once."""
-        spec = self.ctx.job.spec
+        spec = spec_as(self.ctx.job.spec, EvalSpec)
         if not self.family_copy.is_dir():  # a rerun arrives with the original job's snapshot
-            source = find_task(self.ctx.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task or "")
+            source = find_task(self.ctx.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task)
             shutil.copytree(source.root.parent, self.family_copy, ignore=shutil.ignore_patterns("__pycache__"))
         for manifest in self.family_copy.glob("*/manifest.json"):
             task = load_task(manifest.parent)
@@ -266,8 +273,8 @@ class _Evaluation:
                 row.pop(key, None)
         ok = passed(report)
         return Finished(
-            Verdict.ok if ok else Verdict.exit,
-            0 if ok else 1,
+            Verdict.ok if ok else Verdict.rejected,
+            0 if ok else None,
             "" if ok else "the evaluation did not pass (see the report)",
             documents={"report.json": {**report, "lines": lines}, "receipt.json": receipt},
             log_lines=lines,

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.envvars import parse_env_options
 from kcoral.cli.errors import UsageError
-from kcoral.runner.models import JobSpec
+from kcoral.runner.models import SpecBase, parse_spec
 
 RemoteOption = Annotated[
     str | None,
@@ -33,13 +33,13 @@ ProfilerGpusOption = Annotated[int, typer.Option("--gpus", min=1, help="GPUs to 
 PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
-def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> JobSpec:
+def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> SpecBase:
     """A JobSpec from a command's pieces, with -e options resolved; UsageError for what the spec refuses."""
     fields = {**fields, "env": parse_env_options(env_options or [], os.environ)}
     if timeout is not None:
         fields["timeout_s"] = timeout
     try:
-        return JobSpec.model_validate(fields)
+        return parse_spec(fields)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -20,13 +20,12 @@ from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, co
 from kcoral.cli.errors import KcoralError, ServerError, UsageError
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.runner.models import JobSpec, JobView, Verdict
+from kcoral.runner.models import EvalSpec, JobView, Verdict
 
 DEFAULT_TIMEOUT_S = 1500.0
 REPORT_FILE = "report.json"
 RECEIPT_FILE = "receipt.json"
 SOLUTION_FILE = "solution.py"
-EXIT_FAILED = 1
 
 
 def load_json_file(path: Path) -> dict[str, Any] | None:
@@ -74,13 +73,6 @@ def first_failure(view: JobView, report: dict[str, Any] | None) -> str:
     return view.reason or f"verdict {view.verdict}"
 
 
-def eval_exit_code(view: JobView) -> int:
-    """0 when the evaluation passed, 1 when it ran and failed, else the usual verdict exit codes."""
-    if view.verdict == Verdict.exit:
-        return EXIT_FAILED
-    return output.exit_code_for_job(view)
-
-
 class EvalRun(PythonRun):
     """The ``kcoral python`` flow for an eval job: report.json and receipt.json are read once downloaded."""
 
@@ -102,7 +94,7 @@ class EvalRun(PythonRun):
         return {}
 
     def exit_code(self, view: JobView) -> int:
-        return eval_exit_code(view)
+        return output.exit_code_for_job(view)
 
     def _document(self, view: JobView, output_dir: Path | None, error: KcoralError | None) -> dict[str, Any]:
         """report.json's content, plus the job's id, verdict and exit code (no log)."""
@@ -118,16 +110,16 @@ class EvalRun(PythonRun):
                 "output_dir": str(output_dir) if output_dir is not None else None,
             }
         )
-        doc.setdefault("task", view.spec.task)
+        doc.setdefault("task", getattr(view.spec, "task", None))
         if error is not None:
             doc["error"] = {"type": type(error).__name__, "message": error.message}
         return doc
 
 
-def build_eval_spec(task: str, timeout: float) -> JobSpec:
+def build_eval_spec(task: str, timeout: float) -> EvalSpec:
     if not task.strip():
         raise UsageError("say which task: kcoral tasks lists them")
-    return JobSpec(kind="eval", task=task, timeout_s=timeout)
+    return EvalSpec(task=task, timeout_s=timeout)
 
 
 def evaluate(

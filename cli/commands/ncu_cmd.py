@@ -34,7 +34,7 @@ from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.profiling import ncu as ncu_opts
 from kcoral.profiling.ncu_summary import SummaryError, format_kernel_lines, summarize
-from kcoral.runner.models import JobSpec, JobView
+from kcoral.runner.models import JobView, SpecBase
 
 OPTIONS_METAVAR = "[OPTIONS] [NCU OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE.ncu-rep"
 
@@ -175,7 +175,7 @@ class NcuRun(PythonRun):
         return 1 if code == 0 and not self.saved else code
 
 
-def build_ncu_spec(parsed: NcuArgs, env: list[str], timeout: float | None, gpus: int) -> JobSpec:
+def build_ncu_spec(parsed: NcuArgs, env: list[str], timeout: float | None, gpus: int) -> SpecBase:
     try:
         ncu_opts.normalise_ncu_options(parsed.ncu)
         ncu_opts.check_command(parsed.command)

@@ -24,7 +24,7 @@ from kcoral.cli.commands.common import (
 from kcoral.cli.errors import UsageError
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.runner.models import JobSpec
+from kcoral.runner.models import PythonSpec
 
 OPTIONS_METAVAR = "[OPTIONS] [--] SCRIPT|-c CODE|-m MODULE [ARGS]..."
 
@@ -36,9 +36,11 @@ def build_spec(
     env_options: list[str],
     timeout: float | None,
     gpus: int,
-) -> JobSpec:
-    """The JobSpec for the command line's pieces (UsageError for anything the spec refuses)."""
-    return job_spec({"argv": build_argv(args, code, module), "gpus": gpus}, env_options, timeout)
+) -> PythonSpec:
+    """The spec for the command line's pieces (UsageError for anything the spec refuses)."""
+    spec = job_spec({"kind": "python", "argv": build_argv(args, code, module), "gpus": gpus}, env_options, timeout)
+    assert isinstance(spec, PythonSpec)
+    return spec
 
 
 def python(

@@ -90,7 +90,13 @@ def receipt_view(view: JobView, receipt: dict[str, Any] | None, report: dict[str
     else:
         version = receipt.get("task_version")
         rows += [
-            ("task", [f"{receipt.get('task', view.spec.task)}" + (f" version {version}" if version else "")]),
+            (
+                "task",
+                [
+                    str(receipt.get("task", getattr(view.spec, "task", "?")))
+                    + (f" version {version}" if version else "")
+                ],
+            ),
             ("task sha256", [str(receipt.get("task_sha256") or "-")]),
             ("image", [str(receipt.get("image") or "-")]),
             ("submission sha256", [str(receipt.get("submission_sha256") or "-")]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
@@ -44,6 +44,48 @@ class Case:
     tolerance: dict[str, float]
 
 
+@dataclass(frozen=True)
+class TimingMethod:
+    """How the supervisor measures timed cases and judges the candidate's CPU use. Every field comes
+    from the server (runner.limits.EvalTiming, with the task manifest's ``timing``): none is
+    defaulted here."""
+
+    warmup_s: float
+    min_reps: int
+    max_reps: int
+    budget_s: float
+    rse_target: float
+    flush_bytes: int
+    idle_cpu_ms: float
+    idle_cpu_share: float
+    quiet_probe_ms: float
+    connect_timeout_s: float
+    call_timeout_s: float
+
+
+_COUNTS = ("min_reps", "max_reps", "flush_bytes")
+
+
+def _timing_method(doc: Any) -> TimingMethod:
+    obj = _obj(doc, "timing")
+    names = [f.name for f in fields(TimingMethod)]
+    if set(obj) != set(names):
+        raise SchemaError(f"timing: expected the fields {names}, got {sorted(map(str, obj))}")
+    values: dict[str, Any] = {}
+    for name in names:
+        value = obj[name]
+        if name in _COUNTS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise SchemaError(f"timing {name}: {value!r} is not a count")
+            values[name] = value
+        else:
+            number = _num(value, f"timing {name}")
+            if number < 0:
+                raise SchemaError(f"timing {name}: {value!r} is negative")
+            values[name] = number
+    return TimingMethod(**values)
+
+
 @dataclass
 class CaseFile:
     """The judge's case file: holdout probes first, then the workloads, and the per-request key
@@ -53,6 +95,7 @@ class CaseFile:
     device: str
     cases: list[Case]
     sample_key: str
+    timing: TimingMethod
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -93,6 +136,7 @@ def parse_cases(data: bytes) -> CaseFile:
         device=_text(obj.get("device"), "device"),
         cases=cases,
         sample_key=_text(obj.get("sample_key"), "sample_key"),
+        timing=_timing_method(obj.get("timing")),
     )
 
 

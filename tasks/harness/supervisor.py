@@ -46,31 +46,6 @@ from kcoral.tasks.harness.taskdef import load_task
 _ns = time.perf_counter_ns
 
 
-@dataclass
-class TimingConfig:
-    """How a timed case is measured (a task's manifest ``timing`` may set any of these)."""
-
-    warmup_s: float = 1.0
-    min_reps: int = 10
-    max_reps: int = 100
-    budget_s: float = 30.0
-    rse_target: float = 0.005
-    flush_bytes: int = 128 << 20
-    #: the candidate container's CPU use outside its calls: median milliseconds per gap between two of
-    #: its calls, and the total as a share of the baseline's total call time (either over: flagged)
-    idle_cpu_ms: float = 0.25
-    idle_cpu_share: float = 0.10
-    #: the fastest of three probe kernels slower than this: another context still has work on the GPU
-    quiet_probe_ms: float = 0.25
-    #: seconds the supervisor waits for the candidate's worker to connect, set up or answer a call
-    connect_timeout_s: float = 180.0
-    call_timeout_s: float = 300.0
-
-    @classmethod
-    def from_manifest(cls, doc: dict[str, Any]) -> TimingConfig:
-        return cls(**{k: doc[k] for k in cls.__dataclass_fields__ if k in doc})
-
-
 class CandidateGone(Exception):
     """The candidate's worker stopped answering: every later case is an ERROR with this reason."""
 
@@ -133,7 +108,7 @@ class Supervisor:
         task = load_task(self.task_dir)
         self.mod = task.module()
         self.device = task.device
-        self.cfg = TimingConfig.from_manifest(task.manifest.get("timing", {}))
+        self.cfg = self.doc.timing
         self.key = bytes.fromhex(self.doc.sample_key)
         self.flush = torch.zeros(max(self.cfg.flush_bytes // 4, 1), dtype=torch.float32, device=self.device)
         self.probe = torch.zeros(1, device=self.device)
@@ -438,7 +413,7 @@ def main(argv: list[str]) -> int:
     task_dir, cases_path, out, sock_path, cgroup = Path(argv[0]), Path(argv[1]), Path(argv[2]), argv[3], argv[4]
     doc = schema.parse_cases(cases_path.read_bytes())
     task = load_task(task_dir)
-    cfg = TimingConfig.from_manifest(task.manifest.get("timing", {}))
+    cfg = doc.timing
     torch.manual_seed(0)
     if task.device == "cuda":
         torch.zeros(1, device="cuda")

@@ -97,7 +97,7 @@ def describe(job: dict[str, Any], report: dict[str, Any]) -> str:
 
 
 def failed_evaluation(job: dict[str, Any]) -> bool:
-    return job["verdict"] == "exit" and job["exit_code"] == 1
+    return job["verdict"] == "rejected" and job["exit_code"] is None
 
 
 def assert_honest(job: dict[str, Any], report: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from kcoral.cli.client import KcoralClient, normalise_base_url
 from kcoral.cli.errors import BadRequest, NotFound, ServerError, ServerUnreachable, Unauthorized, UsageError
-from kcoral.runner.models import JobSpec
+from kcoral.runner.models import PythonSpec
 
 
 def job(state: str = "created", **extra: object) -> dict[str, object]:
@@ -45,7 +45,7 @@ def test_submit_creates_then_streams_the_tar(tmp_path: Path) -> None:
         return httpx.Response(200, json=job("queued", queue_position=2))
 
     progress: list[int] = []
-    spec = JobSpec(argv=["s.py"], env={"A": "1"})
+    spec = PythonSpec(argv=["s.py"], env={"A": "1"})
     view = client_for(handler).submit(spec, tar, lambda sent, _total: progress.append(sent))
     assert view.state == "queued" and view.queue_position == 2
     (m1, p1, b1, h1), (m2, p2, b2, h2) = seen
@@ -68,7 +68,7 @@ def test_failed_upload_cancels_the_job(tmp_path: Path) -> None:
         return httpx.Response(201 if request.url.path == "/v1/jobs" else 200, json=job())
 
     with pytest.raises(BadRequest, match="the upload is too big") as info:
-        client_for(handler).submit(JobSpec(argv=["s.py"]), tar)
+        client_for(handler).submit(PythonSpec(argv=["s.py"]), tar)
     assert info.value.status == 413 and info.value.code == "too_large"
     assert calls[-1] == "POST /v1/jobs/j1/cancel"
 

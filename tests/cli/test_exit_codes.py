@@ -21,6 +21,7 @@ from kcoral.runner.models import Verdict
     ("verdict", "exit_code", "expected"),
     [
         ("ok", 0, 0),
+        ("rejected", None, 1),
         ("exit", 3, 3),
         ("exit", 255, 255),
         ("exit", None, 1),

@@ -105,7 +105,7 @@ def api_job(eval_server: RunningServer) -> dict[str, Any]:
     r = eval_server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": _good_source()}))
     assert r.status_code == 200, r.text
     job = eval_server.wait(job_id, EVAL_TIMEOUT_S)
-    assert job["verdict"] in ("ok", "exit"), job
+    assert job["verdict"] in ("ok", "rejected"), job
     return job
 
 
@@ -210,7 +210,7 @@ def test_eval_wrong_candidate_exits_1_with_the_first_failure(remote, capfd, tmp_
     assert report["passed"] == 6 and report["total"] == 7
     failed = [w["id"] for w in report["workloads"] if w["verdict"] != "PASS"]
     assert failed == ["one_column"]
-    assert "exit, exit code 1" in err  # the job's summary line
+    assert ": rejected, ran " in err and "(the evaluation did not pass (see the report))" in err  # the summary line
 
 
 def test_eval_json_is_one_document(remote, capfd, tmp_path) -> None:
@@ -220,7 +220,7 @@ def test_eval_json_is_one_document(remote, capfd, tmp_path) -> None:
     assert code == 1, err
     doc = json.loads(out)  # stdout holds the document only: no log text
     job = _job(remote, doc["job_id"])
-    assert doc["verdict"] == "exit" == job["verdict"] and doc["exit_code"] == 1 == job["exit_code"]
+    assert doc["verdict"] == "rejected" == job["verdict"] and doc["exit_code"] is None is job["exit_code"]
     assert doc["image"] == job["image"]["digest"] and doc["output_dir"] == str(tmp_path / "o")
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert {k: v for k, v in doc.items() if k in report} == report  # report.json's content, all of it
@@ -370,4 +370,4 @@ def test_rerun_prints_old_and_new_side_by_side(remote, api_job, capfd) -> None:
 
 
 def _state(job: dict[str, Any]) -> str:
-    return "ok" if job["verdict"] == "ok" else f"exit {job['exit_code']}"
+    return "ok" if job["verdict"] == "ok" else job["verdict"]

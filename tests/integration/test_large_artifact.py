@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.runner.models import JobSpec, Verdict
+from kcoral.runner.models import PythonSpec, Verdict
 from tests.conftest import RunningServer
 
 SIZE_MIB = 200
@@ -70,7 +70,7 @@ def test_large_output_streams_back(server: RunningServer, tmp_path: Path) -> Non
     send = tmp_path / "send"
     send.mkdir()
     (send / "write_big.py").write_text(WRITER)
-    spec = JobSpec(argv=["write_big.py"], timeout_s=300, gpus=0)
+    spec = PythonSpec(argv=["write_big.py"], timeout_s=300, gpus=0)
     with KcoralClient(server.url) as client:
         # detach: the job runs to its end without any download yet
         assert PythonRun(client, RunOptions(spec=spec, send_dir=send, detach=True, poll_s=0.2)).run() == 0

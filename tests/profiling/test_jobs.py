@@ -13,11 +13,11 @@ from kcoral.profiling import capabilities, jobs
 from kcoral.runner.errors import BadRequest
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.leases import Lease
-from kcoral.runner.models import JobSpec, JobState, JobTimes, JobView, Verdict
+from kcoral.runner.models import IketSpec, JobState, JobTimes, NcuSpec, ProfileSpec, Verdict
 from kcoral.runner.plan import ContainerStep, RunResult, StepOutcome
 from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings
-from kcoral.runner.store import JobPaths
+from kcoral.runner.store import JobPaths, JobRecord
 from tests.runner.fake_executor import FakeExecutor, Script
 
 CAPS_OK = {
@@ -47,34 +47,32 @@ def test_kinds_are_found_by_name() -> None:
 
 def test_ncu_validate(caps: dict[str, Any]) -> None:
     kind = jobs.NcuKind()
-    kind.validate(JobSpec(kind="ncu", argv=["--set", "full", "-c", "1"], command=["python", "x.py"]), services())
+    kind.validate(NcuSpec(argv=["--set", "full", "-c", "1"], command=["python", "x.py"]), services())
     with pytest.raises(BadRequest, match="--export is not allowed"):
-        kind.validate(JobSpec(kind="ncu", argv=["--export", "x"], command=["python"]), services())
+        kind.validate(NcuSpec(argv=["--export", "x"], command=["python"]), services())
     with pytest.raises(BadRequest, match="no command"):
-        kind.validate(JobSpec(kind="ncu", argv=[]), services())
+        kind.validate(NcuSpec(argv=[]), services())
     with pytest.raises(BadRequest, match="need a GPU"):
-        kind.validate(JobSpec(kind="ncu", command=["python"], gpus=0), services())
+        kind.validate(NcuSpec(command=["python"], gpus=0), services())
     with pytest.raises(BadRequest, match="has no GPUs"):
-        kind.validate(JobSpec(kind="ncu", command=["python"]), services(gpus=0))
+        kind.validate(NcuSpec(command=["python"]), services(gpus=0))
     caps["ncu"].update(ok=False, reason="the NVIDIA driver restricts GPU performance counters to admins")
     with pytest.raises(BadRequest, match="cannot run ncu jobs: the NVIDIA driver restricts"):
-        kind.validate(JobSpec(kind="ncu", command=["python"]), services())
+        kind.validate(NcuSpec(command=["python"]), services())
 
 
 def test_iket_validate(caps: dict[str, Any]) -> None:
     kind = jobs.IketKind()
-    kind.validate(
-        JobSpec(kind="iket", argv=["profile", "--postprocess", "json"], command=["python", "c.py"]), services()
-    )
+    kind.validate(IketSpec(argv=["profile", "--postprocess", "json"], command=["python", "c.py"]), services())
     with pytest.raises(BadRequest, match="--output-dir is not allowed"):
-        kind.validate(JobSpec(kind="iket", argv=["--output-dir", "/x", "profile"], command=["python"]), services())
+        kind.validate(IketSpec(argv=["--output-dir", "/x", "profile"], command=["python"]), services())
     caps["iket"].update(ok=False, reason="run-iket is not installed")
     with pytest.raises(BadRequest, match="cannot run iket jobs: run-iket is not installed"):
-        kind.validate(JobSpec(kind="iket", argv=["profile"], command=["python"]), services())
+        kind.validate(IketSpec(argv=["profile"], command=["python"]), services())
 
 
 def test_commands_use_host_paths_in_toolchain_mode(tmp_path: Path) -> None:
-    spec = JobSpec(kind="ncu", argv=["-c", "1"], command=["python", "x.py"])
+    spec = NcuSpec(argv=["-c", "1"], command=["python", "x.py"])
     image_mode = jobs.NcuKind().command(Settings(), spec)
     assert image_mode[:5] == ["python3", "-m", "kcoral.profiling.run_tool", "ncu", "--report"]
     assert image_mode[image_mode.index("--") + 1] == "ncu"
@@ -84,7 +82,7 @@ def test_commands_use_host_paths_in_toolchain_mode(tmp_path: Path) -> None:
         (venv / name).write_text("#!/bin/sh\n")
         (venv / name).chmod(0o755)
     host = Settings(toolchain_mounts=("/usr",), python=str(venv / "python"))
-    ispec = JobSpec(kind="iket", argv=["profile"], command=["python", "c.py"])
+    ispec = IketSpec(argv=["profile"], command=["python", "c.py"])
     icmd = jobs.IketKind().command(host, ispec)
     assert icmd[0] == str(venv / "python")
     assert icmd[icmd.index("--") + 1 :] == [
@@ -123,10 +121,10 @@ def writes_ncu_report(exit_code: int) -> Script:
     return play
 
 
-def run(tmp_path: Path, spec: JobSpec, executor: FakeExecutor, settings: Settings) -> tuple[RunResult, JobPaths]:
+def run(tmp_path: Path, spec: ProfileSpec, executor: FakeExecutor, settings: Settings) -> tuple[RunResult, JobPaths]:
     paths = JobPaths(tmp_path / "job")
     paths.input.mkdir(parents=True)
-    job = JobView(id="j1", owner="o", state=JobState.running, spec=spec, times=JobTimes(created=0))
+    job = JobRecord(id="j1", owner="o", state=JobState.running, spec=spec, times=JobTimes(created=0))
     result = run_job(JobRun(job, Lease(slots=()), paths, threading.Event(), executor, settings, lambda image: None))
     return result, paths
 
@@ -135,7 +133,7 @@ def run(tmp_path: Path, spec: JobSpec, executor: FakeExecutor, settings: Setting
 def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_code: int) -> None:
     settings = Settings(job_env={"PYTHONPATH": "/site"})
     executor = FakeExecutor(writes_ncu_report(exit_code))
-    spec = JobSpec(kind="ncu", argv=["-c", "1"], command=["python", "x.py"], env={"A": "1"})
+    spec = NcuSpec(argv=["-c", "1"], command=["python", "x.py"], env={"A": "1"})
     result, paths = run(tmp_path, spec, executor, settings)
     assert result.verdict == (Verdict.ok if exit_code == 0 else Verdict.exit) and result.exit_code == exit_code
     assert sorted(o.path for o in result.outputs) == ["report.ncu-rep", "report.ncu-rep.json"]
@@ -150,6 +148,6 @@ def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_cod
 
 def test_iket_run_sets_cute_dsl_no_cache(tmp_path: Path, caps: dict[str, Any]) -> None:
     executor = FakeExecutor()
-    spec = JobSpec(kind="iket", argv=["profile"], command=["python", "c.py"], env={"CUTE_DSL_NO_CACHE": "0"})
+    spec = IketSpec(argv=["profile"], command=["python", "c.py"], env={"CUTE_DSL_NO_CACHE": "0"})
     run(tmp_path, spec, executor, Settings())
     assert executor.ran[0].steps[0].env["CUTE_DSL_NO_CACHE"] == "1"

@@ -12,42 +12,33 @@ import pytest
 from kcoral.runner import jobkinds
 from kcoral.runner.errors import InfrastructureError
 from kcoral.runner.leases import Lease, Slot
-from kcoral.runner.models import GpuInfo, ImageInfo, JobSpec, JobState, JobTimes, JobView, Verdict
-from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome, judge
+from kcoral.runner.models import GpuInfo, ImageInfo, JobState, JobTimes, PythonSpec, SpecBase, Verdict
+from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, RunResult, StepOutcome, judge
 from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings
-from kcoral.runner.store import JobPaths
+from kcoral.runner.store import JobPaths, JobRecord
 from tests.runner.fake_executor import FakeExecutor, Script, exits
 
 
-def job(spec: JobSpec) -> JobView:
-    return JobView(id="j1", owner="o", state=JobState.running, spec=spec, times=JobTimes(created=0))
+def job(spec: SpecBase) -> JobRecord:
+    return JobRecord(id="j1", owner="o", state=JobState.running, spec=spec, times=JobTimes(created=0))
 
 
 def run(
     tmp_path: Path,
     executor: FakeExecutor,
-    spec: JobSpec | None = None,
+    spec: SpecBase | None = None,
     lease: Lease | None = None,
     telemetry: object = None,
-) -> tuple[JobView, JobPaths, list[ImageInfo]]:
+) -> tuple[RunResult, JobPaths, list[ImageInfo]]:
     paths = JobPaths(tmp_path / "job")
     paths.input.mkdir(parents=True, exist_ok=True)
     pinned: list[ImageInfo] = []
-    view = job(spec or JobSpec(argv=["m.py"], env={"A": "1"}))
+    view = job(spec or PythonSpec(argv=["m.py"], env={"A": "1"}))
     result = run_job(
         JobRun(view, lease or Lease(slots=()), paths, threading.Event(), executor, Settings(), pinned.append, telemetry)
     )  # type: ignore[arg-type]
-    done = view.model_copy(
-        update={
-            "verdict": result.verdict,
-            "exit_code": result.exit_code,
-            "reason": result.reason,
-            "outputs": result.outputs,
-            "log_bytes": result.log_bytes,
-        }
-    )
-    return done, paths, pinned
+    return result, paths, pinned
 
 
 def leaves(files: dict[str, bytes], code: int = 0, link: str | None = None) -> Script:
@@ -75,7 +66,7 @@ def test_python_plan_is_one_step_in_the_sent_directory(tmp_path: Path) -> None:
 
 def test_a_rerun_runs_on_the_pinned_image(tmp_path: Path) -> None:
     executor = FakeExecutor()
-    _, _, pinned = run(tmp_path, executor, JobSpec(argv=["m.py"], image="sha256:feed"))
+    _, _, pinned = run(tmp_path, executor, PythonSpec(argv=["m.py"], image="sha256:feed"))
     assert executor.ran[0].steps[0].image == "sha256:feed" and pinned[0].ref == "sha256:feed"
 
 
@@ -109,7 +100,7 @@ class TwoStepKind:
         self.private = tmp / "private"
         self.seen: list[Outcomes] = []
 
-    def validate(self, spec: JobSpec, services: object) -> None:
+    def validate(self, spec: SpecBase, services: object) -> None:
         pass
 
     def plan(self, ctx: JobContext) -> Plan:
@@ -134,14 +125,14 @@ class TwoStepKind:
 @pytest.fixture
 def two_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TwoStepKind:
     kind = TwoStepKind(tmp_path)
-    monkeypatch.setitem(jobkinds._KINDS, "two", kind)
+    monkeypatch.setitem(jobkinds._KINDS, "python", kind)  # python jobs run this kind in these tests
     return kind
 
 
 def test_finish_decides_writes_documents_and_log_lines_and_private_folders_go(
     tmp_path: Path, two_step: TwoStepKind
 ) -> None:
-    done, paths, _ = run(tmp_path, FakeExecutor(exits(0, 3)), JobSpec(kind="two"))
+    done, paths, _ = run(tmp_path, FakeExecutor(exits(0, 3)), PythonSpec(argv=["x"]))
     (outcomes,) = two_step.seen
     assert [s.exit_code for s in outcomes.steps] == [0, 3] and outcomes.image.ref == "img"
     assert (done.verdict, done.exit_code, done.reason) == (Verdict.exit, 1, "not good enough")
@@ -154,7 +145,7 @@ def test_a_breach_of_the_group_decides_without_finish(tmp_path: Path, two_step: 
     def killed(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
         return [StepOutcome((Verdict.timeout, "the job ran past its timeout and was killed"), 137, False, 0)] * 2
 
-    done, _, _ = run(tmp_path, FakeExecutor(killed), JobSpec(kind="two"))
+    done, _, _ = run(tmp_path, FakeExecutor(killed), PythonSpec(argv=["x"]))
     assert done.verdict == Verdict.timeout and two_step.seen == [] and not two_step.private.exists()
 
 
@@ -166,7 +157,7 @@ def test_a_plan_that_cannot_be_made_is_an_infrastructure_error(
 
     monkeypatch.setattr(two_step, "plan", broken)
     executor = FakeExecutor()
-    done, _, pinned = run(tmp_path, executor, JobSpec(kind="two"))
+    done, _, pinned = run(tmp_path, executor, PythonSpec(argv=["x"]))
     assert (done.verdict, done.reason) == (Verdict.infrastructure_error, "the task snapshot of this job has no task x")
     assert executor.ran == [] and pinned == []
 
@@ -187,7 +178,7 @@ def test_gpu_telemetry_is_sampled_while_the_steps_run(tmp_path: Path, two_step: 
 
     readings = Readings()
     gpu = GpuInfo(index=3, uuid="GPU-3", name="fake", memory_total_mib=1)
-    run(tmp_path, FakeExecutor(slow), JobSpec(kind="two"), Lease(slots=(Slot("gpu3", gpu, ()),)), readings)
+    run(tmp_path, FakeExecutor(slow), PythonSpec(argv=["x"]), Lease(slots=(Slot("gpu3", gpu, ()),)), readings)
     (outcomes,) = two_step.seen
     assert len(outcomes.telemetry) >= 2 and set(readings.asked) == {3}
     assert outcomes.telemetry[0] == {"sm_clock_mhz": 1980.0}

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.runner import jobkinds
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.leases import LeasePool
-from kcoral.runner.models import GpuInfo, JobSpec, JobState, JobView, Verdict
+from kcoral.runner.models import GpuInfo, JobKindName, JobState, Verdict, parse_spec
 from kcoral.runner.plan import ContainerStep, StepOutcome
 from kcoral.runner.scheduler import Scheduler
 from kcoral.runner.settings import Settings
-from kcoral.runner.store import JobStore
+from kcoral.runner.store import JobRecord, JobStore
 from tests.runner.fake_executor import FakeExecutor, exits, runs_until_stopped
 
 
@@ -56,13 +57,14 @@ class Rig:
         self.scheduler = Scheduler(self.store, self.pool, executor, probe or FakeGpus(), Settings())
 
     def submit(self, owner: str = "alice", gpus: int = 0, timeout_s: float = 60, kind: str = "python") -> str:
-        job = self.store.create(owner, JobSpec(kind=kind, argv=["m.py"], gpus=gpus, timeout_s=timeout_s))
+        spec = parse_spec({"kind": kind, "argv": ["m.py"], "gpus": gpus, "timeout_s": timeout_s})
+        job = self.store.create(owner, spec)
         self.store.paths(job.id).input.mkdir()
         self.store.mark_queued(job.id, "sha", 0)
         self.scheduler.wake()
         return job.id
 
-    def wait(self, job_id: str, state: JobState = JobState.finished, timeout: float = 10) -> JobView:
+    def wait(self, job_id: str, state: JobState = JobState.finished, timeout: float = 10) -> JobRecord:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             job = self.store.get(job_id)
@@ -162,10 +164,17 @@ def test_a_missing_image_fails_before_any_container(tmp_path: Path, rigs: list[R
     assert rig.executor.ran == [] and job.image is None
 
 
-def test_an_unknown_kind_at_run_time_is_a_clear_failure(tmp_path: Path, rigs: list[Rig]) -> None:
+def test_a_kind_this_server_cannot_load_is_a_clear_failure(
+    tmp_path: Path, rigs: list[Rig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delitem(jobkinds._KINDS, "ncu", raising=False)
+    monkeypatch.setitem(jobkinds._PLUGINS, JobKindName.ncu, "kcoral.no_such_module:NcuKind")
     rig = start(rigs, Rig(tmp_path, FakeExecutor()))
-    job = rig.wait(rig.submit(kind="nope"))
-    assert job.verdict == Verdict.infrastructure_error and "unknown job kind 'nope'" in job.reason
+    job = rig.wait(rig.submit(kind="ncu"))
+    assert (
+        job.verdict == Verdict.infrastructure_error and job.reason == "job kind 'ncu' is not available on this server"
+    )
+    assert rig.executor.ran == []
 
 
 def test_recover_marks_jobs_that_were_running_and_removes_orphans(tmp_path: Path) -> None:

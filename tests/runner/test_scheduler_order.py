@@ -1,11 +1,12 @@
 """Pure logic: the fair order of the queue."""
 
-from kcoral.runner.models import JobSpec, JobState, JobTimes, JobView
+from kcoral.runner.models import JobState, JobTimes, PythonSpec
 from kcoral.runner.scheduler import fair_order
+from kcoral.runner.store import JobRecord
 
 
-def _job(job_id: str, owner: str, state: JobState = JobState.queued) -> JobView:
-    return JobView(id=job_id, owner=owner, state=state, spec=JobSpec(argv=["m.py"]), times=JobTimes(created=0))
+def _job(job_id: str, owner: str, state: JobState = JobState.queued) -> JobRecord:
+    return JobRecord(id=job_id, owner=owner, state=state, spec=PythonSpec(argv=["m.py"]), times=JobTimes(created=0))
 
 
 def test_round_robin_across_owners_fifo_within():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.models import EvalSpec, NcuSpec, PythonSpec
 from kcoral.runner.store import MIGRATIONS, JobStore
 
 #: the schema kcoral 0.1 created (no user_version), copied from runner/store.py as it stood then
@@ -73,3 +74,32 @@ def test_a_newer_database_is_refused(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(InfrastructureError, match="newer than this kcoral"):
         JobStore(tmp_path)
+
+
+#: specs as kcoral 0.1 stored them: one model for every kind, every field present
+V1_SPECS = {
+    "py": '{"kind": "python", "argv": ["a.py"], "command": [], "task": null, "image": null, "env": {"A": "1"},'
+    ' "timeout_s": 60.0, "gpus": 0}',
+    "ev": '{"kind": "eval", "argv": [], "command": [], "task": "demo/softmax", "image": "sha256:ab", "env": {},'
+    ' "timeout_s": 300.0, "gpus": 1}',
+    "nc": '{"kind": "ncu", "argv": ["-c", "1"], "command": ["python", "x.py"], "task": null, "image": null,'
+    ' "env": {}, "timeout_s": 600.0, "gpus": 1}',
+}
+
+
+def test_version_1_specs_become_one_model_per_kind(tmp_path: Path) -> None:
+    """Migration 2: a database with kcoral 0.1's all-fields specs opens, and each spec parses as its
+    kind's model (PythonSpec, EvalSpec, NcuSpec refuse the other kinds' fields)."""
+    make_v0(tmp_path)
+    db = sqlite3.connect(tmp_path / "kcoral.sqlite3")
+    for job_id, spec in V1_SPECS.items():
+        db.execute(
+            "INSERT INTO jobs (id, owner, state, spec, created) VALUES (?, 'local', 'finished', ?, 2.0)", (job_id, spec)
+        )
+    db.commit()
+    db.close()
+    store = JobStore(tmp_path)
+    py, ev, nc = store.get("py").spec, store.get("ev").spec, store.get("nc").spec
+    assert isinstance(py, PythonSpec) and py.argv == ["a.py"] and py.env == {"A": "1"} and py.gpus == 0
+    assert isinstance(ev, EvalSpec) and ev.task == "demo/softmax" and ev.image == "sha256:ab"
+    assert isinstance(nc, NcuSpec) and nc.command == ["python", "x.py"] and nc.argv == ["-c", "1"]

@@ -9,6 +9,7 @@ import pytest
 
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
 from kcoral.tasks.report import build_report, net_samples, passed, printable, report_lines, timing_row
+from tests.tasks.documents import TIMING
 
 TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
 
@@ -37,6 +38,7 @@ def two_timed() -> CaseFile:
             Case("w2", Phase.WORKLOAD, "check", {"n": 3}, 5, False, TOL),
         ],
         sample_key="k",
+        timing=TIMING,
     )
 
 

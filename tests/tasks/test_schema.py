@@ -25,6 +25,7 @@ from kcoral.tasks.harness.schema import (
     parse_cases,
     parse_result,
 )
+from tests.tasks.documents import TIMING, TIMING_DOC
 
 
 def test_the_published_limits() -> None:
@@ -64,7 +65,7 @@ def case_doc(**over: Any) -> dict[str, Any]:
 
 
 def case_file(*cases: dict[str, Any], **over: Any) -> bytes:
-    doc = {"task": "t", "device": "cpu", "sample_key": "k", "cases": list(cases)}
+    doc = {"task": "t", "device": "cpu", "sample_key": "k", "cases": list(cases), "timing": TIMING_DOC}
     doc.update(over)
     return json.dumps(doc).encode()
 
@@ -79,6 +80,7 @@ def test_parse_cases_reads_every_field() -> None:
             Case("c01", Phase.WORKLOAD, "w", {"n": 1}, 7, False, {"atol": 1e-3, "rtol": 0.0}),
         ],
         "k",
+        TIMING,
     )
     assert isinstance(doc.cases[0].tolerance["rtol"], float)
 
@@ -89,11 +91,12 @@ def test_only_true_means_timed(timed: Any) -> None:
 
 
 def test_case_file_to_json_is_plain_json() -> None:
-    doc = CaseFile("t", "cpu", [Case("c", Phase.HOLDOUT, "w", {}, 1, False, {})], "k")
+    doc = CaseFile("t", "cpu", [Case("c", Phase.HOLDOUT, "w", {}, 1, False, {})], "k", TIMING)
     assert json.loads(doc.to_json()) == {
         "task": "t",
         "device": "cpu",
         "sample_key": "k",
+        "timing": TIMING_DOC,
         "cases": [
             {"id": "c", "phase": "holdout", "workload": "w", "params": {}, "seed": 1, "timed": False, "tolerance": {}}
         ],

@@ -22,6 +22,7 @@ from kcoral.tasks.harness.schema import (
     parse_result,
 )
 from kcoral.tasks.report import build_report, net_samples, passed, report_lines
+from tests.tasks.documents import TIMING
 
 MANIFEST = {"floor_ms": 0.4, "max_speedup": 8}
 
@@ -39,6 +40,7 @@ def cases() -> CaseFile:
             Case("c02", Phase.WORKLOAD, "wide", {"rows": 2}, 13, False, TOL),
         ],
         sample_key="ab" * 32,
+        timing=TIMING,
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.runner.limits import EvalTiming
 from kcoral.tasks import cases as case_builder
 from kcoral.tasks.harness.schema import Phase
 from kcoral.tasks.harness.stats import geomean, geomean_ci, median, median_rse, speedup_ci
@@ -45,7 +46,7 @@ def test_geomean() -> None:
 
 
 def build(nonce: bytes, key: bytes = b"k" * 32) -> case_builder.CaseFile:
-    return case_builder.build_cases(SOFTMAX, SOFTMAX.module(), key, nonce)
+    return case_builder.build_cases(SOFTMAX, SOFTMAX.module(), key, nonce, EvalTiming())
 
 
 def test_holdout_first_opaque_ids_and_secrets_per_request() -> None:

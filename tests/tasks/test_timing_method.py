@@ -1,0 +1,58 @@
+"""The timing method: the server's defaults (runner.limits.EvalTiming), a manifest's settings over
+them (tasks.cases.timing_method), and the case file's strict copy of it (tasks.harness.schema)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+
+import pytest
+
+from kcoral.runner.limits import EvalTiming, Limits
+from kcoral.tasks.cases import timing_method
+from kcoral.tasks.harness.schema import SchemaError, TimingMethod, parse_cases
+from tests.tasks.documents import TIMING_DOC
+
+
+def test_the_server_and_the_wire_name_the_same_settings() -> None:
+    assert [f.name for f in fields(EvalTiming)] == [f.name for f in fields(TimingMethod)]
+    assert Limits().eval_timing == EvalTiming()
+
+
+def test_a_manifest_overrides_some_settings_and_keeps_the_rest() -> None:
+    method = timing_method(EvalTiming(), {"timing": {"max_reps": 60, "budget_s": 6}})
+    assert method.max_reps == 60 and method.budget_s == 6
+    assert method.idle_cpu_ms == EvalTiming().idle_cpu_ms and method.min_reps == EvalTiming().min_reps
+
+
+def test_an_unknown_manifest_setting_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"unknown timing settings \['max_rep'\]"):
+        timing_method(EvalTiming(), {"id": "x/y", "timing": {"max_rep": 60}})
+
+
+def case_file(timing: object) -> bytes:
+    return json.dumps({"task": "t", "device": "cpu", "sample_key": "k", "cases": [], "timing": timing}).encode()
+
+
+def test_the_case_file_carries_the_whole_method() -> None:
+    assert asdict(parse_cases(case_file(TIMING_DOC)).timing) == TIMING_DOC
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"max_reps": None},  # a missing setting: the harness has no defaults
+        {"extra": 1.0},
+        {"min_reps": 2.5},
+        {"max_reps": True},
+        {"flush_bytes": -1},
+        {"rse_target": float("nan")},
+        {"warmup_s": -1.0},
+        {"idle_cpu_ms": "0.25"},
+    ],
+)
+def test_a_bad_method_is_refused(change: dict[str, object]) -> None:
+    doc = {**TIMING_DOC, **change}
+    doc = {k: v for k, v in doc.items() if v is not None}
+    with pytest.raises(SchemaError, match="timing"):
+        parse_cases(case_file(doc))
