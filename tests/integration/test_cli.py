@@ -217,19 +217,19 @@ def test_ctrl_c_cancels_the_job_and_exits_130(remote, senddir) -> None:
     (senddir / "slow.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
     env = os.environ | {"KCORAL_REMOTE": remote.url, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     env.pop("KCORAL_TOKEN", None)
-    proc = subprocess.Popen(
+    # the CLI waits up to CANCEL_WAIT_S for the cancel to land, then exits: 60 s leaves room on a loaded machine
+    with subprocess.Popen(
         [sys.executable, "-m", "kcoral", "python", "--send", str(senddir), "slow.py"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline() == b"started\n"  # the job runs and its log streams back
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    ) as proc:  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline() == b"started\n"  # the job runs and its log streams back
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     assert proc.returncode == 130, err.decode()
     job = remote.wait(_only_job(remote)["id"], timeout=20)
     assert job["verdict"] == "cancelled"
