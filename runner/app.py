@@ -44,7 +44,8 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        message = f"invalid request: {where}: {first.get('msg', 'malformed')}" if where else "invalid request"
+        what = first.get("msg", "malformed")
+        message = f"invalid request: {where}: {what}" if where else f"invalid request: {what}"
         return JSONResponse({"error": "bad_request", "message": message}, status_code=400)
 
     @app.exception_handler(Exception)
