@@ -31,11 +31,12 @@ from kcoral.runner.models import EvalSpec, JobKindName, SpecBase, Verdict
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
 from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, SUPERVISOR_UID
 from kcoral.tasks import cases as case_builder
+from kcoral.tasks.documents import Receipt
 from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
 from kcoral.tasks.harness.taskdef import Task, load_task
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
-from kcoral.tasks.report import build_report, passed, report_lines
+from kcoral.tasks.report import build_report, sample_times, with_lines
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
@@ -243,41 +244,28 @@ class _Evaluation:
             for case in result.cases:
                 if case.outcome is schema.Outcome.ERROR:
                     case.reason = f"the candidate's container was killed at the memory limit ({case.reason})"
-        report = build_report(task.manifest, doc, result)
-        report["telemetry"] = _summarise(outcomes.telemetry)
-        lines = report_lines(report)
-        receipt = {
-            "job": ctx.job.id,
-            "task": task.id,
-            "task_version": task.manifest.get("version", ""),
-            "task_sha256": task.content_hash(),
-            "image": outcomes.image.digest,
-            "submission_sha256": ctx.job.input_sha256,
-            "harness_version": harness_version(),
-            "gpus": [g.model_dump() for g in ctx.lease.gpus],
-            "telemetry": report["telemetry"],
-            "seed_hashes": case_builder.seed_hashes(doc),
-            "timings": {
-                r["id"]: {
-                    "baseline_ms": r.get("raw_baseline_ms"),
-                    "kernel_ms": r.get("raw_kernel_ms"),
-                    "protocol_ms": r.get("raw_null_ms"),
-                }
-                for r in report.get("workloads", [])
-                if r.get("timed")
-            },
-            "finished": time.time(),
-        }
-        for row in report.get("workloads", []):
-            for key in ("raw_baseline_ms", "raw_kernel_ms", "raw_null_ms"):
-                row.pop(key, None)
-        ok = passed(report)
+        telemetry = _summarise(outcomes.telemetry)
+        report = with_lines(build_report(task.manifest, doc, result).model_copy(update={"telemetry": telemetry}))
+        receipt = Receipt(
+            job=ctx.job.id,
+            task=task.id,
+            task_version=str(task.manifest.get("version", "")),
+            task_sha256=task.content_hash(),
+            image=outcomes.image.digest,
+            submission_sha256=ctx.job.input_sha256,
+            harness_version=harness_version(),
+            gpus=[g.model_dump() for g in ctx.lease.gpus],
+            telemetry=telemetry,
+            seed_hashes=case_builder.seed_hashes(doc),
+            timings=sample_times(doc, result),
+            finished=time.time(),
+        )
         return Finished(
-            Verdict.ok if ok else Verdict.rejected,
-            0 if ok else None,
-            "" if ok else "the evaluation did not pass (see the report)",
-            documents={"report.json": {**report, "lines": lines}, "receipt.json": receipt},
-            log_lines=lines,
+            Verdict.ok if report.ok else Verdict.rejected,
+            0 if report.ok else None,
+            "" if report.ok else "the evaluation did not pass (see the report)",
+            documents={"report.json": report.document(), "receipt.json": receipt.document()},
+            log_lines=report.lines,
         )
 
 

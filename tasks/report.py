@@ -14,11 +14,17 @@ import math
 import statistics
 from typing import Any
 
+from kcoral.tasks.documents import EvalReport, SampleTimes
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
 from kcoral.tasks.harness.stats import geomean_ci, median, speedup_ci
 
 
-def build_report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult) -> dict[str, Any]:
+def build_report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult) -> EvalReport:
+    """The report of one evaluation (its printed lines are added by :func:`with_lines`)."""
+    return EvalReport.model_validate(_report(task_manifest, cases, result))
+
+
+def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult) -> dict[str, Any]:
     by_id = {c.id: c for c in result.cases}
     holdout = [c for c in cases.cases if c.phase is Phase.HOLDOUT]
     workloads = [c for c in cases.cases if c.phase is Phase.WORKLOAD]
@@ -113,9 +119,6 @@ def timing_row(name: str, timing: Timing, manifest: dict[str, Any], flags: list[
         "idle_cpu_share": timing.idle_cpu_share,
         "early_cpu_ms": timing.early_cpu_ms,
         "early_cpu_share": timing.early_cpu_share,
-        "raw_baseline_ms": timing.baseline_ms,
-        "raw_kernel_ms": timing.kernel_ms,
-        "raw_null_ms": timing.null_ms,
     }
     floor = manifest.get("floor_ms")
     if floor and row["kernel_ms"] < floor:
@@ -133,46 +136,53 @@ def printable(text: str, newlines: bool = False) -> str:
     return "".join(c if c in keep or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}" for c in text)
 
 
-def passed(report: dict[str, Any]) -> bool:
-    return report["holdout"] == "PASS" and report["passed"] == report["total"] and not report["flags"]
+def sample_times(cases: CaseFile, result: SupervisorResult) -> dict[str, SampleTimes]:
+    """Each timed workload's raw samples (for the receipt), from the supervisor's result."""
+    by_id = {c.id: c for c in result.cases}
+    return {
+        case.workload: SampleTimes(baseline_ms=t.baseline_ms, kernel_ms=t.kernel_ms, protocol_ms=t.null_ms)
+        for case in cases.cases
+        if case.phase is Phase.WORKLOAD and case.timed and (t := _result(by_id, case).timing) is not None
+    }
 
 
-def report_lines(report: dict[str, Any]) -> list[str]:
-    lines = [f"holdout correctness: {report['holdout']}"]
-    if report["holdout"] != "PASS":
-        lines.append(f"passed: 0/{report['total']} (the holdout failed: the evaluation ends here)")
-        lines += [f"flagged: {f}" for f in report["flags"]]
+def with_lines(report: EvalReport) -> EvalReport:
+    """The report with its printed lines."""
+    return report.model_copy(update={"lines": report_lines(report)})
+
+
+def report_lines(report: EvalReport) -> list[str]:
+    lines = [f"holdout correctness: {report.holdout}"]
+    if report.holdout is not Outcome.PASS:
+        lines.append(f"passed: 0/{report.total} (the holdout failed: the evaluation ends here)")
+        lines += [f"flagged: {f}" for f in report.flags]
         return lines
-    for row in report["workloads"]:
-        head = f"workload {row['id']:<20} {'timed' if row['timed'] else 'check':<5} {row['verdict']}"
-        if row["verdict"] == "PASS":
-            head += " (STABLE)" if row["timed"] else ""
+    for row in report.workloads:
+        head = f"workload {row.id:<20} {'timed' if row.timed else 'check':<5} {row.verdict}"
+        if row.verdict is Outcome.PASS:
+            head += " (STABLE)" if row.timed else ""
         errs = [
-            f"{n} rms={s.get('rms_ratio', 0):.2e} max={s.get('max_abs_err', 0):.3g}"
-            for n, s in row.get("stats", {}).items()
-            if s
+            f"{n} rms={s.get('rms_ratio', 0):.2e} max={s.get('max_abs_err', 0):.3g}" for n, s in row.stats.items() if s
         ]
         if errs:
             head += "  " + "  ".join(errs)
         lines.append(head)
-        if "speedup" in row:
+        if row.speedup is not None:
             lines.append(
-                f"    baseline {row['baseline_ms']:.6f} ms  kernel {row['kernel_ms']:.6f} ms  "
-                f"speedup {row['speedup']:.4f}x [95% CI {row['speedup_lo']:.4f}, {row['speedup_hi']:.4f}]"
-                f"  n={row['samples']} ({row['stopped_by']}; protocol {row['protocol_ms']:.4f} ms per call "
+                f"    baseline {row.baseline_ms:.6f} ms  kernel {row.kernel_ms:.6f} ms  "
+                f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]"
+                f"  n={row.samples} ({row.stopped_by}; protocol {row.protocol_ms:.4f} ms per call "
                 f"subtracted)"
             )
-        if row["reason"]:
-            lines.append(f"    first failure: {row['reason'].splitlines()[0]}")
-    for flag in report["flags"]:
+        if row.reason:
+            lines.append(f"    first failure: {row.reason.splitlines()[0]}")
+    for flag in report.flags:
         lines.append(f"flagged: {flag}")
-    summary = report.get("summary")
-    if summary:
+    s = report.summary
+    if s is not None:
         lines.append(
-            f"baseline: {summary['baseline_ms']:.6f} ms kernel: {summary['kernel_ms']:.6f} ms "
-            f"speedup: {summary['speedup']:.4f}x (95% CI {summary['speedup_lo']:.4f}-"
-            f"{summary['speedup_hi']:.4f}; min {summary['min_speedup']:.4f}x max "
-            f"{summary['max_speedup']:.4f}x)"
+            f"baseline: {s.baseline_ms:.6f} ms kernel: {s.kernel_ms:.6f} ms speedup: {s.speedup:.4f}x "
+            f"(95% CI {s.speedup_lo:.4f}-{s.speedup_hi:.4f}; min {s.min_speedup:.4f}x max {s.max_speedup:.4f}x)"
         )
-    lines.append(f"passed: {report['passed']}/{report['total']}")
+    lines.append(f"passed: {report.passed}/{report.total}")
     return lines

@@ -8,9 +8,9 @@ timeout, 125 infrastructure error, 130 cancelled...).
 
 from __future__ import annotations
 
-import json as jsonlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -21,55 +21,61 @@ from kcoral.cli.errors import KcoralError, ServerError, UsageError
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.runner.models import EvalSpec, JobView, Verdict
+from kcoral.tasks.documents import DocumentError, EvalReport, Receipt, parse_receipt, parse_report
+from kcoral.tasks.harness.schema import Outcome
 
 DEFAULT_TIMEOUT_S = 1500.0
 REPORT_FILE = "report.json"
 RECEIPT_FILE = "receipt.json"
 SOLUTION_FILE = "solution.py"
+D = TypeVar("D")
 
 
-def load_json_file(path: Path) -> dict[str, Any] | None:
-    """A downloaded JSON object, or None when it is missing; ServerError when it is not a JSON object."""
-    if not path.is_file():
-        return None
-    try:
-        doc = jsonlib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ServerError(f"{path.name}: not readable JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ServerError(f"{path.name}: expected a JSON object")
-    return doc
+def load_report(path: Path) -> EvalReport | None:
+    """A downloaded report.json, or None when it is missing; ServerError when it is not a report."""
+    return _parsed(path.name, path.read_bytes(), parse_report) if path.is_file() else None
 
 
-def fetch_json_output(client: KcoralClient, view: JobView, name: str) -> dict[str, Any] | None:
-    """Output ``name`` of a job parsed as a JSON object (in memory), or None when the job has none."""
+def load_receipt(path: Path) -> Receipt | None:
+    return _parsed(path.name, path.read_bytes(), parse_receipt) if path.is_file() else None
+
+
+def fetch_report(client: KcoralClient, view: JobView) -> EvalReport | None:
+    """A job's report.json (in memory), or None when the job has none."""
+    data = _fetch(client, view, REPORT_FILE)
+    return None if data is None else _parsed(f"{REPORT_FILE} of job {view.id}", data, parse_report)
+
+
+def fetch_receipt(client: KcoralClient, view: JobView) -> Receipt | None:
+    data = _fetch(client, view, RECEIPT_FILE)
+    return None if data is None else _parsed(f"{RECEIPT_FILE} of job {view.id}", data, parse_receipt)
+
+
+def _fetch(client: KcoralClient, view: JobView, name: str) -> bytes | None:
     entry = next((o for o in view.outputs if o.path == name), None)
-    if entry is None:
-        return None
-    data = client.read_output(view.id, name, entry.sha256)
+    return None if entry is None else client.read_output(view.id, name, entry.sha256)
+
+
+def _parsed(what: str, data: bytes, parse: Callable[[bytes], D]) -> D:
     try:
-        doc = jsonlib.loads(data.decode("utf-8"))
-    except ValueError as exc:
-        raise ServerError(f"{name} of job {view.id}: not readable JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ServerError(f"{name} of job {view.id}: expected a JSON object")
-    return doc
+        return parse(data)
+    except DocumentError as exc:
+        raise ServerError(f"{what}: not what a kcoral server writes: {exc}") from None
 
 
-def first_failure(view: JobView, report: dict[str, Any] | None) -> str:
+def first_failure(view: JobView, report: EvalReport | None) -> str:
     """Why an evaluation did not pass, in one line: the holdout, the first failed workload, or a flag."""
     if report is None:
         reason = view.reason or "no report"
         return f"{view.verdict or view.state}: {reason}"
-    if report.get("holdout") != "PASS":
+    if report.holdout is not Outcome.PASS:
         return "holdout correctness: FAIL (the holdout probes are secret: no details are given)"
-    for row in report.get("workloads") or []:
-        if row.get("verdict") != "PASS":
-            reason = (row.get("reason") or "no reason given").splitlines()[0]
-            return f"workload {row.get('id')}: {row.get('verdict')}: {reason}"
-    flags = report.get("flags") or []
-    if flags:
-        return f"flagged: {flags[0]}"
+    for row in report.workloads:
+        if row.verdict is not Outcome.PASS:
+            reason = (row.reason or "no reason given").splitlines()[0]
+            return f"workload {row.id}: {row.verdict}: {reason}"
+    if report.flags:
+        return f"flagged: {report.flags[0]}"
     return view.reason or f"verdict {view.verdict}"
 
 
@@ -79,14 +85,14 @@ class EvalRun(PythonRun):
     def __init__(self, client: KcoralClient, options: RunOptions) -> None:
         super().__init__(client, options)
         self.output_dir: Path | None = None
-        self.report: dict[str, Any] | None = None
-        self.receipt: dict[str, Any] | None = None
+        self.report: EvalReport | None = None
+        self.receipt: Receipt | None = None
 
     def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
         self.output_dir = output_dir
         if output_dir is not None:
-            self.report = load_json_file(output_dir / REPORT_FILE)
-            self.receipt = load_json_file(output_dir / RECEIPT_FILE)
+            self.report = load_report(output_dir / REPORT_FILE)
+            self.receipt = load_receipt(output_dir / RECEIPT_FILE)
         if view.verdict != Verdict.ok:
             note(f"kcoral: evaluation failed: {first_failure(view, self.report)}")
         elif self.report is None:
@@ -98,7 +104,7 @@ class EvalRun(PythonRun):
 
     def _document(self, view: JobView, output_dir: Path | None, error: KcoralError | None) -> dict[str, Any]:
         """report.json's content, plus the job's id, verdict and exit code (no log)."""
-        doc: dict[str, Any] = dict(self.report or {})
+        doc: dict[str, Any] = self.report.document() if self.report is not None else {}
         doc.update(
             {
                 "job_id": view.id,

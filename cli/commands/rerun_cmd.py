@@ -15,14 +15,20 @@ from rich.table import Table
 from rich.text import Text
 
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from kcoral.cli.commands.eval_cmd import RECEIPT_FILE, REPORT_FILE, EvalRun, fetch_json_output
+from kcoral.cli.commands.eval_cmd import EvalRun, fetch_receipt, fetch_report
 from kcoral.cli.output import emit_json, job_json, note, stdout
 from kcoral.cli.render import state_text
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.runner.models import JobState, JobView
+from kcoral.tasks.documents import EvalReport, Receipt
 
 #: receipt fields that a rerun must keep
 PINNED = ("image", "task_sha256", "submission_sha256")
+
+
+def _doc(document: EvalReport | Receipt | None) -> dict[str, Any] | None:
+    """A parsed (so checked) report or receipt as the JSON object it came as, which --json prints."""
+    return None if document is None else document.document()
 
 
 def _num(value: Any, fmt: str) -> str:
@@ -171,10 +177,10 @@ def rerun(
         old_view = client.status(old_view.id)
         old_report = old_receipt = None
         if is_eval and old_view.state == JobState.finished:
-            old_report = fetch_json_output(client, old_view, REPORT_FILE)
-            old_receipt = fetch_json_output(client, old_view, RECEIPT_FILE)
-    new_report = flow.report if isinstance(flow, EvalRun) else None
-    new_receipt = flow.receipt if isinstance(flow, EvalRun) else None
+            old_report = _doc(fetch_report(client, old_view))
+            old_receipt = _doc(fetch_receipt(client, old_view))
+    new_report = _doc(flow.report) if isinstance(flow, EvalRun) else None
+    new_receipt = _doc(flow.receipt) if isinstance(flow, EvalRun) else None
     doc: dict[str, Any] = {
         "old": {"job": job_json(old_view), "report": old_report, "receipt": old_receipt},
         "new": {"job": job_json(new_view), "report": new_report, "receipt": new_receipt},

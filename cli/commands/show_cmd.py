@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from kcoral.cli.commands.eval_cmd import RECEIPT_FILE, REPORT_FILE, fetch_json_output
+from kcoral.cli.commands.eval_cmd import fetch_receipt, fetch_report
 from kcoral.cli.output import emit_json, job_json, stdout
 from kcoral.cli.render import fmt_time, job_details, state_text
 from kcoral.runner.models import JobState, JobView
@@ -128,8 +128,9 @@ def show(
         view = client.status(job_id)
         is_eval = view.spec.kind == "eval"
         if is_eval and view.state == JobState.finished:
-            receipt = fetch_json_output(client, view, RECEIPT_FILE)
-            report = fetch_json_output(client, view, REPORT_FILE)
+            parsed_receipt, parsed_report = fetch_receipt(client, view), fetch_report(client, view)
+            receipt = parsed_receipt.document() if parsed_receipt is not None else None
+            report = parsed_report.document() if parsed_report is not None else None
     if json:
         doc = job_json(view)
         if is_eval:

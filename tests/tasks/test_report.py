@@ -7,9 +7,26 @@ from typing import Any
 
 import pytest
 
+from kcoral.tasks import report as report_module
+from kcoral.tasks.documents import EvalReport
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
-from kcoral.tasks.report import build_report, net_samples, passed, printable, report_lines, timing_row
+from kcoral.tasks.report import net_samples, printable, timing_row
 from tests.tasks.documents import TIMING
+
+
+# The report is a typed document (tasks.documents.EvalReport); these tests check the JSON object it
+# is written as, and run passed/report_lines on the typed report parsed back from it.
+def build_report(*args: Any) -> dict[str, Any]:
+    return report_module.build_report(*args).document()
+
+
+def passed(doc: dict[str, Any]) -> bool:
+    return EvalReport.model_validate(doc).ok
+
+
+def report_lines(doc: dict[str, Any]) -> list[str]:
+    return report_module.report_lines(EvalReport.model_validate(doc))
+
 
 TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
 
@@ -175,9 +192,6 @@ def test_timing_row_values() -> None:
         "idle_cpu_share": 0.125,
         "early_cpu_ms": 0.75,
         "early_cpu_share": 0.0625,
-        "raw_baseline_ms": [3.5] * 4,
-        "raw_kernel_ms": [2.0] * 4,
-        "raw_null_ms": [0.5] * 4,
     }
 
 
@@ -296,7 +310,8 @@ def test_printable(text: str, plain: str, with_newlines: str) -> None:
     [("PASS", 2, 2, [], True), ("FAIL", 2, 2, [], False), ("PASS", 1, 2, [], False), ("PASS", 2, 2, ["x"], False)],
 )
 def test_passed(holdout: str, passed_: int, total: int, flags: list[str], ok: bool) -> None:
-    assert passed({"holdout": holdout, "passed": passed_, "total": total, "flags": flags}) is ok
+    doc = {"task": "t", "holdout_probes": 1, "holdout": holdout, "passed": passed_, "total": total, "flags": flags}
+    assert passed(doc) is ok
 
 
 # ----- printed lines
@@ -352,3 +367,17 @@ def test_report_lines_of_a_failed_holdout() -> None:
         "flagged: a",
         "flagged: b",
     ]
+
+
+def test_the_receipts_raw_samples_are_the_supervisors() -> None:
+    """sample_times: each timed workload's raw samples, as the supervisor measured them (no protocol
+    subtracted), for the receipt; check workloads and a failed holdout give none."""
+    res = all_pass()
+    samples = report_module.sample_times(two_timed(), res)
+    assert set(samples) == {"small", "large"}
+    timing = res.cases[2].timing
+    assert timing is not None
+    small = samples["small"]
+    assert (small.baseline_ms, small.kernel_ms, small.protocol_ms) == (
+        timing.baseline_ms, timing.kernel_ms, timing.null_ms
+    )  # fmt: skip

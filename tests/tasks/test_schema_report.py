@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from kcoral.tasks import report as report_module
+from kcoral.tasks.documents import EvalReport
 from kcoral.tasks.harness.schema import (
     Case,
     CaseFile,
@@ -21,8 +23,23 @@ from kcoral.tasks.harness.schema import (
     parse_cases,
     parse_result,
 )
-from kcoral.tasks.report import build_report, net_samples, passed, report_lines
+from kcoral.tasks.report import net_samples
 from tests.tasks.documents import TIMING
+
+
+# The report is a typed document (tasks.documents.EvalReport); these tests check the JSON object it
+# is written as, and run passed/report_lines on the typed report parsed back from it.
+def build_report(*args: Any) -> dict[str, Any]:
+    return report_module.build_report(*args).document()
+
+
+def passed(doc: dict[str, Any]) -> bool:
+    return EvalReport.model_validate(doc).ok
+
+
+def report_lines(doc: dict[str, Any]) -> list[str]:
+    return report_module.report_lines(EvalReport.model_validate(doc))
+
 
 MANIFEST = {"floor_ms": 0.4, "max_speedup": 8}
 

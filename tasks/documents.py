@@ -1,0 +1,131 @@
+"""The evaluation's documents the server serves and the client parses: report.json (EvalReport) and
+receipt.json (Receipt). Built by the server from the supervisor's result (tasks.report,
+tasks.evaluate); read by ``kcoral eval``, ``show`` and ``rerun`` through :func:`parse_report` and
+:func:`parse_receipt`. The JSON leaves out what does not apply (a row without a speedup, a report
+without a summary), so a key's presence means the figure exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from kcoral.tasks.harness.schema import Outcome
+
+
+class _Document(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    def document(self) -> dict[str, Any]:
+        """The JSON object as written to the job's outputs."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class WorkloadRow(_Document):
+    """One workload's verdict and, for a timed workload that passed, its figures (net of the protocol)."""
+
+    id: str
+    params: dict[str, Any]
+    timed: bool
+    verdict: Outcome
+    reason: str = ""
+    stats: dict[str, dict[str, float]] = {}
+    baseline_ms: float | None = None
+    kernel_ms: float | None = None
+    speedup: float | None = None
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
+    samples: int | None = None
+    stopped_by: str | None = None
+    protocol_ms: float | None = None
+    idle_cpu_ms: float | None = None
+    idle_cpu_share: float | None = None
+    early_cpu_ms: float | None = None
+    early_cpu_share: float | None = None
+
+
+class Summary(_Document):
+    """The geometric mean of the timed workloads' speedups, its interval, and the spread."""
+
+    speedup: float
+    speedup_lo: float
+    speedup_hi: float
+    baseline_ms: float
+    kernel_ms: float
+    min_speedup: float
+    max_speedup: float
+
+
+class EvalReport(_Document):
+    """report.json: the holdout, each workload, the flags and the summary, and the printed lines."""
+
+    task: str
+    holdout: Outcome
+    holdout_probes: int
+    #: which kind of failure the holdout met (FAIL or ERROR), never its details
+    holdout_failure: Outcome | None = None
+    workloads: list[WorkloadRow] = []
+    flags: list[str] = []
+    cpu_watch: str = ""
+    passed: int
+    total: int
+    summary: Summary | None = None
+    telemetry: dict[str, Any] = {}
+    lines: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        """The evaluation passed: the holdout, every workload, and no flag."""
+        return self.holdout is Outcome.PASS and self.passed == self.total and not self.flags
+
+
+class SampleTimes(_Document):
+    """One timed workload's raw samples on the supervisor's clock (ms), for a reader to recompute."""
+
+    baseline_ms: list[float] | None = None
+    kernel_ms: list[float] | None = None
+    protocol_ms: list[float] | None = None
+
+
+class Receipt(_Document):
+    """receipt.json: what a rerun pins and a reader needs to trust or redo the score."""
+
+    job: str
+    task: str
+    task_version: str = ""
+    task_sha256: str
+    image: str
+    submission_sha256: str
+    harness_version: str
+    gpus: list[dict[str, Any]] = []
+    telemetry: dict[str, Any] = {}
+    seed_hashes: dict[str, str] = {}
+    timings: dict[str, SampleTimes] = {}
+    finished: float
+
+
+D = TypeVar("D", bound=_Document)
+
+
+class DocumentError(ValueError):
+    """A report or receipt that is not what the server writes."""
+
+
+def parse_report(data: str | bytes) -> EvalReport:
+    return _parse(EvalReport, data)
+
+
+def parse_receipt(data: str | bytes) -> Receipt:
+    return _parse(Receipt, data)
+
+
+def _parse(model: type[D], data: str | bytes) -> D:
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        if not errors:
+            raise DocumentError(f"{model.__name__}: malformed") from None
+        where = ".".join(str(p) for p in errors[0]["loc"])
+        raise DocumentError(f"{model.__name__}: {where}: {errors[0]['msg']}") from None

@@ -1,0 +1,66 @@
+"""report.json and receipt.json as the client parses them (tasks.documents): a round trip keeps the
+JSON object exactly; what a server never writes is refused with a clear message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kcoral.tasks.documents import DocumentError, EvalReport, Receipt, parse_receipt, parse_report
+from kcoral.tasks.harness.schema import Outcome
+
+REPORT = {
+    "task": "demo/softmax",
+    "holdout": "PASS",
+    "holdout_probes": 3,
+    "workloads": [
+        {"id": "standard", "params": {"rows": 8}, "timed": True, "verdict": "PASS", "reason": "", "stats": {},
+         "baseline_ms": 2.0, "kernel_ms": 1.0, "speedup": 2.0, "speedup_lo": 1.9, "speedup_hi": 2.1, "samples": 60,
+         "stopped_by": "stable", "protocol_ms": 0.1, "idle_cpu_ms": 0.0, "idle_cpu_share": 0.0,
+         "early_cpu_ms": 0.0, "early_cpu_share": 0.0},
+        {"id": "wide", "params": {}, "timed": False, "verdict": "FAIL", "reason": "y: 3 elements", "stats": {}},
+    ],
+    "flags": [],
+    "cpu_watch": "cgroup v2",
+    "passed": 1,
+    "total": 2,
+    "summary": {"speedup": 2.0, "speedup_lo": 1.9, "speedup_hi": 2.1, "baseline_ms": 2.0, "kernel_ms": 1.0,
+                "min_speedup": 2.0, "max_speedup": 2.0},
+    "telemetry": {},
+    "lines": ["holdout correctness: PASS"],
+}  # fmt: skip
+
+
+def test_a_report_round_trips_to_the_same_object() -> None:
+    report = parse_report(json.dumps(REPORT))
+    assert report.document() == REPORT
+    assert report.workloads[1].verdict is Outcome.FAIL and report.workloads[1].speedup is None
+    assert "speedup" not in report.document()["workloads"][1]  # absent, not null: the figure does not exist
+    assert not report.ok and EvalReport.model_validate({**REPORT, "passed": 2}).ok
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [({"holdout": "MAYBE"}, "holdout"), ({"passed": "two"}, "passed"), ({"task": None}, "task"),
+     ({"workloads": [{"id": "w"}]}, "workloads.0")],
+)  # fmt: skip
+def test_a_report_a_server_never_writes_is_refused(change: dict[str, object], where: str) -> None:
+    with pytest.raises(DocumentError, match=f"EvalReport: {where}"):
+        parse_report(json.dumps({**REPORT, **change}))
+
+
+def test_not_json_is_refused() -> None:
+    with pytest.raises(DocumentError, match="EvalReport"):
+        parse_report(b"\xff not json")
+
+
+def test_a_receipt_round_trips_and_needs_its_pins() -> None:
+    timings = {"standard": {"baseline_ms": [1.0], "kernel_ms": [0.5], "protocol_ms": [0.1]}}
+    receipt = {"job": "j", "task": "demo/softmax", "task_version": "1", "task_sha256": "ab", "image": "sha256:cd",
+               "submission_sha256": "ef", "harness_version": "01", "gpus": [], "telemetry": {},
+               "seed_hashes": {"c00": "12"}, "timings": timings, "finished": 1.5}  # fmt: skip
+    assert parse_receipt(json.dumps(receipt)).document() == receipt
+    assert isinstance(parse_receipt(json.dumps(receipt)), Receipt)
+    with pytest.raises(DocumentError, match="Receipt: image"):
+        parse_receipt(json.dumps({k: v for k, v in receipt.items() if k != "image"}))
