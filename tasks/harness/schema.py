@@ -199,7 +199,8 @@ def parse_result(data: bytes) -> SupervisorResult:
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise SchemaError(f"the result is not JSON ({type(exc).__name__})") from None
     obj = _obj(doc, "result")
-    if obj.get("version") != SCHEMA_VERSION:
+    version = obj.get("version")
+    if type(version) is not int or version != SCHEMA_VERSION:  # not True: True == 1 in Python
         raise SchemaError(f"result version {obj.get('version')!r}, expected {SCHEMA_VERSION}")
     return SupervisorResult(
         cases=[_case(c) for c in _list(obj.get("cases"), "cases", 1000)],

@@ -340,3 +340,47 @@ def test_safe_output_path(tmp_path: Path) -> None:
         assert exc.value.message == f"no output file named {rel!r}"
     with pytest.raises(BadRequest):
         safe_output_path(tmp_path, "../d/f")
+
+
+# ----- the folders the extraction and the copy create
+
+
+def test_extract_into_a_new_nested_or_an_existing_folder(tmp_path: Path) -> None:
+    tar = make_tar(tmp_path, member("d/f", data=b"1"), member("d", tarfile.DIRTYPE))  # the folder after its file
+    assert extract_upload(tar, tmp_path / "new" / "deeper" / "dest", Limits()) == 1
+    (tmp_path / "existing").mkdir()
+    assert extract_upload(tar, tmp_path / "existing", Limits()) == 1
+    assert (tmp_path / "existing" / "d" / "f").read_bytes() == b"1"
+
+
+def test_other_execute_bit_alone_makes_a_file_executable(tmp_path: Path) -> None:
+    tar = make_tar(tmp_path, member("x", data=b"1", mode=0o001))
+    extract_upload(tar, tmp_path / "dest", Limits())
+    assert stat.S_IMODE(os.stat(tmp_path / "dest" / "x").st_mode) == 0o755
+
+
+def test_the_top_folder_entry_is_not_counted(tmp_path: Path) -> None:
+    tar = make_tar(tmp_path, member(".", tarfile.DIRTYPE), member("a", data=b"1"), member("b", data=b"2"))
+    assert extract_upload(tar, tmp_path / "dest", Limits(upload_files=2)) == 2
+
+
+def test_refuses_writing_through_a_nested_link(tmp_path: Path) -> None:
+    assert (
+        refusal(
+            tmp_path,
+            member("d/e", tarfile.DIRTYPE),
+            member("d/l", tarfile.SYMTYPE, linkname="e"),
+            member("d/l/x", data=b"1"),
+        )
+        == "the upload writes 'd/l/x' through a symbolic link"
+    )
+
+
+def test_collect_into_a_new_nested_or_an_existing_folder(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    (raw / "d" / "e").mkdir(parents=True)
+    (raw / "d" / "e" / "f").write_text("x")
+    got = collect_outputs(raw, tmp_path / "new" / "dest", Limits())
+    assert [f.path for f in got.files] == ["d/e/f"] and (tmp_path / "new" / "dest" / "d" / "e" / "f").exists()
+    (tmp_path / "existing").mkdir()
+    assert [f.path for f in collect_outputs(raw, tmp_path / "existing", Limits()).files] == ["d/e/f"]

@@ -27,8 +27,8 @@ def test_exact_output_passes_with_zero_statistics() -> None:
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
 def test_non_finite_elements_are_counted(bad: float) -> None:
-    out = t(1.0, bad, bad, 4.0)
-    assert compare("y", out, t(1.0, 2.0, 3.0, 4.0), Tolerance(1.0, 1.0, LOOSE_RMS)) == (
+    out = t(1.0, bad, bad)
+    assert compare("y", out, t(1.0, 2.0, 3.0), Tolerance(1.0, 1.0, LOOSE_RMS)) == (
         "y: 2 non-finite elements (NaN/inf; outputs are NaN-poisoned before each call)",
         {},
     )
@@ -56,6 +56,14 @@ def test_relative_threshold_both_sides() -> None:
     assert compare("y", out, ref, Tolerance(0.0, 0.5, LOOSE_RMS))[0] is None
     reason, _ = compare("y", out, ref, Tolerance(0.0, 0.4999, LOOSE_RMS))
     assert reason == "y: 1 elements out of tolerance; first at [3]: got -3, expected -2"
+
+
+def test_relative_error_equal_to_rtol_passes() -> None:
+    # the rule is strict: an element fails only when |err| / (|ref| + 1e-8) is above rtol
+    ref, out = t(2.0, 2.0), t(3.0, 2.0)
+    rtol = 1.0 / (2.0 + 1e-8)
+    assert compare("y", out, ref, Tolerance(0.0, rtol, LOOSE_RMS))[0] is None
+    assert compare("y", out, ref, Tolerance(0.0, rtol * (1 - 1e-12), LOOSE_RMS))[0] is not None
 
 
 def test_an_element_fails_only_when_both_thresholds_are_exceeded() -> None:
@@ -109,3 +117,12 @@ def test_lower_precision_outputs_are_compared_in_float64() -> None:
     ref = t(1.0, 2.0)
     out = torch.tensor([1.0, 2.0], dtype=torch.float16)
     assert compare("y", out, ref, Tolerance(0.0, 0.0, 1e-12))[0] is None
+
+
+def test_tolerance_is_immutable() -> None:
+    import dataclasses
+
+    tol = Tolerance(1.0, 2.0, 3.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tol.atol = 0.0  # type: ignore[misc]
+    assert hash(tol) == hash(Tolerance(1.0, 2.0, 3.0))

@@ -164,6 +164,20 @@ def test_unmeasurable_rows_are_left_out_of_the_summary() -> None:
     assert report["summary"]["min_speedup"] == report["summary"]["max_speedup"] == 4.0
 
 
+def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
+    # w0: baseline net 4 and 5 in turn, kernel net 1: the point is 4.5, the resampled ratios spread around it
+    t0 = Timing(baseline_ms=[5.0, 6.0] * 4, kernel_ms=[2.0] * 8, null_ms=[1.0] * 8, stopped_by="stable", warmup_calls=0)
+    report = build_report({}, two_timed(), all_pass(t0=t0))
+    row = report["workloads"][0]
+    assert row["speedup"] == 4.5 and row["speedup_lo"] < 4.5 < row["speedup_hi"]
+    assert report["summary"]["max_speedup"] == 4.5 and report["summary"]["min_speedup"] == 1.0
+    t1 = Timing(baseline_ms=[2.0, 3.0] * 4, kernel_ms=[3.0] * 8, null_ms=[1.0] * 8, stopped_by="stable", warmup_calls=0)
+    report = build_report({}, two_timed(), all_pass(t1=t1))
+    row = report["workloads"][1]
+    assert row["speedup"] == 0.75 and row["speedup_lo"] < 0.75 < row["speedup_hi"]
+    assert report["summary"]["min_speedup"] == 0.75 and report["summary"]["max_speedup"] == 4.0
+
+
 # ----- net samples and the timing row
 
 
@@ -323,7 +337,12 @@ def test_report_lines_of_a_passing_report() -> None:
         "w2",
         Outcome.PASS,
         "",
-        {"y": {"rms_ratio": 1.5e-5, "max_abs_err": 0.000123456}, "z": {}, "w": {"max_abs_err": 2.0}},
+        {
+            "y": {"rms_ratio": 1.5e-5, "max_abs_err": 0.000123456},
+            "z": {},
+            "w": {"max_abs_err": 2.0},
+            "v": {"rms_ratio": 2e-3},
+        },
     )
     lines = report_lines(build_report({}, two_timed(), res))
     assert lines == [
@@ -335,7 +354,8 @@ def test_report_lines_of_a_passing_report() -> None:
         "    baseline 2.000000 ms  kernel 2.000000 ms  speedup 1.0000x [95% CI 1.0000, 1.0000]  n=5 (stable; "
         "protocol 1.0000 ms per call subtracted)",
         # an empty stats entry is skipped; a missing figure prints as 0
-        "workload " + "check".ljust(20) + " check PASS  y rms=1.50e-05 max=0.000123  w rms=0.00e+00 max=2",
+        "workload " + "check".ljust(20) + " check PASS  y rms=1.50e-05 max=0.000123  w rms=0.00e+00 max=2"
+        "  v rms=2.00e-03 max=0",
         "baseline: 3.000000 ms kernel: 1.500000 ms speedup: 2.0000x (95% CI 2.0000-2.0000; min 1.0000x max 4.0000x)",
         "passed: 3/3",
     ]

@@ -244,6 +244,8 @@ def test_result_size_limit_both_sides() -> None:
         (b"[" * 100000, "the result is not JSON (RecursionError)"),
         (b"[1]", "result: expected an object, got list"),
         (result_doc(version=2), "result version 2, expected 1"),
+        (result_doc(version=True), "result version True, expected 1"),
+        (result_doc(version=1.0), "result version 1.0, expected 1"),
         (b'{"cases": []}', "result version None, expected 1"),
         (result_doc(cases=None), "cases: expected a list of at most 1000 items"),
         (result_doc(interference="x"), "interference: expected a list of at most 100 items"),
