@@ -17,29 +17,25 @@ from kcoral.cli.commands.eval_cmd import fetch_receipt, fetch_report
 from kcoral.cli.output import emit_json, job_json, stdout
 from kcoral.cli.render import fmt_time, job_details, state_text
 from kcoral.runner.models import JobState, JobView
+from kcoral.tasks.documents import EvalReport, Receipt, SampleTimes
 
 
 def _num(value: Any, digits: int = 4) -> str:
     return f"{value:.{digits}f}" if isinstance(value, int | float) and not isinstance(value, bool) else "-"
 
 
-def _gpus(gpus: Any) -> list[str]:
+def _gpus(gpus: list[dict[str, Any]]) -> list[str]:
     if not gpus:
         return ["none (CPU task)"]
-    lines = []
-    for g in gpus if isinstance(gpus, list) else []:
-        if isinstance(g, dict):
-            lines.append(
-                f"{g.get('index', '?')}: {g.get('name', '?')} ({g.get('memory_total_mib', '?')} MiB) "
-                f"{g.get('uuid', '')} driver {g.get('driver') or '-'}".rstrip()
-            )
-        else:
-            lines.append(str(g))
-    return lines
+    return [
+        f"{g.get('index', '?')}: {g.get('name', '?')} ({g.get('memory_total_mib', '?')} MiB) "
+        f"{g.get('uuid', '')} driver {g.get('driver') or '-'}".rstrip()
+        for g in gpus
+    ]
 
 
-def _telemetry(telemetry: Any) -> list[str]:
-    if not isinstance(telemetry, dict) or not telemetry:
+def _telemetry(telemetry: dict[str, Any]) -> list[str]:
+    if not telemetry:
         return ["-"]
     lines = []
     for key, value in telemetry.items():
@@ -53,29 +49,22 @@ def _telemetry(telemetry: Any) -> list[str]:
     return lines
 
 
-def timing_line(samples: Any) -> str:
+def timing_line(samples: list[float] | None) -> str:
     """``n=19 median 3.873339 ms`` for a list of samples in ms."""
-    values = [float(v) for v in samples or [] if isinstance(v, int | float)]
-    if not values:
+    if not samples:
         return "no samples"
-    return f"n={len(values)} median {statistics.median(values):.6f} ms"
+    return f"n={len(samples)} median {statistics.median(samples):.6f} ms"
 
 
-def _timings(timings: Any) -> list[str]:
-    if not isinstance(timings, dict) or not timings:
-        return ["-"]
-    lines = []
-    for workload, sides in timings.items():
-        sides = sides if isinstance(sides, dict) else {}
-        lines.append(
-            f"{workload}: baseline {timing_line(sides.get('baseline_ms'))}; "
-            f"kernel {timing_line(sides.get('kernel_ms'))}; "
-            f"protocol {timing_line(sides.get('protocol_ms'))} (raw call times, protocol included)"
-        )
-    return lines
+def _timings(timings: dict[str, SampleTimes]) -> list[str]:
+    return [
+        f"{workload}: baseline {timing_line(s.baseline_ms)}; kernel {timing_line(s.kernel_ms)}; "
+        f"protocol {timing_line(s.protocol_ms)} (raw call times, protocol included)"
+        for workload, s in timings.items()
+    ] or ["-"]
 
 
-def receipt_view(view: JobView, receipt: dict[str, Any] | None, report: dict[str, Any] | None) -> RenderableType:
+def receipt_view(view: JobView, receipt: Receipt | None, report: EvalReport | None) -> RenderableType:
     """The receipt as ``key  value`` rows (full digests), then the report lines."""
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
@@ -88,32 +77,25 @@ def receipt_view(view: JobView, receipt: dict[str, Any] | None, report: dict[str
     if receipt is None:
         rows.append(("receipt", ["none: the evaluation produced no receipt"]))
     else:
-        version = receipt.get("task_version")
+        version = f" version {receipt.task_version}" if receipt.task_version else ""
         rows += [
-            (
-                "task",
-                [
-                    str(receipt.get("task", getattr(view.spec, "task", "?")))
-                    + (f" version {version}" if version else "")
-                ],
-            ),
-            ("task sha256", [str(receipt.get("task_sha256") or "-")]),
-            ("image", [str(receipt.get("image") or "-")]),
-            ("submission sha256", [str(receipt.get("submission_sha256") or "-")]),
-            ("harness version", [str(receipt.get("harness_version") or "-")]),
-            ("gpus", _gpus(receipt.get("gpus"))),
-            ("telemetry", _telemetry(receipt.get("telemetry"))),
-            ("seed hashes", [f"{k}: {v}" for k, v in (receipt.get("seed_hashes") or {}).items()] or ["-"]),
-            ("timings", _timings(receipt.get("timings"))),
+            ("task", [receipt.task + version]),
+            ("task sha256", [receipt.task_sha256 or "-"]),
+            ("image", [receipt.image or "-"]),
+            ("submission sha256", [receipt.submission_sha256 or "-"]),
+            ("harness version", [receipt.harness_version or "-"]),
+            ("gpus", _gpus(receipt.gpus)),
+            ("telemetry", _telemetry(receipt.telemetry)),
+            ("seed hashes", [f"{k}: {v}" for k, v in receipt.seed_hashes.items()] or ["-"]),
+            ("timings", _timings(receipt.timings)),
         ]
     for key, values in rows:
         for i, value in enumerate(values):
             table.add_row(key if i == 0 else "", Text(value))
     parts: list[RenderableType] = [table, Text("")]
-    lines = (report or {}).get("lines")
-    if isinstance(lines, list) and lines:
+    if report is not None and report.lines:
         parts.append(Text("report:", style="bold"))
-        parts += [Text(f"  {line}") for line in lines]
+        parts += [Text(f"  {line}") for line in report.lines]
     else:
         parts.append(Text("report: none"))
     return Group(*parts)
@@ -123,18 +105,21 @@ def show(
     job_id: JobIdArgument, remote: RemoteOption = None, token: TokenOption = None, json: JsonOption = False
 ) -> None:
     """Show an evaluation's receipt and report (a python job: its details). Exit 0 whatever the verdict."""
-    receipt = report = None
+    receipt: Receipt | None = None
+    report: EvalReport | None = None
     with connect(remote, token) as client:
         view = client.status(job_id)
         is_eval = view.spec.kind == "eval"
         if is_eval and view.state == JobState.finished:
-            parsed_receipt, parsed_report = fetch_receipt(client, view), fetch_report(client, view)
-            receipt = parsed_receipt.document() if parsed_receipt is not None else None
-            report = parsed_report.document() if parsed_report is not None else None
+            receipt, report = fetch_receipt(client, view), fetch_report(client, view)
     if json:
         doc = job_json(view)
         if is_eval:
-            doc = {"job": doc, "receipt": receipt, "report": report}
+            doc = {
+                "job": doc,
+                "receipt": receipt.document() if receipt is not None else None,
+                "report": report.document() if report is not None else None,
+            }
         emit_json(doc)
     elif is_eval and view.state == JobState.finished:
         stdout().print(receipt_view(view, receipt, report))

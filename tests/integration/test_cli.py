@@ -217,10 +217,13 @@ def test_ctrl_c_cancels_the_job_and_exits_130(remote, senddir) -> None:
     (senddir / "slow.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
     env = os.environ | {"KCORAL_REMOTE": remote.url, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     env.pop("KCORAL_TOKEN", None)
-    # the CLI waits up to CANCEL_WAIT_S for the cancel to land, then exits: 60 s leaves room on a loaded machine
+    # the CLI waits up to CANCEL_WAIT_S for the cancel to land, then exits: 60 s leaves room on a loaded machine.
+    # SIGINT as a terminal delivers it: a test run started in the background of a shell inherits SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt handler, so the child gets the default back.
     with subprocess.Popen(
         [sys.executable, "-m", "kcoral", "python", "--send", str(senddir), "slow.py"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as proc:  # fmt: skip
         try:
             assert proc.stdout is not None
