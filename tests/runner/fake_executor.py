@@ -49,6 +49,7 @@ class Ran:
     job_id: str
     steps: list[ContainerStep]
     lease: Lease
+    deadline: float = 0.0
 
 
 @dataclass
@@ -86,7 +87,7 @@ class FakeExecutor:
         cancel: threading.Event,
         job_log: Path,
     ) -> list[StepOutcome]:
-        self.ran.append(Ran(job_id, steps, lease))
+        self.ran.append(Ran(job_id, steps, lease, deadline))
         if self.failing:
             raise InfrastructureError(self.failing)
         for step in steps:

@@ -24,20 +24,29 @@ def test_inside(name: str, normal: str) -> None:
     assert relative_inside(name) == normal
 
 
+EMPTY, NUL, ABSOLUTE, DOTDOT = (
+    "an empty name",
+    "a NUL byte in a name",
+    "an absolute path",
+    "a path leaving its folder ('..')",
+)
+
+
 @pytest.mark.parametrize(
     ("name", "why"),
     [
-        ("", "empty"),
-        ("a\x00b", "NUL"),
-        ("/etc/passwd", "absolute"),
-        ("C:evil", "absolute"),
-        ("..", "'..'"),
-        ("../x", "'..'"),
-        ("a/../b", "'..'"),
-        ("a/..", "'..'"),
-        ("a/b/../../..", "'..'"),
+        ("", EMPTY),
+        ("a\x00b", NUL),
+        ("/etc/passwd", ABSOLUTE),
+        ("C:evil", ABSOLUTE),
+        ("..", DOTDOT),
+        ("../x", DOTDOT),
+        ("a/../b", DOTDOT),
+        ("a/..", DOTDOT),
+        ("a/b/../../..", DOTDOT),
     ],
 )
 def test_outside(name: str, why: str) -> None:
-    with pytest.raises(ValueError, match=why):
+    with pytest.raises(ValueError) as refused:
         relative_inside(name)
+    assert str(refused.value) == why  # the exact reason: callers put it in front of the user

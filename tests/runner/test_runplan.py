@@ -3,8 +3,11 @@ job's result, outputs and log become for each way its containers end. No Docker.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -182,3 +185,81 @@ def test_gpu_telemetry_is_sampled_while_the_steps_run(tmp_path: Path, two_step: 
     (outcomes,) = two_step.seen
     assert len(outcomes.telemetry) >= 2 and set(readings.asked) == {3}
     assert outcomes.telemetry[0] == {"sm_clock_mhz": 1980.0}
+
+
+def test_judge_gives_the_exact_reason() -> None:
+    limits = Settings().limits
+    assert judge(StepOutcome(None, 7, False, 0), limits).reason == "exited with code 7"
+    oom = judge(StepOutcome(None, 137, True, 0), limits)
+    assert oom.reason == f"killed at the memory limit ({limits.memory_bytes} bytes)"
+
+
+def test_the_plan_types_defaults_are_the_documented_ones() -> None:
+    """A step is a job container unless it says otherwise: the job uid, the sent directory as its
+    working directory, its own IPC and PID namespaces, the job's log, the server's output budget."""
+    step = ContainerStep(image="i", command=["c"], env={})
+    assert (step.mounts, step.working_dir, step.output_dir, step.name, step.output_budget) == (
+        {}, "/job/input", None, "job", None
+    )  # fmt: skip
+    assert (step.uid, step.join, step.share_ipc, step.log) == (65534, False, False, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.name = "other"  # type: ignore[misc]
+    finished = Finished(Verdict.ok)
+    assert (finished.exit_code, finished.reason, finished.documents, finished.log_lines) == (None, "", {}, [])
+    result = RunResult(Verdict.ok)
+    assert (result.exit_code, result.reason, result.log_bytes, result.outputs) == (None, "", 0, [])
+    assert Outcomes([], ImageInfo(ref="i")).telemetry == []
+    plan = Plan(image="i", steps=[step])
+    assert (plan.finish, plan.collect, plan.discard) == (None, None, ())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.image = "j"  # type: ignore[misc]
+
+
+def test_refused_outputs_are_named_exactly_and_at_most_twenty(tmp_path: Path) -> None:
+    def many_links(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float
+                   ) -> list[StepOutcome]:  # fmt: skip
+        out = steps[0].output_dir
+        assert out is not None
+        for i in range(25):
+            os.symlink("/etc/passwd", out / f"l{i:02d}")
+        return [StepOutcome(None, 3, False, 0)]
+
+    done, _, _ = run(tmp_path, FakeExecutor(many_links))
+    notes = done.reason.split("; ")
+    assert notes[0] == "exited with code 3" and len(notes) == 21
+    assert notes[1] == "output refused: l00: not a regular file (link, FIFO, socket or device)"
+
+
+def test_the_deadline_is_the_specs_timeout_from_the_start(tmp_path: Path) -> None:
+    executor = FakeExecutor()
+    before = time.monotonic()
+    run(tmp_path, executor, PythonSpec(argv=["m.py"], timeout_s=42))
+    assert before + 42 <= executor.ran[0].deadline <= time.monotonic() + 42
+
+
+def test_no_log_means_zero_log_bytes(tmp_path: Path) -> None:
+    done, paths, _ = run(tmp_path, FakeExecutor())
+    assert not paths.log.exists() and done.log_bytes == 0
+
+
+def test_documents_join_collected_outputs_and_a_missing_private_folder_is_fine(
+    tmp_path: Path, two_step: TwoStepKind, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = two_step.plan
+
+    def with_outputs(ctx: JobContext) -> Plan:
+        plan = original(ctx)
+        steps = [dataclasses.replace(plan.steps[0], output_dir=ctx.paths.raw_out), plan.steps[1]]
+        return dataclasses.replace(plan, steps=steps, collect=ctx.paths.raw_out,
+                                   discard=(*plan.discard, ctx.paths.root / "never-made"))  # fmt: skip
+
+    monkeypatch.setattr(two_step, "plan", with_outputs)
+    done, paths, _ = run(tmp_path, FakeExecutor(leaves({"a.txt": b"hi"})), PythonSpec(argv=["x"]))
+    assert sorted(o.path for o in done.outputs) == ["a.txt", "report.json"]
+    assert json.loads((paths.outputs / "report.json").read_text()) == {"score": 2}
+
+
+def test_no_gpu_in_the_lease_means_no_telemetry(tmp_path: Path, two_step: TwoStepKind) -> None:
+    readings = Readings()
+    run(tmp_path, FakeExecutor(exits(0)), PythonSpec(argv=["x"]), Lease(slots=()), readings)
+    assert readings.asked == [] and two_step.seen[0].telemetry == []
