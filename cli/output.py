@@ -28,6 +28,7 @@ from rich.console import Console
 
 from kcoral.cli.errors import BadRequest, KcoralError, ServerError, ServerUnreachable, Unauthorized, UsageError
 from kcoral.runner.models import JobView, Verdict
+from kcoral.runner.printable import printable
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -99,17 +100,17 @@ def stderr() -> Console:
 
 def note(message: str) -> None:
     """A line for the user on stderr (never markup-interpreted)."""
-    stderr().print(message, markup=False, soft_wrap=True)
+    stderr().print(printable(message, newlines=True), markup=False, soft_wrap=True)
 
 
 def print_error(err: KcoralError | str) -> None:
     """``kcoral: error: MESSAGE`` (+ a hint line) on stderr."""
     console = stderr()
     message = err.message if isinstance(err, KcoralError) else err
-    console.print(f"kcoral: error: {message}", style="red", markup=False, soft_wrap=True)
+    console.print(f"kcoral: error: {printable(message, newlines=True)}", style="red", markup=False, soft_wrap=True)
     hint = err.hint if isinstance(err, KcoralError) else ""
     if hint:
-        console.print(f"kcoral: hint: {hint}", markup=False, soft_wrap=True)
+        console.print(f"kcoral: hint: {printable(hint, newlines=True)}", markup=False, soft_wrap=True)
 
 
 def emit_json(document: Any) -> None:

@@ -10,6 +10,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kcoral.runner.models import JobView
+from kcoral.runner.printable import printable
+
+
+def cell(value: str, **style: Any) -> Text:
+    """Server- or job-chosen text for the terminal: control characters shown as \\xNN (runner.printable),
+    never taken as markup. Every table cell and line of text the CLI renders goes through here."""
+    return Text(printable(value, newlines=True), **style)
 
 
 def short_digest(digest: str, length: int = 12) -> str:
@@ -77,12 +84,12 @@ def jobs_table(views: list[JobView]) -> Table:
     for view in sorted(views, key=lambda v: v.times.created):
         gpus = ",".join(str(g.index) for g in view.gpus) or str(view.spec.gpus)
         table.add_row(
-            view.id,
-            state_text(view),
-            fmt_time(view.times.created),
-            fmt_duration(run_time(view)),
-            gpus,
-            fmt_argv(view),
+            cell(view.id),
+            cell(state_text(view)),
+            cell(fmt_time(view.times.created)),
+            cell(fmt_duration(run_time(view))),
+            cell(gpus),
+            cell(fmt_argv(view)),
         )
     return table
 
@@ -118,7 +125,7 @@ def job_details(view: JobView) -> Table:
     for out in view.outputs:
         rows.append(("output", f"{out.path} ({out.size} bytes)"))
     for key, value in rows:
-        table.add_row(key, Text(value))
+        table.add_row(key, cell(value))
     return table
 
 
@@ -140,7 +147,7 @@ def _dict_table(rows: list[dict[str, Any]]) -> Table:
     for column in columns:
         table.add_column(column.upper())
     for row in rows:
-        table.add_row(*(Text(_scalar(row.get(c))) for c in columns))
+        table.add_row(*(cell(_scalar(row.get(c))) for c in columns))
     return table
 
 
@@ -149,12 +156,12 @@ def health_view(health: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     for key, value in health.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            parts += [Text(f"{key}:", style="bold"), _dict_table(value)]
+            parts += [cell(f"{key}:", style="bold"), _dict_table(value)]
         elif isinstance(value, list):
-            parts.append(Text(f"{key}: {', '.join(_scalar(v) for v in value) or '-'}"))
+            parts.append(cell(f"{key}: {', '.join(_scalar(v) for v in value) or '-'}"))
         elif isinstance(value, dict):
-            parts.append(Text(f"{key}:", style="bold"))
-            parts += [Text(f"  {k}: {_scalar(v)}") for k, v in value.items()]
+            parts.append(cell(f"{key}:", style="bold"))
+            parts += [cell(f"  {k}: {_scalar(v)}") for k, v in value.items()]
         else:
-            parts.append(Text(f"{key}: {_scalar(value)}"))
+            parts.append(cell(f"{key}: {_scalar(value)}"))
     return Group(*parts)

@@ -19,6 +19,7 @@ from kcoral.runner import jobfs
 from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge
 from kcoral.runner.limits import Limits
 from kcoral.runner.models import OutputFile
+from kcoral.runner.printable import is_control, printable
 from kcoral.runner.relpath import relative_inside
 
 _CHUNK = 1 << 20
@@ -149,18 +150,22 @@ def collect_outputs(raw: Path, dest: Path, limits: Limits) -> Collected:
     try:
         for entry in entries:
             rel = entry.rel
+            shown = printable(rel)  # the job chose the name: the refusal is shown to a person
+            if any(is_control(c) for c in rel):
+                result.refused.append(f"{shown}: a control character in its name")
+                continue
             if not stat.S_ISREG(entry.mode):
-                result.refused.append(f"{rel}: not a regular file (link, FIFO, socket or device)")
+                result.refused.append(f"{shown}: not a regular file (link, FIFO, socket or device)")
                 continue
             if len(result.files) >= limits.output_files:
-                result.refused.append(f"{rel}: over the {limits.output_files}-file output budget")
+                result.refused.append(f"{shown}: over the {limits.output_files}-file output budget")
                 continue
             if entry.size > budget:
-                result.refused.append(f"{rel}: {entry.size} bytes is over the remaining output budget")
+                result.refused.append(f"{shown}: {entry.size} bytes is over the remaining output budget")
                 continue
             copied = _copy_nofollow(root_fd, rel, dest / rel, budget)
             if copied is None:
-                result.refused.append(f"{rel}: could not be read safely")
+                result.refused.append(f"{shown}: could not be read safely")
                 continue
             size, digest = copied
             budget -= size

@@ -14,6 +14,7 @@ import math
 import statistics
 from typing import Any
 
+from kcoral.runner.printable import printable
 from kcoral.tasks.documents import EvalReport, SampleTimes
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
 from kcoral.tasks.harness.stats import geomean_ci, median, speedup_ci
@@ -127,13 +128,6 @@ def timing_row(name: str, timing: Timing, manifest: dict[str, Any], flags: list[
     if limit and s > limit:
         flags.append(f"{name}: speedup {s:.2f}x is above this task's limit of {limit}x")
     return row
-
-
-def printable(text: str, newlines: bool = False) -> str:
-    """Job-chosen text made safe for a terminal: C0 and C1 control characters (escape sequences
-    among them) shown as \\xNN, so a candidate's message cannot hide or fake what follows it."""
-    keep = "\t\n" if newlines else "\t"
-    return "".join(c if c in keep or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0) else f"\\x{ord(c):02x}" for c in text)
 
 
 def sample_times(cases: CaseFile, result: SupervisorResult) -> dict[str, SampleTimes]:

@@ -12,12 +12,11 @@ from typing import Annotated, Any
 import typer
 from rich.console import Group, RenderableType
 from rich.table import Table
-from rich.text import Text
 
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
 from kcoral.cli.commands.eval_cmd import EvalRun, fetch_receipt, fetch_report
 from kcoral.cli.output import emit_json, job_json, note, stdout
-from kcoral.cli.render import state_text
+from kcoral.cli.render import cell, state_text
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.runner.models import JobState, JobView
 from kcoral.tasks.documents import EvalReport, Receipt
@@ -84,10 +83,10 @@ def _pinned_lines(
 
 def comparison_view(doc: dict[str, Any], old_view: JobView, new_view: JobView) -> RenderableType:
     parts: list[RenderableType] = [
-        Text(_job_line("old", old_view, doc["old"]["receipt"])),
-        Text(_job_line("new", new_view, doc["new"]["receipt"])),
+        cell(_job_line("old", old_view, doc["old"]["receipt"])),
+        cell(_job_line("new", new_view, doc["new"]["receipt"])),
     ]
-    parts += [Text(line) for line in doc["pinned"]]
+    parts += [cell(line) for line in doc["pinned"]]
     old_report, new_report = doc["old"]["report"], doc["new"]["report"]
     if old_report is None and new_report is None:
         return Group(*parts)
@@ -114,7 +113,7 @@ def comparison_view(doc: dict[str, Any], old_view: JobView, new_view: JobView) -
     for row in doc["workloads"]:
         o, n = row["old"], row["new"]
         table.add_row(
-            Text(row["id"]),
+            cell(row["id"]),
             str(o["verdict"] or "-"),
             str(n["verdict"] or "-"),
             _num(o["kernel_ms"], ".6f"),
@@ -132,10 +131,10 @@ def comparison_view(doc: dict[str, Any], old_view: JobView, new_view: JobView) -
         _num(so.get("speedup"), ".4f") + ("x" if so else ""),
         _num(sn.get("speedup"), ".4f") + ("x" if sn else ""),
     )
-    parts += [Text(""), table, Text(""), Text(f"summary speedup: old {_ci(so)}  new {_ci(sn)}  (95% CI)")]
+    parts += [cell(""), table, cell(""), cell(f"summary speedup: old {_ci(so)}  new {_ci(sn)}  (95% CI)")]
     for label, report in (("old", old_report), ("new", new_report)):
         for flag in (report or {}).get("flags") or []:
-            parts.append(Text(f"{label} flagged: {flag}"))
+            parts.append(cell(f"{label} flagged: {flag}"))
     return Group(*parts)
 
 

@@ -10,12 +10,11 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
-from rich.text import Text
 
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
 from kcoral.cli.commands.eval_cmd import fetch_receipt, fetch_report
 from kcoral.cli.output import emit_json, job_json, stdout
-from kcoral.cli.render import fmt_time, job_details, state_text
+from kcoral.cli.render import cell, fmt_time, job_details, state_text
 from kcoral.runner.models import JobState, JobView
 from kcoral.tasks.documents import EvalReport, Receipt, SampleTimes
 
@@ -91,13 +90,13 @@ def receipt_view(view: JobView, receipt: Receipt | None, report: EvalReport | No
         ]
     for key, values in rows:
         for i, value in enumerate(values):
-            table.add_row(key if i == 0 else "", Text(value))
-    parts: list[RenderableType] = [table, Text("")]
+            table.add_row(key if i == 0 else "", cell(value))
+    parts: list[RenderableType] = [table, cell("")]
     if report is not None and report.lines:
-        parts.append(Text("report:", style="bold"))
-        parts += [Text(f"  {line}") for line in report.lines]
+        parts.append(cell("report:", style="bold"))
+        parts += [cell(f"  {line}") for line in report.lines]
     else:
-        parts.append(Text("report: none"))
+        parts.append(cell("report: none"))
     return Group(*parts)
 
 

@@ -64,3 +64,19 @@ def test_logsink_survives_a_closed_pipe() -> None:
     sink.write(b"x")
     sink.write(b"y")
     assert sink.broken_pipe and sink.text() == "xy"
+
+
+def test_job_chosen_text_reaches_the_terminal_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    from kcoral.cli.output import note, stdout
+    from kcoral.cli.render import job_details
+    from kcoral.runner.models import JobState, JobTimes, JobView, OutputFile, PythonSpec
+
+    view = JobView(id="j", owner="o", state=JobState.finished, spec=PythonSpec(argv=["\x1b[2Jm.py"]),
+                   reason="output refused: \x1b]0;pwned\x07x", times=JobTimes(created=0),
+                   outputs=[OutputFile(path="a\x1b[31m", size=1, sha256="0")])  # fmt: skip
+    stdout().print(job_details(view))
+    note("kcoral: \x9b31m done\nnext")
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in err
+    assert "\\x1b[2Jm.py" in out and "\\x1b]0;pwned\\x07x" in out and "a\\x1b[31m" in out
+    assert "kcoral: \\x9b31m done\nnext" in err

@@ -384,3 +384,19 @@ def test_collect_into_a_new_nested_or_an_existing_folder(tmp_path: Path) -> None
     assert [f.path for f in got.files] == ["d/e/f"] and (tmp_path / "new" / "dest" / "d" / "e" / "f").exists()
     (tmp_path / "existing").mkdir()
     assert [f.path for f in collect_outputs(raw, tmp_path / "existing", Limits()).files] == ["d/e/f"]
+
+
+def test_a_name_with_a_control_character_is_refused_and_shown_escaped(tmp_path: Path) -> None:
+    """A job chose the name: an escape sequence in it must not reach the user's terminal or disk."""
+    raw, dest = tmp_path / "raw", tmp_path / "dest"
+    raw.mkdir()
+    (raw / "ok\x1b[31mred.txt").write_text("x")
+    os.symlink("/etc/passwd", raw / "\x1b]0;pwned\x07link")
+    (raw / "plain.txt").write_text("y")
+    collected = archive.collect_outputs(raw, dest, Limits())
+    assert [f.path for f in collected.files] == ["plain.txt"]
+    assert sorted(collected.refused) == [
+        "\\x1b]0;pwned\\x07link: a control character in its name",
+        "ok\\x1b[31mred.txt: a control character in its name",
+    ]
+    assert sorted(p.name for p in dest.iterdir()) == ["plain.txt"]
