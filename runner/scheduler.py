@@ -122,9 +122,10 @@ class Scheduler:
                 time.sleep(1.0)
 
     def queue_order(self) -> list[JobRecord]:
-        return fair_order(
-            self.store.in_state(JobState.queued), self.store.in_state(JobState.running), self.store.last_started()
-        )
+        queued = self.store.in_state(JobState.queued)
+        if not queued:  # the loop asks every second: no queue, no other query
+            return []
+        return fair_order(queued, self.store.in_state(JobState.running), self.store.last_started())
 
     def _dispatch(self) -> None:
         for job in self.queue_order():

@@ -64,6 +64,10 @@ UPDATE jobs SET spec = json_remove(spec, '$.task', '$.command') WHERE json_extra
 UPDATE jobs SET spec = json_remove(spec, '$.argv', '$.command', '$.env') WHERE json_extract(spec, '$.kind') = 'eval';
 UPDATE jobs SET spec = json_remove(spec, '$.task') WHERE json_extract(spec, '$.kind') IN ('ncu', 'iket');
 """,
+    # 3: the fair order asks for each owner's last start whenever jobs are queued: an index, not a scan
+    """
+CREATE INDEX IF NOT EXISTS jobs_owner_started ON jobs(owner, started);
+""",
 )
 
 
