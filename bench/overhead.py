@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,51 +29,9 @@ sys.path.insert(0, str(ROOT))
 from kcoral.cli.client import KcoralClient  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
 from kcoral.runner.models import PythonSpec  # noqa: E402
+from tests.serverproc import ServerProcess  # noqa: E402
 
 COMMAND = ["python3", "-c", "pass"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(image: str, slots: int, data_dir: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kcoral",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-            "--image",
-            image,
-            "--gpus",
-            "none",
-            "--cpu-slots",
-            str(slots),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    with KcoralClient(url) as client:
-        for _ in range(300):
-            try:
-                client.health()
-                return proc, url
-            except Exception:
-                time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the server did not start")
 
 
 def bare_run(image: str) -> float:
@@ -156,7 +112,8 @@ def main() -> None:
         send = Path(tmp) / "send"
         send.mkdir()
         tarball = build_tarball(send, tmp)
-        proc, url = (None, args.remote) if args.remote else start_server(args.image, args.slots, Path(tmp) / "data")
+        server = None if args.remote else ServerProcess(Path(tmp) / "data", args.image, args.slots).start()
+        url = args.remote or server.url
         try:
             with KcoralClient(url, timeout=120) as client:
                 bare_run(args.image)
@@ -168,9 +125,8 @@ def main() -> None:
                     cli.append(cli_run(url, send))
             jobs_per_s = throughput(url, tarball.path, args.clients, args.jobs_per_client)
         finally:
-            if proc is not None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(20)
+            if server is not None:
+                server.stop()
 
     result = {
         "image": args.image,

@@ -69,14 +69,14 @@ class _ProfilerKind:
         settings, job, paths = ctx.settings, ctx.job, ctx.paths
         spec = spec_as(job.spec, ProfileSpec)
         step = ContainerStep(
-            image=spec.image or capabilities.profiler_image(settings, self.name),  # a rerun: the digest it ran on
             command=self.command(settings, spec),
             env=profiling_env(settings, spec, job.id, dict(self.env)),
             mounts={str(paths.input): (INPUT_MOUNT, "ro"), **code_mounts("profiling")},
             output_dir=paths.raw_out,
             name=self.name,
         )
-        return Plan(image=step.image, steps=[step], collect=paths.raw_out)
+        image = spec.image or capabilities.profiler_image(settings, self.name)  # a rerun: the digest it ran on
+        return Plan(image=image, steps=[step], collect=paths.raw_out)
 
 
 class NcuKind(_ProfilerKind):

@@ -157,6 +157,7 @@ class DockerExecutor:
     def run_group(
         self,
         job_id: str,
+        image: str,
         steps: list[ContainerStep],
         lease: Lease,
         deadline: float,
@@ -174,7 +175,7 @@ class DockerExecutor:
                 if step.output_dir is not None:
                     _prepare_output_dir(step.output_dir, step.uid)
                 leader = started[0].container.id if step.join and started else None
-                options = container_options(self.settings, job_id, step, lease, self.gpu_mode(), leader)
+                options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode(), leader)
                 member = _Member(step, self._api().containers.create(**options), step.log or job_log)
                 started.append(member)
                 member.container.start()

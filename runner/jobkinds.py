@@ -73,13 +73,12 @@ class PythonKind:
         settings, job, paths = ctx.settings, ctx.job, ctx.paths
         spec = spec_as(job.spec, PythonSpec)
         step = ContainerStep(
-            image=spec.image or settings.image,
             command=[settings.python, *spec.argv],
             env=job_environment(settings.job_env, spec.env, job.id),
             mounts={str(paths.input): (INPUT_MOUNT, "ro")},
             output_dir=paths.raw_out,
         )
-        return Plan(image=step.image, steps=[step], collect=paths.raw_out)
+        return Plan(image=spec.image or settings.image, steps=[step], collect=paths.raw_out)
 
 
 #: kinds living in other packages, imported when first needed: name -> "module:attribute"

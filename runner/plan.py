@@ -23,9 +23,9 @@ from kcoral.runner.store import JobPaths, JobRecord
 
 @dataclass(frozen=True)
 class ContainerStep:
-    """One container of a job. A python job is one; an evaluation runs two side by side."""
+    """One container of a job. A python job is one; an evaluation runs two side by side. Every step
+    of a plan runs the plan's image, by the digest it was pinned to."""
 
-    image: str
     command: list[str]
     env: dict[str, str]
     #: host path -> (path in the container, "ro" | "rw")
@@ -79,7 +79,9 @@ class Finished:
 
 @dataclass(frozen=True)
 class Plan:
-    """What to run for one job. ``finish`` None: the leader's exit decides (:func:`judge`)."""
+    """What to run for one job. ``finish`` None: the leader's exit decides (:func:`judge`).
+    ``image``: the reference every step runs; the plan runner pins it once and runs the steps by
+    that digest, so a tag moved mid-job cannot change what the job ran."""
 
     image: str
     steps: list[ContainerStep]
@@ -131,14 +133,15 @@ class Executor(EngineFacts, Protocol):
     def run_group(
         self,
         job_id: str,
+        image: str,
         steps: list[ContainerStep],
         lease: Lease,
         deadline: float,
         cancel: threading.Event,
         job_log: Path,
     ) -> list[StepOutcome]:
-        """Run the steps side by side (the first leads) to their end, or kill them all on a breach;
-        InfrastructureError when the engine fails."""
+        """Run the steps side by side on ``image`` (a pinned digest; the first step leads) to their
+        end, or kill them all on a breach; InfrastructureError when the engine fails."""
 
     def remove_orphans(self) -> int: ...
 

@@ -55,8 +55,10 @@ def run_job(run: JobRun) -> RunResult:
         plan = kind_for(run.job.spec.kind).plan(JobContext(run.job, run.paths, run.lease, run.settings, run.executor))
         image = run.executor.image_info(plan.image)
         run.on_image(image)
+        pinned = image.digest or image.ref
         with _sampling(run.telemetry, run.lease) as telemetry:
-            steps = run.executor.run_group(run.job.id, plan.steps, run.lease, deadline, run.cancel, run.paths.log)
+            group = (run.job.id, pinned, plan.steps, run.lease, deadline, run.cancel, run.paths.log)
+            steps = run.executor.run_group(*group)
         leader = steps[0]
         if leader.killed or plan.finish is None:
             finished = judge(leader, run.settings.limits)

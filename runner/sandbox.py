@@ -25,7 +25,13 @@ NVIDIA_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-to
 
 
 def container_options(
-    settings: Settings, job_id: str, step: ContainerStep, lease: Lease, gpu_mode: str, leader: str | None = None
+    settings: Settings,
+    job_id: str,
+    image: str,
+    step: ContainerStep,
+    lease: Lease,
+    gpu_mode: str,
+    leader: str | None = None,
 ) -> dict[str, object]:
     """Keyword arguments for ``client.containers.create`` for one step of a job (``leader``: the
     id of the group leader whose namespaces a joined step enters)."""
@@ -41,7 +47,7 @@ def container_options(
         for path in settings.driver_mounts:
             volumes[path] = {"bind": path, "mode": "ro"}
     options: dict[str, object] = dict(
-        image=step.image,
+        image=image,
         command=step.command,
         environment=step.env,
         working_dir=step.working_dir,

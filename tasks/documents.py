@@ -7,22 +7,24 @@ without a summary), so a key's presence means the figure exists.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kcoral.tasks.harness.schema import Outcome
 
 
-class _Document(BaseModel):
+class Document(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
+    #: the document's name among the job's outputs
+    FILE: ClassVar[str] = ""
 
     def document(self) -> dict[str, Any]:
         """The JSON object as written to the job's outputs."""
         return self.model_dump(mode="json", exclude_none=True)
 
 
-class WorkloadRow(_Document):
+class WorkloadRow(Document):
     """One workload's verdict and, for a timed workload that passed, its figures (net of the protocol)."""
 
     id: str
@@ -45,7 +47,7 @@ class WorkloadRow(_Document):
     early_cpu_share: float | None = None
 
 
-class Summary(_Document):
+class Summary(Document):
     """The geometric mean of the timed workloads' speedups, its interval, and the spread."""
 
     speedup: float
@@ -57,8 +59,10 @@ class Summary(_Document):
     max_speedup: float
 
 
-class EvalReport(_Document):
+class EvalReport(Document):
     """report.json: the holdout, each workload, the flags and the summary, and the printed lines."""
+
+    FILE: ClassVar[str] = "report.json"
 
     task: str
     holdout: Outcome
@@ -80,7 +84,7 @@ class EvalReport(_Document):
         return self.holdout is Outcome.PASS and self.passed == self.total and not self.flags
 
 
-class SampleTimes(_Document):
+class SampleTimes(Document):
     """One timed workload's raw samples on the supervisor's clock (ms), for a reader to recompute."""
 
     baseline_ms: list[float] | None = None
@@ -88,8 +92,10 @@ class SampleTimes(_Document):
     protocol_ms: list[float] | None = None
 
 
-class Receipt(_Document):
+class Receipt(Document):
     """receipt.json: what a rerun pins and a reader needs to trust or redo the score."""
+
+    FILE: ClassVar[str] = "receipt.json"
 
     job: str
     task: str
@@ -105,7 +111,7 @@ class Receipt(_Document):
     finished: float
 
 
-D = TypeVar("D", bound=_Document)
+D = TypeVar("D", bound=Document)
 
 
 class DocumentError(ValueError):
@@ -113,14 +119,15 @@ class DocumentError(ValueError):
 
 
 def parse_report(data: str | bytes) -> EvalReport:
-    return _parse(EvalReport, data)
+    return parse(EvalReport, data)
 
 
 def parse_receipt(data: str | bytes) -> Receipt:
-    return _parse(Receipt, data)
+    return parse(Receipt, data)
 
 
-def _parse(model: type[D], data: str | bytes) -> D:
+def parse(model: type[D], data: str | bytes) -> D:
+    """``data`` as the document ``model``; DocumentError when it is not what the server writes."""
     try:
         return model.model_validate_json(data)
     except ValidationError as exc:

@@ -31,7 +31,7 @@ from kcoral.runner.models import EvalSpec, JobKindName, SpecBase, Verdict
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
 from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, SUPERVISOR_UID
 from kcoral.tasks import cases as case_builder
-from kcoral.tasks.documents import Receipt
+from kcoral.tasks.documents import EvalReport, Receipt
 from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
 from kcoral.tasks.harness.taskdef import Task, load_task
@@ -109,16 +109,15 @@ class _Evaluation:
         image = ctx.job.spec.image or ctx.settings.image
         cache = self._judge_cache()
         cuda = task.device == "cuda"
-        steps = [self._supervisor_step(image, cache, cuda), self._candidate_step(image, cache, cuda)]
+        steps = [self._supervisor_step(cache, cuda), self._candidate_step(cache, cuda)]
         return Plan(image=image, steps=steps, finish=self.finish, discard=(self.judge_dir,))
 
     # --- steps ------------------------------------------------------------------------------------
 
-    def _supervisor_step(self, image: str, cache: Path, cuda: bool) -> ContainerStep:
+    def _supervisor_step(self, cache: Path, cuda: bool) -> ContainerStep:
         ctx = self.ctx
         cgroups = ctx.engine.cgroup_mount()
         return ContainerStep(
-            image=image,
             command=[
                 ctx.settings.python,
                 "-P",
@@ -153,10 +152,9 @@ class _Evaluation:
             log=self.judge_log,
         )
 
-    def _candidate_step(self, image: str, cache: Path, cuda: bool) -> ContainerStep:
+    def _candidate_step(self, cache: Path, cuda: bool) -> ContainerStep:
         ctx = self.ctx
         return ContainerStep(
-            image=image,
             command=[
                 ctx.settings.python,
                 "-P",
@@ -264,7 +262,7 @@ class _Evaluation:
             Verdict.ok if report.ok else Verdict.rejected,
             0 if report.ok else None,
             "" if report.ok else "the evaluation did not pass (see the report)",
-            documents={"report.json": report.document(), "receipt.json": receipt.document()},
+            documents={EvalReport.FILE: report.document(), Receipt.FILE: receipt.document()},
             log_lines=report.lines,
         )
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import socket
 import tarfile
 import threading
 import time
@@ -29,6 +28,7 @@ from kcoral.runner.limits import Limits  # noqa: E402
 from kcoral.runner.sandbox import LABEL_INSTANCE  # noqa: E402
 from kcoral.runner.services import Services  # noqa: E402
 from kcoral.runner.settings import Settings  # noqa: E402
+from tests.serverproc import free_port
 
 JOB_IMAGE = os.environ.get("KCORAL_TEST_IMAGE", "kcoral-job:cpu")
 
@@ -49,12 +49,6 @@ def job_image(docker_client: docker.DockerClient) -> str:
 
         build_images(docker_client, ["cpu"])
     return JOB_IMAGE
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_tar(files: dict[str, str | bytes]) -> bytes:

@@ -8,7 +8,6 @@ timeout, 125 infrastructure error, 130 cancelled...).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -21,44 +20,32 @@ from kcoral.cli.errors import KcoralError, ServerError, UsageError
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.runner.models import EvalSpec, JobView, Verdict
-from kcoral.tasks.documents import DocumentError, EvalReport, Receipt, parse_receipt, parse_report
+from kcoral.tasks.documents import Document, DocumentError, EvalReport, Receipt, parse
 from kcoral.tasks.harness.schema import Outcome
 
 DEFAULT_TIMEOUT_S = 1500.0
-REPORT_FILE = "report.json"
-RECEIPT_FILE = "receipt.json"
 SOLUTION_FILE = "solution.py"
-D = TypeVar("D")
+D = TypeVar("D", bound=Document)
 
 
-def load_report(path: Path) -> EvalReport | None:
-    """A downloaded report.json, or None when it is missing; ServerError when it is not a report."""
-    return _parsed(path.name, path.read_bytes(), parse_report) if path.is_file() else None
+def load(model: type[D], output_dir: Path) -> D | None:
+    """The document ``model`` as downloaded into ``output_dir``, or None when it is missing;
+    ServerError when it is not what a kcoral server writes."""
+    path = output_dir / model.FILE
+    return _parsed(model, path.name, path.read_bytes()) if path.is_file() else None
 
 
-def load_receipt(path: Path) -> Receipt | None:
-    return _parsed(path.name, path.read_bytes(), parse_receipt) if path.is_file() else None
+def fetch(model: type[D], client: KcoralClient, view: JobView) -> D | None:
+    """The document ``model`` among a job's outputs (read into memory), or None when the job has none."""
+    entry = next((o for o in view.outputs if o.path == model.FILE), None)
+    if entry is None:
+        return None
+    return _parsed(model, f"{model.FILE} of job {view.id}", client.read_output(view.id, model.FILE, entry.sha256))
 
 
-def fetch_report(client: KcoralClient, view: JobView) -> EvalReport | None:
-    """A job's report.json (in memory), or None when the job has none."""
-    data = _fetch(client, view, REPORT_FILE)
-    return None if data is None else _parsed(f"{REPORT_FILE} of job {view.id}", data, parse_report)
-
-
-def fetch_receipt(client: KcoralClient, view: JobView) -> Receipt | None:
-    data = _fetch(client, view, RECEIPT_FILE)
-    return None if data is None else _parsed(f"{RECEIPT_FILE} of job {view.id}", data, parse_receipt)
-
-
-def _fetch(client: KcoralClient, view: JobView, name: str) -> bytes | None:
-    entry = next((o for o in view.outputs if o.path == name), None)
-    return None if entry is None else client.read_output(view.id, name, entry.sha256)
-
-
-def _parsed(what: str, data: bytes, parse: Callable[[bytes], D]) -> D:
+def _parsed(model: type[D], what: str, data: bytes) -> D:
     try:
-        return parse(data)
+        return parse(model, data)
     except DocumentError as exc:
         raise ServerError(f"{what}: not what a kcoral server writes: {exc}") from None
 
@@ -91,12 +78,12 @@ class EvalRun(PythonRun):
     def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
         self.output_dir = output_dir
         if output_dir is not None:
-            self.report = load_report(output_dir / REPORT_FILE)
-            self.receipt = load_receipt(output_dir / RECEIPT_FILE)
+            self.report = load(EvalReport, output_dir)
+            self.receipt = load(Receipt, output_dir)
         if view.verdict != Verdict.ok:
             note(f"kcoral: evaluation failed: {first_failure(view, self.report)}")
         elif self.report is None:
-            note(f"kcoral: warning: job {view.id} passed but returned no {REPORT_FILE}")
+            note(f"kcoral: warning: job {view.id} passed but returned no {EvalReport.FILE}")
         return {}
 
     def exit_code(self, view: JobView) -> int:

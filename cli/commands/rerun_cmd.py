@@ -6,6 +6,7 @@ Exit status: the new job's, as ``kcoral eval`` (an evaluation) or ``kcoral pytho
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,81 +15,102 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from kcoral.cli.commands.eval_cmd import EvalRun, fetch_receipt, fetch_report
+from kcoral.cli.commands.eval_cmd import EvalRun, fetch
 from kcoral.cli.output import emit_json, job_json, note, stdout
 from kcoral.cli.render import cell, state_text
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.runner.models import JobState, JobView
-from kcoral.tasks.documents import EvalReport, Receipt
+from kcoral.tasks.documents import Document, EvalReport, Receipt, Summary, WorkloadRow
 
 #: receipt fields that a rerun must keep
 PINNED = ("image", "task_sha256", "submission_sha256")
 
 
-def _doc(document: EvalReport | Receipt | None) -> dict[str, Any] | None:
+def _doc(document: Document | None) -> dict[str, Any] | None:
     """A parsed (so checked) report or receipt as the JSON object it came as, which --json prints."""
     return None if document is None else document.document()
 
 
-def _num(value: Any, fmt: str) -> str:
-    return format(value, fmt) if isinstance(value, int | float) and not isinstance(value, bool) else "-"
+def _num(value: float | None, fmt: str, unit: str = "") -> str:
+    return "-" if value is None else format(value, fmt) + unit
 
 
-def _rows(report: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
-    rows = (report or {}).get("workloads") or []
-    return {str(r.get("id")): r for r in rows if isinstance(r, dict)}
+def _rows(report: EvalReport | None) -> dict[str, WorkloadRow]:
+    return {r.id: r for r in report.workloads} if report is not None else {}
 
 
-def compare(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _figures(row: WorkloadRow | None) -> dict[str, Any]:
+    if row is None:
+        return {"verdict": None, "kernel_ms": None, "speedup": None}
+    return {"verdict": row.verdict.value, "kernel_ms": row.kernel_ms, "speedup": row.speedup}
+
+
+def compare(old: EvalReport | None, new: EvalReport | None) -> list[dict[str, Any]]:
     """One entry per workload id (old order, then ids only the new report has): verdict, kernel ms, speedup."""
     a, b = _rows(old), _rows(new)
     ids = list(a) + [i for i in b if i not in a]
-    fields = ("verdict", "kernel_ms", "speedup")
-    return [
-        {"id": i, "old": {f: a.get(i, {}).get(f) for f in fields}, "new": {f: b.get(i, {}).get(f) for f in fields}}
-        for i in ids
-    ]
+    return [{"id": i, "old": _figures(a.get(i)), "new": _figures(b.get(i))} for i in ids]
 
 
-def _summary(report: dict[str, Any] | None) -> dict[str, Any]:
-    s = (report or {}).get("summary")
-    return s if isinstance(s, dict) else {}
+def _summary(report: EvalReport | None) -> dict[str, Any]:
+    return _doc(report.summary) or {} if report is not None else {}
 
 
-def _ci(summary: dict[str, Any]) -> str:
-    if "speedup" not in summary:
+def _ci(summary: Summary | None) -> str:
+    if summary is None:
         return "-"
-    return (
-        f"{_num(summary.get('speedup'), '.4f')}x "
-        f"[{_num(summary.get('speedup_lo'), '.4f')}, {_num(summary.get('speedup_hi'), '.4f')}]"
-    )
+    return f"{summary.speedup:.4f}x [{summary.speedup_lo:.4f}, {summary.speedup_hi:.4f}]"
 
 
-def _job_line(label: str, view: JobView, receipt: dict[str, Any] | None) -> str:
-    digest = (receipt or {}).get("image") or (view.image.digest if view.image else "") or "-"
+def _job_line(label: str, view: JobView, receipt: Receipt | None) -> str:
+    digest = (receipt.image if receipt else "") or (view.image.digest if view.image else "") or "-"
     return f"{label} job {view.id}: {state_text(view)}, image {digest}"
 
 
-def _pinned_lines(
-    old: dict[str, Any] | None, new: dict[str, Any] | None, old_view: JobView, new_view: JobView
-) -> list[str]:
+def _pinned_lines(old: Receipt | None, new: Receipt | None, old_view: JobView, new_view: JobView) -> list[str]:
     if old is None or new is None:  # not an evaluation, or one without receipt: the job views' images
         a = old_view.image.digest if old_view.image else ""
         b = new_view.image.digest if new_view.image else ""
         if a and b:
             return [f"image digests {'match' if a == b else 'DIFFER'}"]
         return []
-    return [f"{name.replace('_', ' ')}s {'match' if old.get(name) == new.get(name) else 'DIFFER'}" for name in PINNED]
-
-
-def comparison_view(doc: dict[str, Any], old_view: JobView, new_view: JobView) -> RenderableType:
-    parts: list[RenderableType] = [
-        cell(_job_line("old", old_view, doc["old"]["receipt"])),
-        cell(_job_line("new", new_view, doc["new"]["receipt"])),
+    return [
+        f"{name.replace('_', ' ')}s {'match' if getattr(old, name) == getattr(new, name) else 'DIFFER'}"
+        for name in PINNED
     ]
-    parts += [cell(line) for line in doc["pinned"]]
-    old_report, new_report = doc["old"]["report"], doc["new"]["report"]
-    if old_report is None and new_report is None:
+
+
+@dataclass(frozen=True)
+class Side:
+    """One of the two jobs a rerun compares, with its evaluation documents where it has them."""
+
+    view: JobView
+    report: EvalReport | None = None
+    receipt: Receipt | None = None
+
+    def json(self) -> dict[str, Any]:
+        return {"job": job_json(self.view), "report": _doc(self.report), "receipt": _doc(self.receipt)}
+
+
+def comparison(old: Side, new: Side, code: int) -> dict[str, Any]:
+    """What ``--json`` prints: both jobs and their documents, the workloads side by side, the pins."""
+    return {
+        "old": old.json(),
+        "new": new.json(),
+        "workloads": compare(old.report, new.report),
+        "summary": {"old": _summary(old.report), "new": _summary(new.report)},
+        "pinned": _pinned_lines(old.receipt, new.receipt, old.view, new.view),
+        "exit_code": code,
+    }
+
+
+def comparison_view(old: Side, new: Side) -> RenderableType:
+    parts: list[RenderableType] = [
+        cell(_job_line("old", old.view, old.receipt)),
+        cell(_job_line("new", new.view, new.receipt)),
+    ]
+    parts += [cell(line) for line in _pinned_lines(old.receipt, new.receipt, old.view, new.view)]
+    if old.report is None and new.report is None:
         return Group(*parts)
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in (
@@ -101,47 +123,43 @@ def comparison_view(doc: dict[str, Any], old_view: JobView, new_view: JobView) -
         "SPEEDUP NEW",
     ):
         table.add_column(column, no_wrap=True)
-    table.add_row(
-        "holdout",
-        str((old_report or {}).get("holdout", "-")),
-        str((new_report or {}).get("holdout", "-")),
-        "",
-        "",
-        "",
-        "",
-    )
-    for row in doc["workloads"]:
-        o, n = row["old"], row["new"]
+    table.add_row("holdout", _holdout(old.report), _holdout(new.report), "", "", "", "")
+    a, b = _rows(old.report), _rows(new.report)
+    for i in list(a) + [i for i in b if i not in a]:
+        o, n = a.get(i), b.get(i)
         table.add_row(
-            cell(row["id"]),
-            str(o["verdict"] or "-"),
-            str(n["verdict"] or "-"),
-            _num(o["kernel_ms"], ".6f"),
-            _num(n["kernel_ms"], ".6f"),
-            _num(o["speedup"], ".4f") + ("x" if o["speedup"] is not None else ""),
-            _num(n["speedup"], ".4f") + ("x" if n["speedup"] is not None else ""),
+            cell(i),
+            o.verdict.value if o else "-",
+            n.verdict.value if n else "-",
+            _num(o.kernel_ms if o else None, ".6f"),
+            _num(n.kernel_ms if n else None, ".6f"),
+            _num(o.speedup if o else None, ".4f", "x"),
+            _num(n.speedup if n else None, ".4f", "x"),
         )
-    so, sn = doc["summary"]["old"], doc["summary"]["new"]
+    so = old.report.summary if old.report else None
+    sn = new.report.summary if new.report else None
     table.add_row(
         "summary",
-        _passed(old_report),
-        _passed(new_report),
-        _num(so.get("kernel_ms"), ".6f"),
-        _num(sn.get("kernel_ms"), ".6f"),
-        _num(so.get("speedup"), ".4f") + ("x" if so else ""),
-        _num(sn.get("speedup"), ".4f") + ("x" if sn else ""),
+        _passed(old.report),
+        _passed(new.report),
+        _num(so.kernel_ms if so else None, ".6f"),
+        _num(sn.kernel_ms if sn else None, ".6f"),
+        _num(so.speedup if so else None, ".4f", "x"),
+        _num(sn.speedup if sn else None, ".4f", "x"),
     )
     parts += [cell(""), table, cell(""), cell(f"summary speedup: old {_ci(so)}  new {_ci(sn)}  (95% CI)")]
-    for label, report in (("old", old_report), ("new", new_report)):
-        for flag in (report or {}).get("flags") or []:
+    for label, report in (("old", old.report), ("new", new.report)):
+        for flag in report.flags if report else []:
             parts.append(cell(f"{label} flagged: {flag}"))
     return Group(*parts)
 
 
-def _passed(report: dict[str, Any] | None) -> str:
-    if not report:
-        return "-"
-    return f"passed {report.get('passed', '?')}/{report.get('total', '?')}"
+def _holdout(report: EvalReport | None) -> str:
+    return report.holdout.value if report else "-"
+
+
+def _passed(report: EvalReport | None) -> str:
+    return f"passed {report.passed}/{report.total}" if report else "-"
 
 
 def rerun(
@@ -174,22 +192,12 @@ def rerun(
         if new_view.state != JobState.finished:  # interrupted: the flow has cancelled it
             raise typer.Exit(code)
         old_view = client.status(old_view.id)
-        old_report = old_receipt = None
+        old = Side(old_view)
         if is_eval and old_view.state == JobState.finished:
-            old_report = _doc(fetch_report(client, old_view))
-            old_receipt = _doc(fetch_receipt(client, old_view))
-    new_report = _doc(flow.report) if isinstance(flow, EvalRun) else None
-    new_receipt = _doc(flow.receipt) if isinstance(flow, EvalRun) else None
-    doc: dict[str, Any] = {
-        "old": {"job": job_json(old_view), "report": old_report, "receipt": old_receipt},
-        "new": {"job": job_json(new_view), "report": new_report, "receipt": new_receipt},
-        "workloads": compare(old_report, new_report),
-        "summary": {"old": _summary(old_report), "new": _summary(new_report)},
-        "pinned": _pinned_lines(old_receipt, new_receipt, old_view, new_view),
-        "exit_code": code,
-    }
+            old = Side(old_view, fetch(EvalReport, client, old_view), fetch(Receipt, client, old_view))
+    new = Side(new_view, flow.report, flow.receipt) if isinstance(flow, EvalRun) else Side(new_view)
     if json:
-        emit_json(doc)
+        emit_json(comparison(old, new, code))
     else:
-        stdout().print(comparison_view(doc, old_view, new_view))
+        stdout().print(comparison_view(old, new))
     raise typer.Exit(code)

@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from kcoral.cli.commands.eval_cmd import fetch_receipt, fetch_report
+from kcoral.cli.commands.eval_cmd import fetch
 from kcoral.cli.output import emit_json, job_json, stdout
 from kcoral.cli.render import cell, fmt_time, job_details, state_text
 from kcoral.runner.models import JobState, JobView
@@ -110,7 +110,7 @@ def show(
         view = client.status(job_id)
         is_eval = view.spec.kind == "eval"
         if is_eval and view.state == JobState.finished:
-            receipt, report = fetch_receipt(client, view), fetch_report(client, view)
+            receipt, report = fetch(Receipt, client, view), fetch(EvalReport, client, view)
     if json:
         doc = job_json(view)
         if is_eval:

@@ -2,54 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 
 from kcoral.runner.sandbox import LABEL_JOB
-from tests.conftest import free_port, make_tar
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _serve(data_dir: Path, port: int, image: str) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kcoral",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-            "--image",
-            image,
-            "--gpus",
-            "none",
-            "--cpu-slots",
-            "1",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
-                return proc
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("server did not come up")
+from tests.conftest import make_tar
+from tests.serverproc import ServerProcess
 
 
 def _submit(http: httpx.Client, script: str) -> str:
@@ -59,9 +18,8 @@ def _submit(http: httpx.Client, script: str) -> str:
 
 
 def test_restart_keeps_queued_jobs_and_reports_the_running_one(tmp_path, job_image, docker_client):
-    port = free_port()
-    proc = _serve(tmp_path / "data", port, job_image)
-    http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+    server = ServerProcess(tmp_path / "data", job_image).start()
+    http = httpx.Client(base_url=server.url, timeout=30)
     try:
         running = _submit(http, "import time\nprint('working', flush=True)\ntime.sleep(120)\n")
         queued = _submit(http, "print('ran after the restart')\n")
@@ -72,12 +30,11 @@ def test_restart_keeps_queued_jobs_and_reports_the_running_one(tmp_path, job_ima
         while not docker_client.containers.list(filters={"label": f"{LABEL_JOB}={running}"}):
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        server.kill()
         orphans = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"})
         assert len(orphans) == 1, "the killed server left its job container behind"
 
-        proc = _serve(tmp_path / "data", port, job_image)
+        server.start()
         lost = http.get(f"/v1/jobs/{running}").json()
         assert lost["state"] == "finished" and lost["verdict"] == "infrastructure_error"
         assert "server stopped while this job was running" in lost["reason"]
@@ -90,7 +47,6 @@ def test_restart_keeps_queued_jobs_and_reports_the_running_one(tmp_path, job_ima
         assert http.get(f"/v1/jobs/{queued}/log").text == "ran after the restart\n"
     finally:
         http.close()
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+        server.kill()
         for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"}):
             c.remove(force=True)

@@ -143,7 +143,8 @@ def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_cod
     assert step.mounts[str(paths.input)] == ("/job/input", "ro")
     assert ("/kcoral/kcoral/profiling", "ro") in step.mounts.values()
     assert step.working_dir == "/job/input" and step.name == "ncu"
-    assert step.image == "kcoral-ncu:latest"  # image mode: the ncu image, not the plain job image
+    # image mode: the ncu image, not the plain job image
+    assert executor.ran[0].image == executor.image_info("kcoral-ncu:latest").digest
 
 
 def test_iket_run_sets_cute_dsl_no_cache(tmp_path: Path, caps: dict[str, Any]) -> None:

@@ -47,6 +47,7 @@ def runs_until_stopped(started: threading.Event | None = None) -> Script:
 @dataclass
 class Ran:
     job_id: str
+    image: str
     steps: list[ContainerStep]
     lease: Lease
     deadline: float = 0.0
@@ -81,13 +82,14 @@ class FakeExecutor:
     def run_group(
         self,
         job_id: str,
+        image: str,
         steps: list[ContainerStep],
         lease: Lease,
         deadline: float,
         cancel: threading.Event,
         job_log: Path,
     ) -> list[StepOutcome]:
-        self.ran.append(Ran(job_id, steps, lease, deadline))
+        self.ran.append(Ran(job_id, image, steps, lease, deadline))
         if self.failing:
             raise InfrastructureError(self.failing)
         for step in steps:

@@ -70,7 +70,15 @@ def test_python_plan_is_one_step_in_the_sent_directory(tmp_path: Path) -> None:
 def test_a_rerun_runs_on_the_pinned_image(tmp_path: Path) -> None:
     executor = FakeExecutor()
     _, _, pinned = run(tmp_path, executor, PythonSpec(argv=["m.py"], image="sha256:feed"))
-    assert executor.ran[0].steps[0].image == "sha256:feed" and pinned[0].ref == "sha256:feed"
+    assert pinned[0].ref == "sha256:feed" and executor.ran[0].image == pinned[0].digest
+
+
+def test_every_step_runs_the_digest_that_was_pinned_not_the_tag(tmp_path: Path) -> None:
+    """A tag moved between pinning and starting the containers cannot change what the job ran: the
+    executor is handed the pinned digest, the one the job records."""
+    executor = FakeExecutor()
+    _, _, pinned = run(tmp_path, executor)
+    assert pinned[0].digest.startswith("sha256:") and executor.ran[0].image == pinned[0].digest != "kcoral-job:cpu"
 
 
 def test_outputs_are_collected_once_links_refused_and_the_raw_folder_removed(tmp_path: Path) -> None:
@@ -109,8 +117,8 @@ class TwoStepKind:
     def plan(self, ctx: JobContext) -> Plan:
         self.private.mkdir(exist_ok=True)
         steps = [
-            ContainerStep(image="img", command=["lead"], env={}, log=ctx.paths.root / "lead.log"),
-            ContainerStep(image="img", command=["member"], env={}, join=True),
+            ContainerStep(command=["lead"], env={}, log=ctx.paths.root / "lead.log"),
+            ContainerStep(command=["member"], env={}, join=True),
         ]
         return Plan(image="img", steps=steps, finish=self.finish, discard=(self.private,))
 
@@ -197,7 +205,7 @@ def test_judge_gives_the_exact_reason() -> None:
 def test_the_plan_types_defaults_are_the_documented_ones() -> None:
     """A step is a job container unless it says otherwise: the job uid, the sent directory as its
     working directory, its own IPC and PID namespaces, the job's log, the server's output budget."""
-    step = ContainerStep(image="i", command=["c"], env={})
+    step = ContainerStep(command=["c"], env={})
     assert (step.mounts, step.working_dir, step.output_dir, step.name, step.output_budget) == (
         {}, "/job/input", None, "job", None
     )  # fmt: skip
