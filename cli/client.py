@@ -28,6 +28,7 @@ from kcoral.cli.errors import (
     BadRequest,
     KcoralError,
     NotFound,
+    ServerBusy,
     ServerError,
     ServerUnreachable,
     Unauthorized,
@@ -307,9 +308,19 @@ def _error_from_response(response: httpx.Response, what: str) -> KcoralError:
         return Unauthorized(text, hint="pass --token or set KCORAL_TOKEN")
     if status == 404:
         return NotFound(text, code=code or "not_found")
+    if status in (429, 503, 507):
+        return ServerBusy(text, status=status, retry_after=_seconds(response.headers.get("retry-after")))
     if 400 <= status < 500:
         return BadRequest(text, status=status, code=code)
     return ServerError(text, status=status)
+
+
+def _seconds(header: str | None) -> float | None:
+    """A Retry-After header given in seconds (the form kcoral servers send), else None."""
+    try:
+        return float(header) if header is not None else None
+    except ValueError:
+        return None
 
 
 def _parse(model: type[_M], data: Any, what: str) -> _M:

@@ -48,6 +48,16 @@ class NotFound(BadRequest):
         super().__init__(message, status=404, code=code, hint=hint)
 
 
+class ServerBusy(KcoralError):
+    """429, 503, 507: the server cannot take this now (the token's queue is full, the engine is down,
+    its disk is full); the same call may succeed later, after ``retry_after`` seconds if it said."""
+
+    def __init__(self, message: str, *, status: int, retry_after: float | None = None, hint: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+        self.retry_after = retry_after
+
+
 class ServerError(KcoralError):
     """A 5xx, or an answer the client cannot make sense of (bad JSON, a corrupt download)."""
 

@@ -26,7 +26,15 @@ from typing import Any
 
 from rich.console import Console
 
-from kcoral.cli.errors import BadRequest, KcoralError, ServerError, ServerUnreachable, Unauthorized, UsageError
+from kcoral.cli.errors import (
+    BadRequest,
+    KcoralError,
+    ServerBusy,
+    ServerError,
+    ServerUnreachable,
+    Unauthorized,
+    UsageError,
+)
 from kcoral.runner.models import JobView, Verdict
 from kcoral.runner.printable import printable
 
@@ -34,6 +42,8 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 69
 EXIT_SERVER_ERROR = 70
+#: sysexits' EX_TEMPFAIL: the server is busy or short of something; the same command may work later
+EXIT_TRY_LATER = 75
 EXIT_UNAUTHORIZED = 77
 EXIT_INTERRUPTED = 130
 
@@ -52,6 +62,7 @@ VERDICT_EXIT_CODES: dict[Verdict, int | None] = {
 ERROR_EXIT_CODES: tuple[tuple[type[KcoralError], int], ...] = (
     (Unauthorized, EXIT_UNAUTHORIZED),
     (ServerUnreachable, EXIT_UNREACHABLE),
+    (ServerBusy, EXIT_TRY_LATER),
     (ServerError, EXIT_SERVER_ERROR),
     (UsageError, EXIT_USAGE),
     (BadRequest, EXIT_USAGE),

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import re
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from kcoral.runner.archive import extract_upload, safe_output_path
 from kcoral.runner.envpolicy import validate_client_env
@@ -24,7 +27,7 @@ from kcoral.runner.errors import (
     NotFound,
     PayloadTooLarge,
     RequestError,
-    TooManyJobs,
+    disk_writes,
 )
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.models import JobSpec, JobState, JobView, OutputFile
@@ -33,6 +36,8 @@ from kcoral.runner.store import JobRecord
 
 router = APIRouter(prefix="/v1")
 _LOG_CHUNK = 1 << 16
+#: what runner.store makes a job id; anything else is no job (and never reaches the database)
+JOB_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{8}")
 
 
 def services(request: Request) -> Services:
@@ -44,6 +49,8 @@ def owner(request: Request, authorization: str | None = Header(default=None)) ->
 
 
 def _own_job(svc: Services, job_id: str, who: str) -> JobRecord:
+    if not JOB_ID.fullmatch(job_id):
+        raise NotFound(f"no job {job_id}")
     job = svc.store.get(job_id)
     if job.owner != who:
         raise NotFound(f"no job {job_id}")
@@ -124,9 +131,7 @@ def submit(spec: JobSpec, request: Request, response: Response, who: str = Depen
         raise BadRequest(f"timeout {spec.timeout_s:g} s is over this server's limit of {limits.max_timeout_s:g} s")
     validate_client_env(spec.client_env(), limits)
     svc.placement.check(spec.gpus)
-    if svc.store.count(who, (JobState.created, JobState.queued)) >= limits.queued_per_token:
-        raise TooManyJobs(f"you have {limits.queued_per_token} jobs waiting already; wait for some to finish")
-    job = svc.store.create(who, spec)
+    job = svc.store.create(who, spec, waiting_cap=limits.queued_per_token)
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return _view(svc, job)
 
@@ -141,27 +146,41 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
     declared = int(request.headers.get("content-length") or 0)
     if declared > limits.upload_bytes:
         raise PayloadTooLarge(f"the upload is {declared} bytes; the limit is {limits.upload_bytes}")
-    paths = svc.store.paths(job_id)
-    digest = hashlib.sha256()
-    size = 0
-    try:
-        with open(paths.tar, "wb") as out:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limits.upload_bytes:
-                    raise PayloadTooLarge(f"the upload passed the limit of {limits.upload_bytes} bytes")
-                digest.update(chunk)
-                out.write(chunk)
-        await run_in_threadpool(extract_upload, paths.tar, paths.input, limits)
-    except RequestError:
-        svc.store.delete(job_id)
-        raise
-    except BaseException:
-        shutil.rmtree(paths.input, ignore_errors=True)
-        raise
-    svc.store.mark_queued(job_id, digest.hexdigest(), size)
+    with svc.uploads.claim(job_id):
+        paths = svc.store.paths(job_id)
+        try:
+            with disk_writes("cannot store the upload"):
+                sha256, size = await _receive(request, paths.tar, limits.upload_bytes)
+            await run_in_threadpool(extract_upload, paths.tar, paths.input, limits)
+        except ClientDisconnect:  # nobody reads an answer: the job and its partial file go, quietly
+            svc.store.delete(job_id)
+            raise BadRequest("the upload was cut off before its end") from None
+        except RequestError:
+            svc.store.delete(job_id)
+            raise
+        except BaseException:  # a full disk, a server stopping: the job stays, waiting for an upload
+            paths.tar.unlink(missing_ok=True)
+            shutil.rmtree(paths.input, ignore_errors=True)
+            raise
+        if not svc.store.mark_queued(job_id, sha256, size):
+            shutil.rmtree(paths.input, ignore_errors=True)
+            raise Conflict(f"job {job_id} was cancelled while its input was received")
     svc.scheduler.wake()
     return _view(svc, svc.store.get(job_id))
+
+
+async def _receive(request: Request, path: Path, limit: int) -> tuple[str, int]:
+    """The request body into ``path``, up to ``limit`` bytes: (sha256, size)."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "wb") as out:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"the upload passed the limit of {limit} bytes")
+            digest.update(chunk)
+            out.write(chunk)
+    return digest.hexdigest(), size
 
 
 @router.post("/jobs/{job_id}/rerun", status_code=201)
@@ -169,17 +188,22 @@ def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobVi
     """Run a finished job's submission again with the same image digest (and, for eval, task snapshot)."""
     svc = services(request)
     original = _own_job(svc, job_id, who)
-    if original.state == JobState.created:
-        raise Conflict(f"job {job_id} has no input yet")
-    if svc.store.count(who, (JobState.created, JobState.queued)) >= svc.settings.limits.queued_per_token:
-        raise TooManyJobs(f"you have {svc.settings.limits.queued_per_token} jobs waiting already")
+    old = svc.store.paths(job_id)
+    if original.state == JobState.created or not original.input_sha256 or not old.tar.is_file():
+        raise Conflict(f"job {job_id} has no input to run again (it never received its upload)")
     pinned = original.image.digest if original.image and original.image.digest else None
-    job = svc.store.create(who, original.spec.model_copy(update={"image": pinned}))
-    old, new = svc.store.paths(job_id), svc.store.paths(job.id)
-    shutil.copyfile(old.tar, new.tar)
-    if old.snapshot.is_dir():
-        shutil.copytree(old.snapshot, new.snapshot, symlinks=True)
-    extract_upload(new.tar, new.input, svc.settings.limits)
+    spec = original.spec.model_copy(update={"image": pinned})
+    job = svc.store.create(who, spec, waiting_cap=svc.settings.limits.queued_per_token)
+    new = svc.store.paths(job.id)
+    try:
+        with disk_writes("cannot copy the job's input"):
+            shutil.copyfile(old.tar, new.tar)
+            if old.snapshot.is_dir():
+                shutil.copytree(old.snapshot, new.snapshot, symlinks=True)
+        extract_upload(new.tar, new.input, svc.settings.limits)
+    except BaseException:
+        svc.store.delete(job.id)
+        raise
     svc.store.mark_queued(job.id, original.input_sha256, original.input_bytes)
     svc.scheduler.wake()
     return _view(svc, svc.store.get(job.id))
@@ -214,12 +238,14 @@ def cancel_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobV
 
 @router.get("/jobs/{job_id}/log")
 async def job_log(
-    job_id: str, request: Request, offset: int = 0, follow: bool = False, who: str = Depends(owner)
+    job_id: str,
+    request: Request,
+    offset: int = Query(0, ge=0, le=1 << 62, description="the byte of the log to start at"),
+    follow: bool = False,
+    who: str = Depends(owner),
 ) -> StreamingResponse:
     svc = services(request)
     _own_job(svc, job_id, who)
-    if offset < 0:
-        raise BadRequest("offset must be >= 0")
     path = svc.store.paths(job_id).log
 
     async def stream() -> AsyncIterator[bytes]:
@@ -239,8 +265,11 @@ async def job_log(
 
 
 def _read_at(path: Path, pos: int) -> bytes:
+    """Up to one chunk of the log at ``pos``; nothing past its end (however far past)."""
     try:
         with open(path, "rb") as f:
+            if pos >= os.fstat(f.fileno()).st_size:
+                return b""
             f.seek(pos)
             return f.read(_LOG_CHUNK)
     except FileNotFoundError:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import posixpath
 import shutil
 import stat
 import tarfile
@@ -16,27 +15,62 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcoral.runner import jobfs
-from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge
+from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge, disk_writes
 from kcoral.runner.limits import Limits
 from kcoral.runner.models import OutputFile
 from kcoral.runner.printable import is_control, printable
 from kcoral.runner.relpath import relative_inside
+from kcoral.runner.tarscan import scan
+
+#: the longest name of one path component (Linux NAME_MAX) and of a whole member path in an upload
+#: (PATH_MAX less room for the job folder the input lands in)
+NAME_BYTES = 255
+PATH_BYTES = 3072
+#: links followed while resolving one link target (Linux gives up at 40 as well)
+LINK_HOPS = 40
 
 _CHUNK = 1 << 20
 
 
 def _clean_member_name(name: str) -> str:
     try:
-        return relative_inside(name)
+        clean = relative_inside(name)
     except ValueError as exc:
         raise BadRequest(f"the upload has {exc}: {name!r}") from None
+    raw = clean.encode("utf-8", "surrogateescape")
+    if len(raw) > PATH_BYTES:
+        raise BadRequest(f"the upload has a path of {len(raw)} bytes; the limit is {PATH_BYTES}")
+    if any(len(part) > NAME_BYTES for part in raw.split(b"/")):
+        raise BadRequest(f"the upload has a name over {NAME_BYTES} bytes in {clean[:80]!r}...")
+    return clean
 
 
-def _link_stays_inside(member_path: str, target: str) -> bool:
+def _resolve(parts: list[str], target: str, links: dict[str, str], hops: int = 0) -> list[str] | None:
+    """The folder components that ``target`` (a link's target, relative to the folder ``parts``)
+    reaches when every link of the upload on the way is followed, as the kernel would follow them;
+    None when it leaves the upload's folder, is absolute, or loops."""
     if target.startswith("/"):
-        return False
-    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(member_path), target))
-    return not (resolved == ".." or resolved.startswith("../"))
+        return None
+    at = list(parts)
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not at:
+                return None
+            at.pop()
+            continue
+        at.append(part)
+        inner = links.get("/".join(at))
+        if inner is not None:
+            hops += 1
+            if hops > LINK_HOPS:
+                return None
+            reached = _resolve(at[:-1], inner, links, hops)
+            if reached is None:
+                return None
+            at = reached
+    return at
 
 
 def extract_upload(tar_path: Path, dest: Path, limits: Limits) -> int:
@@ -46,8 +80,9 @@ def extract_upload(tar_path: Path, dest: Path, limits: Limits) -> int:
     Refused with a 4xx: absolute paths, '..', links leading outside, hard links, devices,
     FIFOs, and archives over the file-count or unpacked-byte budget.
     """
+    scan(tar_path, limits)
     try:
-        with tarfile.open(tar_path, "r:*") as tar:
+        with tarfile.open(tar_path, "r:*") as tar, disk_writes("cannot unpack the upload"):
             members = _checked_members(tar, limits)
             dest.mkdir(parents=True, exist_ok=True)
             for name, member in members:
@@ -68,8 +103,7 @@ def _checked_members(tar: tarfile.TarFile, limits: Limits) -> list[tuple[str, ta
         if member.isfile():
             total += member.size
         elif member.issym():
-            if not _link_stays_inside(name, member.linkname):
-                raise BadRequest(f"the upload has a link leading outside: {name!r} -> {member.linkname!r}")
+            pass  # checked below, once every link is known
         elif member.islnk():
             raise BadRequest(f"the upload has a hard link ({name!r}); send a copy of the file instead")
         elif not member.isdir():
@@ -82,13 +116,19 @@ def _checked_members(tar: tarfile.TarFile, limits: Limits) -> list[tuple[str, ta
             raise PayloadTooLarge(f"the upload has more than {limits.upload_files} entries")
         if total > limits.unpacked_bytes:
             raise PayloadTooLarge(f"the upload unpacks to more than {limits.unpacked_bytes} bytes")
-    # A member may not be written through a link an earlier member made.
-    links = {name for name, m in members if m.issym()}
+    links = {name: m.linkname for name, m in members if m.issym()}
+    not_dirs = {name for name, m in members if not m.isdir()}
     for name, _ in members:
         parts = name.split("/")
         for i in range(1, len(parts)):
-            if "/".join(parts[:i]) in links:
+            prefix = "/".join(parts[:i])
+            if prefix in links:  # a member may not be written through a link another member made
                 raise BadRequest(f"the upload writes {name!r} through a symbolic link")
+            if prefix in not_dirs:
+                raise BadRequest(f"the upload has {prefix!r} both as a file and as a folder")
+    for name, target in links.items():  # physically: every link on the way followed, as a job would
+        if _resolve(name.split("/")[:-1], target, links) is None:
+            raise BadRequest(f"the upload has a link leading outside: {name!r} -> {target!r}")
     return members
 
 

@@ -9,16 +9,23 @@ these at one boundary each (executor, store, gpus, archive); routes never see fo
     |   +-- Conflict                  409  wrong state (input already uploaded, ...)
     |   +-- PayloadTooLarge           413  upload over the byte or file-count budget
     |   +-- TooManyJobs               429  the token's queued-job cap is reached
-    +-- InfrastructureError           the sandbox failed (Docker down, image missing, ...):
-                                      a job that meets it ends with Verdict.infrastructure_error
+    +-- InfrastructureError           503  the sandbox failed (Docker down, image missing, ...):
+    |                                      a job that meets it ends with Verdict.infrastructure_error
+    +-- InsufficientStorage           507  the server's disk is full: nothing new is taken
 """
 
 from __future__ import annotations
+
+import errno
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
 class KcoralError(Exception):
     status = 500
     code = "internal"
+    #: seconds after which the same request may succeed (sent as Retry-After), None: not a matter of time
+    retry_after: int | None = None
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -57,8 +64,32 @@ class PayloadTooLarge(RequestError):
 class TooManyJobs(RequestError):
     status = 429
     code = "too_many_jobs"
+    retry_after = 10
 
 
 class InfrastructureError(KcoralError):
     status = 503
     code = "infrastructure"
+    retry_after = 30
+
+
+class InsufficientStorage(KcoralError):
+    status = 507
+    code = "insufficient_storage"
+    retry_after = 60
+
+
+#: what a write meets when the disk (or the data dir's quota) is full
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+@contextmanager
+def disk_writes(what: str) -> Iterator[None]:
+    """The one translation of an OSError met while the server writes its own files: a full disk is
+    InsufficientStorage (507), anything else an InfrastructureError naming ``what``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in DISK_FULL:
+            raise InsufficientStorage(f"the server's disk is full: {what}") from None
+        raise InfrastructureError(f"{what}: {exc.strerror or exc}") from None

@@ -13,7 +13,7 @@ import shlex
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
 
 
 class JobState(StrEnum):
@@ -56,6 +56,15 @@ class SpecBase(BaseModel):
     timeout_s: float = Field(600.0, gt=0, description="wall-clock limit for the job, seconds")
     gpus: int = Field(1, ge=0, description="GPUs to lease; CPU slots stand in on a host without GPUs")
 
+    @model_validator(mode="after")
+    def _encodable(self) -> SpecBase:
+        """Every text of the spec is valid Unicode: JSON can carry a lone surrogate ("\\ud800"), which
+        no argv, environment, file or database can hold."""
+        for name, value in self:
+            if not _encodable(value):
+                raise ValueError(f"{name} holds a lone surrogate (text that is not valid Unicode)")
+        return self
+
     def words(self) -> list[str]:
         """The command-line words the job carries (checked against the argv budget)."""
         return []
@@ -67,6 +76,20 @@ class SpecBase(BaseModel):
     def title(self) -> str:
         """The job on one line, as a person would have typed it."""
         return f"{self.kind} {shlex.join(self.words())}".rstrip()
+
+
+def _encodable(value: object) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_encodable(v) for v in value)
+    return True
 
 
 class PythonSpec(SpecBase):

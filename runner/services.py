@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from kcoral.runner.auth import Authenticator, load_tokens
+from kcoral.runner.errors import Conflict
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpus import Nvml
 from kcoral.runner.leases import LeasePool, Placement
@@ -12,6 +16,26 @@ from kcoral.runner.models import GpuInfo
 from kcoral.runner.scheduler import Scheduler
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobStore
+
+
+class Uploads:
+    """The jobs whose input is being received: one upload per job at a time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: set[str] = set()
+
+    @contextmanager
+    def claim(self, job_id: str) -> Iterator[None]:
+        with self._lock:
+            if job_id in self._jobs:
+                raise Conflict(f"job {job_id} is receiving its input already")
+            self._jobs.add(job_id)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._jobs.discard(job_id)
 
 
 @dataclass
@@ -24,6 +48,7 @@ class Services:
     executor: DockerExecutor
     scheduler: Scheduler
     auth: Authenticator
+    uploads: Uploads = field(default_factory=Uploads)
 
     @classmethod
     def build(cls, settings: Settings) -> Services:

@@ -7,6 +7,7 @@ a lock, so a crash leaves each job in one of its states, never between two.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import secrets
 import shutil
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcoral.runner.errors import InfrastructureError, NotFound
+from kcoral.runner.errors import InfrastructureError, InsufficientStorage, NotFound, TooManyJobs, disk_writes
 from kcoral.runner.models import (
     GpuInfo,
     ImageInfo,
@@ -29,6 +30,9 @@ from kcoral.runner.models import (
     Verdict,
     parse_spec,
 )
+
+#: SQLite's result code for a full disk (sqlite3.Error.sqlite_errorcode)
+SQLITE_FULL = 13
 
 #: Numbered schema migrations: MIGRATIONS[i] brings a database from ``PRAGMA user_version`` i to i + 1.
 #: Append, never edit: a database made by any earlier kcoral opens by running the ones it lacks.
@@ -165,29 +169,57 @@ class JobStore:
                 yield self._db
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
+                self._rollback()
+                if getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL:
+                    raise InsufficientStorage("the server's disk is full: the job database cannot grow") from None
                 raise InfrastructureError(f"job database error: {exc}") from None
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._rollback()
                 raise
+
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # SQLite may have rolled back already (a full disk)
+            self._db.execute("ROLLBACK")
 
     def paths(self, job_id: str) -> JobPaths:
         return JobPaths(self.jobs_dir / job_id)
 
     # --- writes -------------------------------------------------------------------------------
 
-    def create(self, owner: str, spec: SpecBase) -> JobRecord:
+    def create(self, owner: str, spec: SpecBase, waiting_cap: int | None = None) -> JobRecord:
+        """A new job, ``created`` (waiting for its input). With ``waiting_cap``: TooManyJobs when the
+        owner has that many jobs created or queued already, counted in the same transaction as the
+        insert, so simultaneous submissions cannot pass the cap together."""
         job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(4)
-        self.paths(job_id).root.mkdir(parents=True)
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO jobs (id, owner, state, spec, created) VALUES (?, ?, ?, ?, ?)",
-                (job_id, owner, JobState.created, spec.model_dump_json(), time.time()),
-            )
+        root = self.paths(job_id).root
+        try:
+            with self._tx() as db:
+                if waiting_cap is not None:
+                    waiting = db.execute(
+                        "SELECT COUNT(*) FROM jobs WHERE owner=? AND state IN (?, ?)",
+                        (owner, JobState.created, JobState.queued),
+                    ).fetchone()[0]
+                    if waiting >= waiting_cap:
+                        raise TooManyJobs(f"you have {waiting_cap} jobs waiting already; wait for some to finish")
+                db.execute(
+                    "INSERT INTO jobs (id, owner, state, spec, created) VALUES (?, ?, ?, ?, ?)",
+                    (job_id, owner, JobState.created, spec.model_dump_json(), time.time()),
+                )
+                with disk_writes("cannot make the job's folder"):
+                    root.mkdir(parents=True)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
         return self.get(job_id)
 
-    def mark_queued(self, job_id: str, sha256: str, size: int) -> None:
-        self._update(job_id, state=JobState.queued, input_sha256=sha256, input_bytes=size, queued=time.time())
+    def mark_queued(self, job_id: str, sha256: str, size: int) -> bool:
+        """Queue a job that got its input, if it is still ``created`` (not cancelled meanwhile)."""
+        with self._tx() as db:
+            cur = db.execute(
+                "UPDATE jobs SET state=?, input_sha256=?, input_bytes=?, queued=? WHERE id=? AND state=?",
+                (JobState.queued, sha256, size, time.time(), job_id, JobState.created),
+            )
+            return cur.rowcount == 1
 
     def mark_running(self, job_id: str, slot: str, gpus: list[GpuInfo]) -> None:
         self._update(
@@ -255,14 +287,6 @@ class JobStore:
 
     def in_state(self, state: JobState) -> builtins.list[JobRecord]:
         return self._select("WHERE state=? ORDER BY seq", (state,))
-
-    def count(self, owner: str, states: tuple[JobState, ...]) -> int:
-        marks = ",".join("?" * len(states))
-        with self._lock:
-            row = self._db.execute(
-                f"SELECT COUNT(*) FROM jobs WHERE owner=? AND state IN ({marks})", (owner, *states)
-            ).fetchone()
-        return int(row[0])
 
     def last_started(self) -> dict[str, float]:
         """owner -> when that owner's most recent job started (owners whose jobs never ran: absent)."""

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from kcoral.cli.client import KcoralClient, normalise_base_url
-from kcoral.cli.errors import BadRequest, NotFound, ServerError, ServerUnreachable, Unauthorized, UsageError
+from kcoral.cli.errors import BadRequest, NotFound, ServerBusy, ServerError, ServerUnreachable, Unauthorized, UsageError
 from kcoral.runner.models import PythonSpec
 
 
@@ -76,7 +76,7 @@ def test_failed_upload_cancels_the_job(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("status", "error"),
     [(401, Unauthorized), (403, Unauthorized), (404, NotFound), (409, BadRequest), (500, ServerError),
-     (503, ServerError)],
+     (429, ServerBusy), (503, ServerBusy), (507, ServerBusy), (502, ServerError)],
 )  # fmt: skip
 def test_status_errors_are_translated(status: int, error: type[Exception]) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
@@ -84,6 +84,16 @@ def test_status_errors_are_translated(status: int, error: type[Exception]) -> No
 
     with pytest.raises(error, match="server says no"):
         client_for(handler).status("j1")
+
+
+@pytest.mark.parametrize(("header", "seconds"), [("10", 10.0), ("0.5", 0.5), ("Wed, 21 Oct 2026 07:28:00 GMT", None)])
+def test_a_busy_server_says_when_to_try_again(header: str, seconds: float | None) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(429, json={"error": "too_many_jobs", "message": "wait"}, headers={"Retry-After": header})
+
+    with pytest.raises(ServerBusy) as info:
+        client_for(handler).status("j1")
+    assert (info.value.status, info.value.retry_after) == (429, seconds)
 
 
 def test_non_json_error_body() -> None:

@@ -103,7 +103,49 @@ def test_bad_names(name: str, why: str) -> None:
     ],
 )
 def test_link_targets(path: str, target: str, inside: bool) -> None:
-    assert archive._link_stays_inside(path, target) is inside
+    assert (archive._resolve(path.split("/")[:-1], target, {}) is not None) is inside
+
+
+@pytest.mark.parametrize(
+    ("links", "escapes"),
+    [
+        ({"a/y": ".", "a/x": "y/../.."}, "a/x"),  # lexically a/x -> '.', physically a/y is a, so '../..' leaves
+        ({"a/y": "..", "a/x": "y/.."}, "a/x"),
+        ({"l": "d/../m", "m": "../etc"}, "l"),  # a link through a link
+        ({"p": "q", "q": "p"}, "p"),  # a loop
+        ({"s": "s/x"}, "s"),
+    ],
+)
+def test_links_are_resolved_physically_through_the_uploads_other_links(
+    tmp_path: Path, links: dict[str, str], escapes: str
+) -> None:
+    members = [member("a", tarfile.DIRTYPE), member("d", tarfile.DIRTYPE)]
+    members += [member(name, tarfile.SYMTYPE, linkname=target) for name, target in links.items()]
+    assert refusal(tmp_path, *members).startswith(f"the upload has a link leading outside: {escapes!r}")
+
+
+def test_links_through_links_that_stay_inside_are_accepted(tmp_path: Path) -> None:
+    members = [member("a/b", tarfile.DIRTYPE), member("a/f", data=b"1")]
+    members += [member("a/b/up", tarfile.SYMTYPE, linkname=".."), member("x", tarfile.SYMTYPE, linkname="a/b/up/f")]
+    assert extract_upload(make_tar(tmp_path, *members), tmp_path / "dest", Limits()) == 1
+    assert (tmp_path / "dest" / "x").read_bytes() == b"1"
+
+
+@pytest.mark.parametrize("order", ["file first", "folder first"])
+def test_a_name_that_is_both_a_file_and_a_folder_is_refused(tmp_path: Path, order: str) -> None:
+    both = [member("a", data=b"1"), member("a/b", data=b"2")]
+    assert refusal(tmp_path, *(both if order == "file first" else both[::-1])) == (
+        "the upload has 'a' both as a file and as a folder"
+    )
+
+
+def test_names_over_the_kernels_limits_are_refused_by_length(tmp_path: Path) -> None:
+    ok = "n" * 255
+    assert extract_upload(make_tar(tmp_path, member(ok, data=b"1")), tmp_path / "ok", Limits()) == 1
+    assert "a name over 255 bytes" in refusal(tmp_path, member("n" * 256, data=b"1"))
+    assert "a name over 255 bytes" in refusal(tmp_path, member("d/" + "é" * 128, data=b"1"))  # bytes, not chars
+    deep = "/".join(["d" * 200] * 16)  # 3215 bytes, each part fine
+    assert refusal(tmp_path, member(deep, data=b"1")) == "the upload has a path of 3215 bytes; the limit is 3072"
 
 
 # ----- extract_upload
