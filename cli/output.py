@@ -55,6 +55,7 @@ VERDICT_EXIT_CODES: dict[Verdict, int | None] = {
     Verdict.timeout: 124,
     Verdict.infrastructure_error: 125,
     Verdict.cancelled: 130,
+    Verdict.interrupted: EXIT_TRY_LATER,  # the server shut down mid-job: the same job may run later
     Verdict.memory_limit: 137,
 }
 

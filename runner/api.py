@@ -27,8 +27,10 @@ from kcoral.runner.errors import (
     NotFound,
     PayloadTooLarge,
     RequestError,
+    ShuttingDown,
     disk_writes,
 )
+from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.models import JobSpec, JobState, JobView, OutputFile
 from kcoral.runner.services import Services
@@ -117,9 +119,15 @@ def _profiling(svc: Services) -> dict[str, object]:
     return for_server(svc.settings, svc.executor.has_image)
 
 
+def _taking_work(svc: Services) -> None:
+    if not svc.scheduler.accepting:
+        raise ShuttingDown("the server is shutting down: submit again once it is back")
+
+
 @router.post("/jobs", status_code=201)
 def submit(spec: JobSpec, request: Request, response: Response, who: str = Depends(owner)) -> JobView:
     svc = services(request)
+    _taking_work(svc)
     limits = svc.settings.limits
     if spec.image is not None:
         raise BadRequest("the image is chosen by the server; pin an earlier job's image with rerun")
@@ -141,6 +149,7 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
     svc = services(request)
     limits = svc.settings.limits
     job = _own_job(svc, job_id, who)
+    _taking_work(svc)
     if job.state != JobState.created:
         raise Conflict(f"job {job_id} already has its input (state {job.state})")
     declared = int(request.headers.get("content-length") or 0)
@@ -160,10 +169,10 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
             raise
         except BaseException:  # a full disk, a server stopping: the job stays, waiting for an upload
             paths.tar.unlink(missing_ok=True)
-            shutil.rmtree(paths.input, ignore_errors=True)
+            remove_tree(paths.input)
             raise
         if not svc.store.mark_queued(job_id, sha256, size):
-            shutil.rmtree(paths.input, ignore_errors=True)
+            remove_tree(paths.input)
             raise Conflict(f"job {job_id} was cancelled while its input was received")
     svc.scheduler.wake()
     return _view(svc, svc.store.get(job_id))
@@ -188,6 +197,7 @@ def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobVi
     """Run a finished job's submission again with the same image digest (and, for eval, task snapshot)."""
     svc = services(request)
     original = _own_job(svc, job_id, who)
+    _taking_work(svc)
     old = svc.store.paths(job_id)
     if original.state == JobState.created or not original.input_sha256 or not old.tar.is_file():
         raise Conflict(f"job {job_id} has no input to run again (it never received its upload)")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import FrameType
 
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -37,7 +40,8 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         svc.scheduler.start()
         yield
-        svc.scheduler.stop()
+        svc.scheduler.stop(settings.shutdown_grace_s)
+        svc.store.close()
 
     app = FastAPI(
         title="kcoral",
@@ -72,3 +76,32 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         return error_response(500, "internal", f"internal server error: {type(exc).__name__}")
 
     return app
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, with the scheduler told at the first SIGTERM or SIGINT: it stops taking work and
+    starts the running jobs' grace period while uvicorn still drains its connections (a client
+    following a running job's log holds its connection until that job ends)."""
+
+    def __init__(self, config: uvicorn.Config, services: Services) -> None:
+        super().__init__(config)
+        self.services = services
+        self._draining: threading.Thread | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._draining is None:
+            grace = self.services.settings.shutdown_grace_s
+            log.warning("stopping: no new work; running jobs get %g s, then are interrupted", grace)
+            self._draining = threading.Thread(target=self.services.scheduler.stop, args=(grace,), daemon=True)
+            self._draining.start()
+        super().handle_exit(sig, frame)
+
+
+def run_server(app: FastAPI, host: str, port: int, log_level: str) -> None:
+    """Run ``app`` until SIGTERM or SIGINT, then shut down as :class:`_Server` says."""
+    svc: Services = app.state.services
+    grace = svc.settings.shutdown_grace_s
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, access_log=False, timeout_graceful_shutdown=int(grace) + 60
+    )
+    _Server(config, svc).run()

@@ -153,14 +153,18 @@ def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) ->
 class DirUsage:
     bytes: int = 0
     entries: int = 0
+    #: a folder sits ``max_depth`` deep: what is below it was not counted
+    too_deep: bool = False
 
 
-def dir_usage(root: Path, stop_after_entries: int) -> DirUsage:
+def dir_usage(root: Path, stop_after_entries: int, max_depth: int) -> DirUsage:
     """Bytes allocated and entries below ``root``, never following links; stops counting early."""
     usage = DirUsage()
-    for entry in jobfs.walk(root, stop_after_entries + 1):
+    for entry in jobfs.walk(root, stop_after_entries + 1, max_depth):
         usage.entries += 1
         usage.bytes += max(entry.size if stat.S_ISREG(entry.mode) else 0, entry.blocks * 512)
+        if stat.S_ISDIR(entry.mode) and entry.rel.count("/") + 1 >= max_depth:
+            usage.too_deep = True
     return usage
 
 
@@ -181,7 +185,8 @@ def collect_outputs(raw: Path, dest: Path, limits: Limits) -> Collected:
     budget = limits.output_bytes
     dest.mkdir(parents=True, exist_ok=True)
     entries = sorted(
-        (e for e in jobfs.walk(raw, limits.output_files * 4) if not stat.S_ISDIR(e.mode)), key=lambda e: e.rel
+        (e for e in jobfs.walk(raw, limits.output_files * 4, limits.output_depth) if not stat.S_ISDIR(e.mode)),
+        key=lambda e: e.rel,
     )
     try:
         root_fd = os.open(raw, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)

@@ -10,7 +10,8 @@ these at one boundary each (executor, store, gpus, archive); routes never see fo
     |   +-- PayloadTooLarge           413  upload over the byte or file-count budget
     |   +-- TooManyJobs               429  the token's queued-job cap is reached
     +-- InfrastructureError           503  the sandbox failed (Docker down, image missing, ...):
-    |                                      a job that meets it ends with Verdict.infrastructure_error
+    |   |                                  a job that meets it ends with Verdict.infrastructure_error
+    |   +-- ShuttingDown              503  the server is stopping: it takes no new work
     +-- InsufficientStorage           507  the server's disk is full: nothing new is taken
 """
 
@@ -70,6 +71,11 @@ class TooManyJobs(RequestError):
 class InfrastructureError(KcoralError):
     status = 503
     code = "infrastructure"
+    retry_after = 30
+
+
+class ShuttingDown(InfrastructureError):
+    code = "shutting_down"
     retry_after = 30
 
 

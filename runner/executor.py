@@ -22,7 +22,7 @@ import docker.errors
 import requests.exceptions
 
 from kcoral.runner.archive import dir_usage
-from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.errors import DISK_FULL, InfrastructureError
 from kcoral.runner.leases import Lease
 from kcoral.runner.models import ImageInfo, Verdict
 from kcoral.runner.plan import ContainerStep, StepOutcome
@@ -43,6 +43,8 @@ class _Watch:
     exit_status: int | None = None
     log_bytes: int = 0
     log_over: bool = False
+    #: why the server could not write the job's log (a full disk): the job is stopped, not blamed
+    log_error: str = ""
 
 
 class DockerExecutor:
@@ -196,6 +198,8 @@ class DockerExecutor:
             t.join(10)
         _catch_up_log(member.container, member.log_path, member.budget, watch)
         killed = settle_breach(killed, watch.log_over, self.settings.limits.log_bytes)
+        if killed is None and watch.log_error:
+            killed = (Verdict.infrastructure_error, watch.log_error)
         member.container.reload()
         state = member.container.attrs.get("State", {})
         exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
@@ -225,16 +229,18 @@ class DockerExecutor:
         if time.monotonic() >= deadline:
             return (Verdict.timeout, "the job ran past its timeout and was killed")
         for m in members:
+            if m.watch.log_error:
+                return (Verdict.infrastructure_error, m.watch.log_error)
             if m.watch.log_over:
                 return (Verdict.output_limit, f"the job printed more than {limits.log_bytes} bytes and was killed")
             if m.step.output_dir is not None:
                 budget = m.step.output_budget or limits.output_bytes
-                usage = dir_usage(m.step.output_dir, limits.output_files * 2)
-                if usage.bytes > budget or usage.entries > limits.output_files * 2:
+                usage = dir_usage(m.step.output_dir, limits.output_files * 2, limits.output_depth)
+                if usage.bytes > budget or usage.entries > limits.output_files * 2 or usage.too_deep:
                     return (
                         Verdict.output_limit,
                         f"the output directory passed its budget ({budget} bytes, "
-                        f"{limits.output_files} files) and the job was killed",
+                        f"{limits.output_files} files, {limits.output_depth} folders deep) and the job was killed",
                     )
         return None
 
@@ -312,6 +318,15 @@ def _copy_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
                     watch.log_over = True
     except _DOCKER_ERRORS as exc:
         log.warning("log stream of %s ended: %s", container.id[:12], exc)
+    except OSError as exc:
+        watch.log_error = _log_write_error(exc)
+        log.error("job log of %s: %s", container.id[:12], watch.log_error)
+
+
+def _log_write_error(exc: OSError) -> str:
+    if exc.errno in DISK_FULL:
+        return "the server's disk is full: the job's log could not be kept, so the job was stopped"
+    return f"the server could not write the job's log ({exc.strerror or exc}), so the job was stopped"
 
 
 def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
@@ -324,10 +339,13 @@ def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
         log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
         return
     missing = full[watch.log_bytes : cap]
-    if missing:
-        with open(path, "ab") as out:
-            out.write(missing)
-        watch.log_bytes += len(missing)
+    if missing and not watch.log_error:
+        try:
+            with open(path, "ab") as out:
+                out.write(missing)
+            watch.log_bytes += len(missing)
+        except OSError as exc:
+            watch.log_error = _log_write_error(exc)
     if len(full) > cap:
         watch.log_over = True
 

@@ -129,3 +129,51 @@ def walk(root: Path, max_entries: int, max_depth: int = 64) -> Iterator[Entry]:
     finally:
         for fd, _, _ in queue:
             os.close(fd)
+
+
+def remove_tree(root: Path) -> None:
+    """Remove ``root`` and everything below it, as ``shutil.rmtree`` would, but without recursion (a
+    job can nest folders thousands deep) and holding one descriptor at a time: each step is relative
+    to the folder's descriptor and no link is followed. Meant for trees nobody writes any more (the
+    job's containers are gone); what cannot be removed is left."""
+    try:
+        fd = os.open(root, _DIR_FLAGS)
+    except FileNotFoundError:
+        return
+    except OSError:  # a link or a file in its place
+        with contextlib.suppress(OSError):
+            os.unlink(root)
+        return
+    stack: list[tuple[str, list[str]]] = [("", os.listdir(fd))]
+    try:
+        while stack:
+            name, left = stack[-1]
+            if left:
+                entry = left.pop()
+                try:
+                    os.unlink(entry, dir_fd=fd)
+                    continue
+                except IsADirectoryError:
+                    pass
+                except OSError:
+                    continue
+                try:
+                    child = os.open(entry, _DIR_FLAGS, dir_fd=fd)
+                    entries = os.listdir(child)
+                except OSError:
+                    continue
+                os.close(fd)
+                fd = child
+                stack.append((entry, entries))
+                continue
+            stack.pop()
+            if stack:  # back up through the real parent ('..' is never a link) and remove the emptied folder
+                parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = parent
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(root)

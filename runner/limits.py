@@ -15,6 +15,7 @@
 | output_bytes        | bytes | 256 MiB | job killed -> verdict `output_limit`; files over budget   |
 |                     |       |         | are not returned                                          |
 | output_files        | count | 1000    | as output_bytes                                           |
+| output_depth        | count | 32      | as output_bytes (folders nested deeper in the output dir) |
 | queued_per_token    | count | 16      | submit refused, 429                                       |
 | env_bytes           | bytes | 64 KiB  | spec refused, 400                                         |
 | argv_bytes          | bytes | 64 KiB  | spec refused, 400                                         |
@@ -82,6 +83,7 @@ class Limits:
     log_bytes: int = 16 * MiB
     output_bytes: int = 256 * MiB
     output_files: int = 1000
+    output_depth: int = 32
     queued_per_token: int = 16
     env_bytes: int = 64 * KiB
     argv_bytes: int = 64 * KiB

@@ -43,6 +43,8 @@ class Verdict(StrEnum):
     memory_limit = "memory_limit"
     output_limit = "output_limit"
     cancelled = "cancelled"
+    #: the server shut down while the job ran (it was stopped after a grace period): run it again
+    interrupted = "interrupted"
     infrastructure_error = "infrastructure_error"
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kcoral.runner.archive import collect_outputs
-from kcoral.runner.errors import KcoralError
+from kcoral.runner.errors import KcoralError, disk_writes
+from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
@@ -70,20 +70,28 @@ def run_job(run: JobRun) -> RunResult:
 
 
 def _record(finished: Finished, plan: Plan | None, paths: JobPaths, limits: Limits) -> RunResult:
-    """The job's outputs (the plan's output folder, checked, then the kind's documents) and its log."""
+    """The job's outputs (the plan's output folder, checked, then the kind's documents) and its log.
+    The raw folders go whatever happens; when the server cannot keep the outputs (a full disk), the
+    partial copies go too and the job ends infrastructure_error, saying so."""
     outputs: list[OutputFile] = []
     notes: list[str] = []
-    if plan is not None and plan.collect is not None:
-        collected = collect_outputs(plan.collect, paths.outputs, limits)
-        outputs, notes = collected.files, [f"output refused: {r}" for r in collected.refused[:20]]
-    for name, doc in finished.documents.items():
-        outputs.append(_write_json(paths, name, doc))
-    if finished.log_lines:
-        with open(paths.log, "ab") as log:
-            log.write(("\n".join(finished.log_lines) + "\n").encode())
-    for folder in (plan.collect, *plan.discard) if plan is not None else ():
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+    try:
+        with disk_writes("the job's outputs could not be kept"):
+            if plan is not None and plan.collect is not None:
+                collected = collect_outputs(plan.collect, paths.outputs, limits)
+                outputs, notes = collected.files, [f"output refused: {r}" for r in collected.refused[:20]]
+            for name, doc in finished.documents.items():
+                outputs.append(_write_json(paths, name, doc))
+            if finished.log_lines:
+                with open(paths.log, "ab") as log:
+                    log.write(("\n".join(finished.log_lines) + "\n").encode())
+    except KcoralError as exc:
+        remove_tree(paths.outputs)
+        finished, outputs, notes = Finished(Verdict.infrastructure_error, reason=exc.message), [], []
+    finally:
+        for folder in (plan.collect, *plan.discard) if plan is not None else ():
+            if folder is not None:
+                remove_tree(folder)
     reason = "; ".join(x for x in (finished.reason, *notes) if x)
     log_bytes = paths.log.stat().st_size if paths.log.exists() else 0
     return RunResult(finished.verdict, finished.exit_code, reason, log_bytes, outputs)

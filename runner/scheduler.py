@@ -10,8 +10,10 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from dataclasses import replace
 from typing import Protocol
 
+from kcoral.runner.errors import KcoralError
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.leases import Lease, Placement
 from kcoral.runner.models import JobState, Verdict
@@ -21,6 +23,8 @@ from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobRecord, JobStore
 
 log = logging.getLogger("kcoral.scheduler")
+
+INTERRUPTED = "the server shut down while this job ran; its container was removed: run it again"
 
 
 class GpuProbe(Protocol):
@@ -74,6 +78,10 @@ class Scheduler:
         self._stop = threading.Event()
         self._cancels: dict[str, threading.Event] = {}
         self._workers: dict[str, threading.Thread] = {}
+        #: running jobs the server interrupted as it shut down (they end `interrupted`, not `cancelled`)
+        self._interrupted: set[str] = set()
+        #: results the store could not record yet (a full disk): retried by the loop
+        self._unrecorded: dict[str, RunResult] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -84,24 +92,53 @@ class Scheduler:
         self._thread = threading.Thread(target=self._loop, name="kcoral-scheduler", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    @property
+    def accepting(self) -> bool:
+        """False once the server is shutting down: no new work is taken."""
+        return not self._stop.is_set()
+
+    def stop(self, grace_s: float = 0.0) -> None:
+        """Stop taking work; give running jobs ``grace_s`` to finish, then interrupt the rest (their
+        containers are removed; they end `interrupted`) and wait for them. Queued jobs stay queued
+        for the next start. Safe to call more than once."""
         self._stop.set()
         self._wake.set()
         if self._thread:
-            self._thread.join(timeout)
+            self._thread.join(10)
+        deadline = time.monotonic() + grace_s
+        for worker in self._running_workers():
+            worker.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            left = [job_id for job_id, w in self._workers.items() if w.is_alive()]
+            for job_id in left:
+                self._interrupted.add(job_id)
+                self._cancels[job_id].set()
+        if left:
+            log.warning("interrupting %d running job(s): %s", len(left), ", ".join(left))
+        for worker in self._running_workers():
+            worker.join(60)
+        self._record_pending()
+
+    def _running_workers(self) -> list[threading.Thread]:
+        with self._lock:
+            return list(self._workers.values())
 
     def wake(self) -> None:
         self._wake.set()
 
     def recover(self) -> None:
-        """After a restart: jobs that were running are lost (say so); their containers go."""
+        """After a restart: jobs that were running are lost (say so); their containers go. A store
+        that cannot write (a full disk) leaves them for the next start: the server still serves."""
         for job in self.store.in_state(JobState.running):
-            self.store.finish(
-                job.id,
-                Verdict.infrastructure_error,
-                reason="the server stopped while this job was running; its container was removed",
-            )
-            log.warning("job %s was running when the server stopped: marked failed", job.id)
+            try:
+                self.store.finish(
+                    job.id,
+                    Verdict.infrastructure_error,
+                    reason="the server stopped while this job was running; its container was removed",
+                )
+                log.warning("job %s was running when the server stopped: marked failed", job.id)
+            except KcoralError as exc:
+                log.error("job %s was running when the server stopped; cannot record it: %s", job.id, exc.message)
         try:
             removed = self.executor.remove_orphans()
             if removed:
@@ -116,6 +153,7 @@ class Scheduler:
             self._wake.wait(1.0)
             self._wake.clear()
             try:
+                self._record_pending()
                 self._dispatch()
             except Exception:
                 log.exception("dispatch failed; retrying")
@@ -170,14 +208,33 @@ class Scheduler:
             log.exception("job %s: executor crashed", job.id)
             result = RunResult(Verdict.infrastructure_error, reason=f"executor crashed: {exc}")
         finally:
-            self.store.finish(job.id, result.verdict, result.exit_code, result.reason, result.outputs, result.log_bytes)
-            log.info("job %s finished: %s %s", job.id, result.verdict, result.exit_code)
-            self._check_gpus_clean(lease, baseline)
-            self.placement.release(lease)
+            try:
+                if job.id in self._interrupted and result.verdict == Verdict.cancelled:
+                    result = replace(result, verdict=Verdict.interrupted, reason=INTERRUPTED)
+                self._record(job.id, result)
+                self._check_gpus_clean(lease, baseline)
+            finally:
+                self.placement.release(lease)
+                with self._lock:
+                    self._cancels.pop(job.id, None)
+                    self._workers.pop(job.id, None)
+                self.wake()
+
+    def _record(self, job_id: str, result: RunResult) -> None:
+        """Store how the job ended; when the store cannot (a full disk), keep it and retry from the loop."""
+        try:
+            self.store.finish(job_id, result.verdict, result.exit_code, result.reason, result.outputs, result.log_bytes)
+            log.info("job %s finished: %s %s", job_id, result.verdict, result.exit_code)
+        except KcoralError as exc:
+            log.error("job %s finished (%s) but cannot be recorded yet: %s", job_id, result.verdict, exc.message)
             with self._lock:
-                self._cancels.pop(job.id, None)
-                self._workers.pop(job.id, None)
-            self.wake()
+                self._unrecorded[job_id] = result
+
+    def _record_pending(self) -> None:
+        with self._lock:
+            pending, self._unrecorded = self._unrecorded, {}
+        for job_id, result in pending.items():
+            self._record(job_id, result)
 
     def _check_gpus_clean(self, lease: Lease, baseline: dict[int, GpuUsage | None]) -> None:
         """No process left on any of the job's GPUs and memory back to baseline, else drain that GPU."""

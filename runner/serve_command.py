@@ -57,6 +57,9 @@ def serve(
     job_env: list[str] = typer.Option([], help="NAME=VALUE added to every job's environment"),
     tasks_dir: Path | None = typer.Option(None, help="protected tasks directory (default: the repository's tasks/)"),
     log_level: str = typer.Option("info", help="debug | info | warning"),
+    shutdown_grace: float = typer.Option(
+        30.0, min=0, help="on SIGTERM: seconds running jobs get to finish before they are interrupted"
+    ),
 ) -> None:
     """Run the kcoral job server."""
     if gpu_mode not in ("auto", "runtime", "devices"):
@@ -77,13 +80,12 @@ def serve(
         tasks_dir=tasks_dir,
         ncu_image=ncu_image,
         iket_image=iket_image,
+        shutdown_grace_s=shutdown_grace,
     )
     if not settings.is_loopback and settings.tokens_file is None:
         typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)
         raise typer.Exit(2)
-    import uvicorn
-
-    from kcoral.runner.app import create_app
+    from kcoral.runner.app import create_app, run_server
     from kcoral.runner.errors import KcoralError
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -92,4 +94,4 @@ def serve(
     except (KcoralError, ValueError) as exc:
         typer.echo(f"kcoral serve: {getattr(exc, 'message', exc)}", err=True)
         raise typer.Exit(2) from None
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    run_server(app, host, port, log_level)

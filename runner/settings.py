@@ -67,6 +67,8 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     #: the protected tasks directory (task definitions, evaluators); None = the repository's tasks/
     tasks_dir: Path | None = None
+    #: on SIGTERM, seconds running jobs get to finish before they are interrupted
+    shutdown_grace_s: float = 30.0
 
     @property
     def instance(self) -> str:

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import fcntl
 import json
+import os
 import secrets
-import shutil
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from kcoral.runner.errors import InfrastructureError, InsufficientStorage, NotFound, TooManyJobs, disk_writes
+from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.models import (
     GpuInfo,
     ImageInfo,
@@ -88,6 +91,26 @@ def migrate(db: sqlite3.Connection) -> int:
     return len(MIGRATIONS)
 
 
+def _lock_data_dir(data_dir: Path) -> int:
+    """A descriptor holding an exclusive lock on the data dir for as long as it stays open; an
+    InfrastructureError naming the holder when another process (or store) has it."""
+    path = data_dir / "kcoral.lock"
+    with disk_writes(f"cannot open {path}"):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 100, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise InfrastructureError(
+            f"another kcoral server ({holder}) is using the data dir {data_dir}: stop it, or use another --data-dir"
+        ) from None
+    with contextlib.suppress(OSError):  # who holds it is only a courtesy: a full disk must not stop a start
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}\n".encode(), 0)
+    return fd
+
+
 @dataclass(frozen=True)
 class JobRecord:
     """A job as the server keeps it: its spec with the environment's values. The API shows a
@@ -147,10 +170,15 @@ class JobPaths:
 
 
 class JobStore:
+    """One server's jobs. It holds ``kcoral.lock`` in its data dir for as long as it is open, so a
+    second server on the same data dir refuses to start instead of failing the first one's jobs."""
+
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.jobs_dir = data_dir / "jobs"
-        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        with disk_writes(f"cannot use the data dir {data_dir}"):
+            self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self._release = weakref.finalize(self, os.close, _lock_data_dir(data_dir))
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(data_dir / "kcoral.sqlite3", check_same_thread=False, isolation_level=None)
@@ -184,6 +212,12 @@ class JobStore:
     def paths(self, job_id: str) -> JobPaths:
         return JobPaths(self.jobs_dir / job_id)
 
+    def close(self) -> None:
+        """Close the database and let another server use the data dir."""
+        with self._lock:
+            self._db.close()
+        self._release()
+
     # --- writes -------------------------------------------------------------------------------
 
     def create(self, owner: str, spec: SpecBase, waiting_cap: int | None = None) -> JobRecord:
@@ -208,7 +242,7 @@ class JobStore:
                 with disk_writes("cannot make the job's folder"):
                     root.mkdir(parents=True)
         except BaseException:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
             raise
         return self.get(job_id)
 
@@ -263,7 +297,7 @@ class JobStore:
     def delete(self, job_id: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
-        shutil.rmtree(self.paths(job_id).root, ignore_errors=True)
+        remove_tree(self.paths(job_id).root)
 
     def _update(self, job_id: str, **fields: object) -> None:
         cols = ", ".join(f"{k}=?" for k in fields)

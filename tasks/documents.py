@@ -131,8 +131,7 @@ def parse(model: type[D], data: str | bytes) -> D:
     try:
         return model.model_validate_json(data)
     except ValidationError as exc:
-        errors = exc.errors()
-        if not errors:
-            raise DocumentError(f"{model.__name__}: malformed") from None
-        where = ".".join(str(p) for p in errors[0]["loc"])
-        raise DocumentError(f"{model.__name__}: {where}: {errors[0]['msg']}") from None
+        first = exc.errors()[0]  # pydantic raises with at least one
+        where = ".".join(str(p) for p in first["loc"])
+        place = f"{model.__name__}: {where}" if where else model.__name__
+        raise DocumentError(f"{place}: {first['msg']}") from None

@@ -253,7 +253,7 @@ def test_dir_usage_counts_allocation_or_size(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to("/etc/passwd")
     st = {n: os.lstat(tmp_path / n) for n in ("sparse", "small", "sub", "link")}
     assert st["sparse"].st_blocks * 512 < (10 << 20) and st["small"].st_blocks * 512 > 1
-    usage = dir_usage(tmp_path, 100)
+    usage = dir_usage(tmp_path, 100, 64)
     # a regular file counts its size or its allocation, whichever is larger; anything else its allocation
     expected = (10 << 20) + st["small"].st_blocks * 512 + st["sub"].st_blocks * 512 + st["link"].st_blocks * 512
     assert (usage.bytes, usage.entries) == (expected, 4)
@@ -262,9 +262,9 @@ def test_dir_usage_counts_allocation_or_size(tmp_path: Path) -> None:
 def test_dir_usage_stops_one_past_the_limit(tmp_path: Path) -> None:
     for i in range(6):
         (tmp_path / f"f{i}").write_bytes(b"")
-    assert dir_usage(tmp_path, 2).entries == 3
-    assert dir_usage(tmp_path, 6).entries == 6
-    assert dir_usage(tmp_path / "missing", 6) == archive.DirUsage(0, 0)
+    assert dir_usage(tmp_path, 2, 64).entries == 3
+    assert dir_usage(tmp_path, 6, 64).entries == 6
+    assert dir_usage(tmp_path / "missing", 6, 64) == archive.DirUsage(0, 0)
 
 
 # ----- collect_outputs
@@ -348,9 +348,9 @@ def test_collect_outputs_stops_a_file_that_grew_past_the_budget(
     (raw / "b").write_bytes(b"y" * 10)
     real_walk = jobfs.walk
 
-    def stale_walk(root: Path, max_entries: int) -> list[jobfs.Entry]:
+    def stale_walk(root: Path, max_entries: int, max_depth: int) -> list[jobfs.Entry]:
         # the sizes as they were when the walk saw them: the job wrote more before the copy
-        return [jobfs.Entry(e.rel, e.mode, 5, e.blocks) for e in real_walk(root, max_entries)]
+        return [jobfs.Entry(e.rel, e.mode, 5, e.blocks) for e in real_walk(root, max_entries, max_depth)]
 
     monkeypatch.setattr(archive.jobfs, "walk", stale_walk)
     got = collect_outputs(raw, dest, Limits(output_bytes=10))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -74,9 +75,9 @@ def test_walk_never_follows_and_stops_at_depth(tmp_path: Path) -> None:
     rels = [e.rel for e in jobfs.walk(root, 10_000, max_depth=20)]
     assert "link" in rels and not any(r.startswith("link/") for r in rels)
     assert max(r.count("/") for r in rels) < 20
-    before = dir_usage(root, 10_000)
+    before = dir_usage(root, 10_000, 64)
     (outside / "big").write_bytes(b"x" * (1 << 20))
-    assert dir_usage(root, 10_000) == before  # what the link leads to is never counted
+    assert dir_usage(root, 10_000, 64) == before  # what the link leads to is never counted
 
 
 def test_collect_outputs_refuses_links_and_fifos(tmp_path: Path) -> None:
@@ -196,3 +197,52 @@ def test_walk_stopped_early_leaks_no_descriptor(tmp_path: Path) -> None:
     next(walker)
     walker.close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def _nest(root: Path, depth: int) -> None:
+    """``depth`` folders inside one another below ``root``, each with a file (fd-relative: the
+    path is longer than PATH_MAX)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+        os.close(os.open("f", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+    os.close(fd)
+
+
+def test_remove_tree_removes_a_chain_deeper_than_recursion_allows(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    root.mkdir()
+    _nest(root, 1500)
+    with pytest.raises(RecursionError):
+        shutil.rmtree(root)  # what the server used, and what a job made it meet
+    jobfs.remove_tree(root)
+    assert not root.exists()
+
+
+def test_remove_tree_never_follows_links_and_takes_what_it_is_given(tmp_path: Path) -> None:
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "precious").write_text("x")
+    root = tmp_path / "out"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "f").write_text("1")
+    (root / "a" / "link").symlink_to(keep)
+    (root / "to-file").symlink_to(keep / "precious")
+    os.chmod(root / "a" / "b", 0)  # the job's own modes do not stop the server (root) removing it
+    jobfs.remove_tree(root)
+    assert not root.exists() and (keep / "precious").read_text() == "x"
+    link = tmp_path / "link-root"
+    link.symlink_to(keep)
+    jobfs.remove_tree(link)  # a link in place of the folder: the link goes, not what it leads to
+    assert not link.is_symlink() and (keep / "precious").exists()
+    jobfs.remove_tree(tmp_path / "missing")
+
+
+def test_dir_usage_says_when_a_folder_is_nested_past_the_depth_limit(tmp_path: Path) -> None:
+    _nest(tmp_path, 5)
+    assert not dir_usage(tmp_path, 100, 6).too_deep
+    usage = dir_usage(tmp_path, 100, 5)
+    assert usage.too_deep and usage.entries == 9  # the fifth folder is seen, not what is inside it

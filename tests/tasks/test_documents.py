@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from kcoral.tasks.documents import DocumentError, EvalReport, Receipt, parse_receipt, parse_report
 from kcoral.tasks.harness.schema import Outcome
@@ -64,3 +65,45 @@ def test_a_receipt_round_trips_and_needs_its_pins() -> None:
     assert isinstance(parse_receipt(json.dumps(receipt)), Receipt)
     with pytest.raises(DocumentError, match="Receipt: image"):
         parse_receipt(json.dumps({k: v for k, v in receipt.items() if k != "image"}))
+
+
+def test_what_a_minimal_document_means_is_written_out_in_full() -> None:
+    """The defaults are part of the format: a reader of a minimal report or receipt gets exactly these."""
+    row = {"id": "w", "params": {}, "timed": False, "verdict": "PASS"}
+    minimal = {"task": "t", "holdout": "PASS", "holdout_probes": 1, "passed": 0, "total": 0, "workloads": [row]}
+    assert parse_report(json.dumps(minimal)).document() == {
+        **minimal,
+        "workloads": [{**row, "reason": "", "stats": {}}],
+        "flags": [],
+        "cpu_watch": "",
+        "telemetry": {},
+        "lines": [],
+    }
+    assert parse_report(json.dumps({k: v for k, v in minimal.items() if k != "workloads"})).workloads == []
+    pins = {"job": "j", "task": "t", "task_sha256": "a", "image": "i", "submission_sha256": "s",
+            "harness_version": "1", "finished": 0.0}  # fmt: skip
+    assert parse_receipt(json.dumps(pins)).document() == {
+        **pins, "task_version": "", "gpus": [], "telemetry": {}, "seed_hashes": {}, "timings": {}
+    }  # fmt: skip
+    sample = parse_receipt(json.dumps({**pins, "timings": {"w": {}}})).timings["w"]
+    assert (sample.baseline_ms, sample.kernel_ms, sample.protocol_ms) == (None, None, None)
+
+
+def test_documents_are_immutable_and_know_their_file_names() -> None:
+    report = parse_report(json.dumps(REPORT))
+    with pytest.raises(ValidationError):
+        report.task = "other"  # type: ignore[misc]
+    assert (EvalReport.FILE, Receipt.FILE) == ("report.json", "receipt.json")
+    assert type(report.document()["holdout"]) is str  # JSON values, not the enum objects
+    assert parse_report(json.dumps({**REPORT, "added_later": 1})).document() == REPORT  # newer fields ignored
+
+
+def test_a_refusal_names_the_model_the_place_and_the_reason_exactly() -> None:
+    with pytest.raises(DocumentError) as info:
+        parse_report(json.dumps({**REPORT, "passed": "two"}))
+    assert str(info.value) == (
+        "EvalReport: passed: Input should be a valid integer, unable to parse string as an integer"
+    )
+    with pytest.raises(DocumentError) as info:
+        parse_receipt(b"[]")
+    assert str(info.value) == "Receipt: Input should be an object"

@@ -1,0 +1,152 @@
+"""The data dir on a small tmpfs that fills up: uploads, job outputs and logs that no longer fit, and
+a restart on a full disk. Wanted each time: a clear 507 (never an unexplained 500), jobs ended with
+an infrastructure verdict that says why, partial files removed, slots freed, and a server that
+starts and serves reads while the disk is full."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import random
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import make_tar
+from tests.serverproc import ServerProcess
+
+SIZE_MIB = 24
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A SIZE_MIB tmpfs mounted for this test (root only: CI runs as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    where = tmp_path / "disk"
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE_MIB}m", "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write to ``disk`` until it is full; the filler file, to free the space again."""
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as f:  # unbuffered: closing must not fail on a last flush
+        for size in (256 << 10, 4096, 512):
+            with contextlib.suppress(OSError):
+                while True:
+                    f.write(b"\0" * size)
+    return filler
+
+
+def submit(http: httpx.Client, files: dict[str, str | bytes]) -> tuple[str, httpx.Response]:
+    r = http.post("/v1/jobs", json={"argv": ["m.py"]})
+    assert r.status_code == 201, r.text
+    job_id = str(r.json()["id"])
+    return job_id, http.put(f"/v1/jobs/{job_id}/input", content=make_tar(files))
+
+
+def finished(http: httpx.Client, job_id: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while (job := http.get(f"/v1/jobs/{job_id}").json())["state"] != "finished":
+        assert time.monotonic() < deadline, f"job {job_id} is still {job['state']}"
+        time.sleep(0.1)
+    return dict(job)
+
+
+def free_slots(http: httpx.Client) -> list[str]:
+    return list(http.get("/v1/health").json()["leases"]["free"])
+
+
+def test_what_does_not_fit_is_refused_or_ended_clearly_and_the_slots_come_back(
+    small_disk: Path, job_image: str
+) -> None:
+    with (
+        ServerProcess(small_disk / "data", job_image, 2) as server,
+        httpx.Client(base_url=server.url, timeout=60) as http,
+    ):
+        job_id, r = submit(http, {"big": random.Random(0).randbytes((SIZE_MIB + 4) << 20)})
+        assert r.status_code == 507, r.text
+        assert r.json() == {
+            "error": "insufficient_storage",
+            "message": "the server's disk is full: cannot store the upload",
+        }
+        assert int(r.headers["retry-after"]) > 0
+        assert not (small_disk / "data" / "jobs" / job_id / "input.tar").exists()
+
+        # 14 MiB of outputs: the job's folder holds it, the copy the server keeps does not fit
+        big_output = "import os\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o.bin', 'wb').write(os.urandom(14 << 20))\n"
+        job_id, r = submit(http, {"m.py": big_output})
+        assert r.status_code == 200, r.text
+        job = finished(http, job_id)
+        assert (job["verdict"], job["outputs"]) == ("infrastructure_error", [])
+        assert job["reason"] == "the server's disk is full: the job's outputs could not be kept"
+        assert sorted(p.name for p in (small_disk / "data" / "jobs" / job_id).iterdir()) == [
+            "input",
+            "input.tar",
+            "log",
+        ]
+        assert sorted(free_slots(http)) == ["cpu0", "cpu1"]
+
+        job_id, r = submit(http, {"m.py": "print('still running jobs')\n"})
+        job = finished(http, job_id)
+        assert job["verdict"] == "ok" and http.get(f"/v1/jobs/{job_id}/log").text == "still running jobs\n"
+
+
+def test_a_job_whose_log_stops_fitting_is_stopped_and_a_restart_on_a_full_disk_serves(
+    small_disk: Path, job_image: str
+) -> None:
+    server = ServerProcess(small_disk / "data", job_image, 2).start()
+    http = httpx.Client(base_url=server.url, timeout=60)
+    try:
+        chatty = "import time\nwhile True:\n    print('x' * 1000, flush=True)\n    time.sleep(0.001)\n"
+        job_id, r = submit(http, {"m.py": chatty})
+        assert r.status_code == 200, r.text
+        log = small_disk / "data" / "jobs" / job_id / "log"
+        deadline = time.monotonic() + 30
+        while not (log.exists() and log.stat().st_size):
+            assert time.monotonic() < deadline, "the job never printed"
+            time.sleep(0.05)
+        filler = fill(small_disk)
+        deadline = time.monotonic() + 30
+        while http.get(f"/v1/jobs/{job_id}").json()["state"] != "finished":
+            if time.monotonic() > deadline:  # the store could not record the end either: it will once there is room
+                break
+            time.sleep(0.1)
+        filler.unlink()
+        job = finished(http, job_id)
+        assert job["verdict"] == "infrastructure_error", job
+        assert job["reason"] == "the server's disk is full: the job's log could not be kept, so the job was stopped"
+        assert sorted(free_slots(http)) == ["cpu0", "cpu1"]
+
+        filler = fill(small_disk)
+        server.kill()
+        server.start()  # on a full disk
+        assert http.get(f"/v1/jobs/{job_id}").json()["verdict"] == "infrastructure_error"
+        assert http.get("/v1/jobs").status_code == 200
+        r = http.post("/v1/jobs", json={"argv": ["m.py"]})
+        assert r.status_code in (201, 507), r.text  # tmpfs may still find room for an empty folder and a row
+        if r.status_code == 201:
+            r = http.put(f"/v1/jobs/{r.json()['id']}/input", content=make_tar({"m.py": "x" * 100_000}))
+            assert r.status_code == 507 and r.json()["error"] == "insufficient_storage", r.text
+        filler.unlink()
+    finally:
+        http.close()
+        server.kill()
+
+
+def test_the_fill_helper_really_fills(small_disk: Path) -> None:
+    fill(small_disk)
+    with pytest.raises(OSError) as info, open(small_disk / "more", "wb", buffering=0) as f:
+        f.write(b"\0" * 4096)
+    assert info.value.errno == errno.ENOSPC
