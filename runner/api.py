@@ -12,6 +12,7 @@ import re
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
@@ -32,9 +33,27 @@ from kcoral.runner.errors import (
 )
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
-from kcoral.runner.models import JobSpec, JobState, JobView, OutputFile
+from kcoral.runner.models import ErrorBody, JobSpec, JobState, JobView, OutputFile
 from kcoral.runner.services import Services
 from kcoral.runner.store import JobRecord
+
+#: what an error status means on this API; every error body is runner.models.ErrorBody
+ERROR_STATUSES = {
+    400: "bad request: a malformed spec or upload, a forbidden name, a bad parameter",
+    401: "no token, or an unknown one",
+    404: "no such job (or not yours), no such output",
+    409: "the job is not in a state for this",
+    413: "the upload is over a budget",
+    429: "the token has its cap of waiting jobs; see Retry-After",
+    503: "the engine is unavailable, or the server is shutting down; see Retry-After",
+    507: "the server's disk is full; see Retry-After",
+}
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The error answers a route documents (400, 401 and, with ``statuses``, the others it sends)."""
+    return {status: {"model": ErrorBody, "description": ERROR_STATUSES[status]} for status in (400, 401, *statuses)}
+
 
 router = APIRouter(prefix="/v1")
 _LOG_CHUNK = 1 << 16
@@ -90,7 +109,7 @@ def _view(svc: Services, job: JobRecord, order: list[str] | None = None) -> JobV
     )
 
 
-@router.get("/health")
+@router.get("/health", responses=errors())
 def health(request: Request) -> dict[str, object]:
     svc = services(request)
     try:
@@ -124,7 +143,7 @@ def _taking_work(svc: Services) -> None:
         raise ShuttingDown("the server is shutting down: submit again once it is back")
 
 
-@router.post("/jobs", status_code=201)
+@router.post("/jobs", status_code=201, responses=errors(429, 503, 507))
 def submit(spec: JobSpec, request: Request, response: Response, who: str = Depends(owner)) -> JobView:
     svc = services(request)
     _taking_work(svc)
@@ -144,7 +163,7 @@ def submit(spec: JobSpec, request: Request, response: Response, who: str = Depen
     return _view(svc, job)
 
 
-@router.put("/jobs/{job_id}/input")
+@router.put("/jobs/{job_id}/input", responses=errors(404, 409, 413, 503, 507))
 async def upload_input(job_id: str, request: Request, who: str = Depends(owner)) -> JobView:
     svc = services(request)
     limits = svc.settings.limits
@@ -192,7 +211,7 @@ async def _receive(request: Request, path: Path, limit: int) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-@router.post("/jobs/{job_id}/rerun", status_code=201)
+@router.post("/jobs/{job_id}/rerun", status_code=201, responses=errors(404, 409, 429, 503, 507))
 def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobView:
     """Run a finished job's submission again with the same image digest (and, for eval, task snapshot)."""
     svc = services(request)
@@ -219,34 +238,34 @@ def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobVi
     return _view(svc, svc.store.get(job.id))
 
 
-@router.get("/tasks")
+@router.get("/tasks", responses=errors())
 def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, object]]:
     from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
 
     return [t.public() for t in all_tasks(services(request).settings.tasks_dir or DEFAULT_TASKS_DIR)]
 
 
-@router.get("/jobs")
+@router.get("/jobs", responses=errors())
 def list_jobs(request: Request, limit: int = 50, who: str = Depends(owner)) -> list[JobView]:
     svc = services(request)
     order = [j.id for j in svc.scheduler.queue_order()]  # once for the whole list, not once per job
     return [_view(svc, j, order) for j in svc.store.list(who, min(max(limit, 1), 500))]
 
 
-@router.get("/jobs/{job_id}")
+@router.get("/jobs/{job_id}", responses=errors(404))
 def get_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobView:
     svc = services(request)
     return _view(svc, _own_job(svc, job_id, who))
 
 
-@router.post("/jobs/{job_id}/cancel")
+@router.post("/jobs/{job_id}/cancel", responses=errors(404))
 def cancel_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobView:
     svc = services(request)
     _own_job(svc, job_id, who)
     return _view(svc, svc.scheduler.cancel(job_id))
 
 
-@router.get("/jobs/{job_id}/log")
+@router.get("/jobs/{job_id}/log", responses=errors(404))
 async def job_log(
     job_id: str,
     request: Request,
@@ -286,12 +305,12 @@ def _read_at(path: Path, pos: int) -> bytes:
         return b""
 
 
-@router.get("/jobs/{job_id}/outputs")
+@router.get("/jobs/{job_id}/outputs", responses=errors(404))
 def list_outputs(job_id: str, request: Request, who: str = Depends(owner)) -> list[OutputFile]:
     return list(_own_job(services(request), job_id, who).outputs)
 
 
-@router.get("/jobs/{job_id}/outputs/{path:path}")
+@router.get("/jobs/{job_id}/outputs/{path:path}", responses=errors(404))
 def get_output(job_id: str, path: str, request: Request, who: str = Depends(owner)) -> FileResponse:
     svc = services(request)
     job = _own_job(svc, job_id, who)

@@ -7,10 +7,12 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from types import FrameType
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
@@ -51,6 +53,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     )
     app.state.services = svc
     app.include_router(router)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
 
     @app.exception_handler(KcoralError)
     async def kcoral_error(_: Request, exc: KcoralError) -> JSONResponse:
@@ -76,6 +79,21 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         return error_response(500, "internal", f"internal server error: {type(exc).__name__}")
 
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema less what this server never sends: a validation failure is our 400 (with
+    ErrorBody, as each route documents), never FastAPI's 422."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                operation.get("responses", {}).pop("422", None)
+        components = schema.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            components.pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 class _Server(uvicorn.Server):

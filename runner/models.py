@@ -48,6 +48,13 @@ class Verdict(StrEnum):
     infrastructure_error = "infrastructure_error"
 
 
+class ErrorBody(BaseModel):
+    """Every error answer of the API, whatever the route or the cause."""
+
+    error: str = Field(description="a stable code: bad_request, unauthorized, not_found, too_many_jobs, ...")
+    message: str = Field(description="what went wrong, for a person (control characters escaped)")
+
+
 class SpecBase(BaseModel):
     """What every kind of job asks for. Unknown fields are refused (a typo must not be ignored)."""
 
