@@ -29,6 +29,7 @@ from kcoral.runner.errors import (
     PayloadTooLarge,
     RequestError,
     ShuttingDown,
+    Unauthorized,
     disk_writes,
 )
 from kcoral.runner.jobfs import remove_tree
@@ -110,13 +111,20 @@ def _view(svc: Services, job: JobRecord, order: list[str] | None = None) -> JobV
 
 
 @router.get("/health", responses=errors())
-def health(request: Request) -> dict[str, object]:
+def health(request: Request, authorization: str | None = Header(default=None)) -> dict[str, object]:
+    """Without a valid token (where the server needs one): liveness only. With one: the engine, the
+    GPUs, the leases, the images and every limit."""
     svc = services(request)
+    try:
+        svc.auth.owner(authorization)
+    except Unauthorized:
+        return {"ok": True, "auth": True}
     try:
         image = svc.executor.image_info(svc.settings.image).model_dump() | {"present": True}
     except InfrastructureError as exc:
         image = {"ref": svc.settings.image, "present": False, "error": exc.message}
     return {
+        "ok": True,
         "docker": svc.executor.engine(),
         "gpus": [g.model_dump() for g in svc.gpus],
         "nvml": {"available": svc.nvml.available, "error": svc.nvml.error},

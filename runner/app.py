@@ -10,13 +10,13 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from kcoral.runner.api import router
+from kcoral.runner.api import owner, router
 from kcoral.runner.errors import KcoralError
 from kcoral.runner.printable import printable
 from kcoral.runner.services import Services
@@ -45,15 +45,24 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         svc.scheduler.stop(settings.shutdown_grace_s)
         svc.store.close()
 
+    open_docs = svc.auth.tokens is None  # with tokens, the schema is for token holders and /docs is off
     app = FastAPI(
         title="kcoral",
         version="0.1.0",
         lifespan=lifespan,
         description="Remote GPU benchmark server: jobs in locked-down containers on leased GPUs.",
+        docs_url="/docs" if open_docs else None,
+        redoc_url=None,
+        openapi_url="/openapi.json" if open_docs else None,
     )
     app.state.services = svc
     app.include_router(router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    if not open_docs:
+
+        @app.get("/openapi.json", include_in_schema=False)
+        def schema(_: str = Depends(owner)) -> dict[str, Any]:
+            return app.openapi()
 
     @app.exception_handler(KcoralError)
     async def kcoral_error(_: Request, exc: KcoralError) -> JSONResponse:

@@ -80,3 +80,32 @@ def test_job_chosen_text_reaches_the_terminal_escaped(capsys: pytest.CaptureFixt
     assert "\x1b" not in out and "\x07" not in out and "\x9b" not in err
     assert "\\x1b[2Jm.py" in out and "\\x1b]0;pwned\\x07x" in out and "a\\x1b[31m" in out
     assert "kcoral: \\x9b31m done\nnext" in err
+
+
+HOSTILE_LOG = b"ok\n\x1b]52;c;cm0gLXJmIH4=\x07\x1b[8mPASS\r\x1b[2K\xc2\x9b31m caf\xc3\xa9\t\xff\n"
+
+
+def test_on_a_terminal_the_jobs_control_characters_are_shown_not_obeyed() -> None:
+    """OSC 52 (the clipboard), ESC[8m (hidden text), a carriage return, a C1 CSI in UTF-8 and a
+    stray byte: shown as escapes; text, newlines and tabs as written."""
+    stream = io.BytesIO()
+    sink = LogSink(stream, keep=1000, escape=True)
+    for i in range(0, len(HOSTILE_LOG), 3):  # chunks that split UTF-8 sequences
+        sink.write(HOSTILE_LOG[i : i + 3])
+    shown = stream.getvalue().decode()
+    assert shown == "ok\n\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[8mPASS\\x0d\\x1b[2K\\x9b31m café\t\\xff\n"
+    assert sink.text() == HOSTILE_LOG.decode(errors="replace")  # --json keeps what the job wrote
+
+
+def test_a_pipe_gets_the_bytes_as_written() -> None:
+    stream = io.BytesIO()
+    LogSink(stream).write(HOSTILE_LOG)  # BytesIO is no terminal
+    assert stream.getvalue() == HOSTILE_LOG
+
+
+def test_a_terminal_is_detected() -> None:
+    class Tty(io.BytesIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert LogSink(Tty()).escape and not LogSink(io.BytesIO()).escape and not LogSink(None).escape

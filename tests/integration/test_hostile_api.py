@@ -244,3 +244,16 @@ def test_json_error_bodies_are_valid_json_even_for_hostile_text(server: RunningS
     body = error(r, 400)
     assert "\x1b" not in body["message"] and "\\x1b" in body["message"]
     json.dumps(body)
+
+
+def test_with_tokens_only_liveness_answers_without_one(server_factory: Any, tmp_path: Any) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice aaaaaaaaaaaaaaaaaaaa\n")
+    srv = server_factory(tokens_file=tokens)
+    assert srv.http.get("/v1/health").json() == {"ok": True, "auth": True}
+    assert error(srv.http.get("/openapi.json"), 401)["error"] == "unauthorized"
+    assert error(srv.http.get("/docs"), 404)["error"] == "not_found"
+    alice = {"Authorization": "Bearer aaaaaaaaaaaaaaaaaaaa"}
+    full = srv.http.get("/v1/health", headers=alice).json()
+    assert {"docker", "gpus", "leases", "images", "limits"} <= set(full)
+    assert srv.http.get("/openapi.json", headers=alice).json()["info"]["title"] == "kcoral"
