@@ -51,14 +51,15 @@ class _ProfilerKind:
     def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         raise NotImplementedError
 
-    def validate(self, spec: SpecBase, services: Services) -> None:
-        spec = spec_as(spec, ProfileSpec)
+    def validate(self, spec: SpecBase, services: Services) -> SpecBase:
+        profile = spec_as(spec, ProfileSpec)
         try:
-            self.check_options(spec)
+            self.check_options(profile)
         except (ncu.NcuOptionError, iket.IketOptionError) as exc:
             raise BadRequest(str(exc)) from None
         caps = capabilities.for_server(services.settings, services.executor.has_image)
-        _check_runnable(spec, services, self.name, caps[self.name])
+        _check_runnable(profile, services, self.name, caps[self.name])
+        return spec
 
     def command(self, settings: Settings, spec: ProfileSpec) -> list[str]:
         """The container's command: the host's tool in toolchain mode, the image's on its PATH otherwise."""

@@ -158,15 +158,15 @@ def submit(spec: JobSpec, request: Request, response: Response, who: str = Depen
     limits = svc.settings.limits
     if spec.image is not None:
         raise BadRequest("the image is chosen by the server; pin an earlier job's image with rerun")
-    kind_for(spec.kind).validate(spec, svc)
-    words = spec.words()
+    kept = kind_for(spec.kind).validate(spec, svc)  # as the job keeps it
+    words = kept.words()
     if sum(len(a.encode()) + 1 for a in words) > limits.argv_bytes or any("\x00" in a for a in words):
         raise BadRequest(f"argv must be under {limits.argv_bytes} bytes with no NUL bytes")
-    if spec.timeout_s > limits.max_timeout_s:
-        raise BadRequest(f"timeout {spec.timeout_s:g} s is over this server's limit of {limits.max_timeout_s:g} s")
-    validate_client_env(spec.client_env(), limits)
-    svc.placement.check(spec.gpus)
-    job = svc.store.create(who, spec, waiting_cap=limits.queued_per_token)
+    if kept.timeout_s > limits.max_timeout_s:
+        raise BadRequest(f"timeout {kept.timeout_s:g} s is over this server's limit of {limits.max_timeout_s:g} s")
+    validate_client_env(kept.client_env(), limits)
+    svc.placement.check(kept.gpus)
+    job = svc.store.create(who, kept, waiting_cap=limits.queued_per_token)
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return _view(svc, job)
 

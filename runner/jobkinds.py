@@ -53,8 +53,9 @@ def spec_as(spec: SpecBase, model: type[S]) -> S:
 class JobKind(Protocol):
     name: JobKindName
 
-    def validate(self, spec: SpecBase, services: Services) -> None:
-        """Raise BadRequest for a spec this kind cannot run here."""
+    def validate(self, spec: SpecBase, services: Services) -> SpecBase:
+        """The spec as the job keeps it (with what the server decides filled in); BadRequest for a
+        spec this kind cannot run here."""
 
     def plan(self, ctx: JobContext) -> Plan:
         """The containers to run for this job (may prepare files in the job's folder)."""
@@ -65,9 +66,10 @@ class PythonKind:
 
     name = JobKindName.python
 
-    def validate(self, spec: SpecBase, services: Services) -> None:
+    def validate(self, spec: SpecBase, services: Services) -> SpecBase:
         if not spec_as(spec, PythonSpec).argv:
             raise BadRequest("argv is empty: give a script, -c CODE or -m MODULE")
+        return spec
 
     def plan(self, ctx: JobContext) -> Plan:
         settings, job, paths = ctx.settings, ctx.job, ctx.paths

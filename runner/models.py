@@ -120,6 +120,9 @@ class EvalSpec(SpecBase):
 
     kind: Literal[JobKindName.eval] = JobKindName.eval
     task: str = Field(description="the task id, e.g. demo/softmax (GET /v1/tasks lists them)")
+    timeout_s: float = Field(
+        0.0, ge=0, description="0: the task's timeout_s (the server fills it in); more than the task's is refused"
+    )
 
     def title(self) -> str:
         return f"eval {self.task}"

@@ -8,6 +8,7 @@ finish, collect outputs). The executor only runs containers. Nothing here talks 
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -157,5 +158,18 @@ def judge(outcome: StepOutcome, limits: Limits) -> Finished:
     elif outcome.exit_code == 0:
         verdict, reason = Verdict.ok, ""
     else:
-        verdict, reason = Verdict.exit, f"exited with code {outcome.exit_code}"
+        verdict, reason = Verdict.exit, _exit_reason(outcome.exit_code)
     return Finished(verdict, outcome.exit_code, reason)
+
+
+def _exit_reason(code: int | None) -> str:
+    """A non-zero exit in words; 128 + N is death by signal N (what the container's init reports)."""
+    try:
+        name = signal.Signals(code - 128).name if code is not None and code > 128 else ""
+    except ValueError:
+        name = ""
+    if name == "SIGKILL":  # the engine's OOM flag was not set: the memory limit did not do this
+        return f"killed by SIGKILL (exit {code}), not at the memory limit: by something outside the job, or itself"
+    if name:
+        return f"killed by {name} (exit {code})"
+    return f"exited with code {code}"

@@ -12,7 +12,7 @@ NO_GAIN=1.05
 ev() {  # ev NAME TASK DIR EXPECT (pass | fail | no-gain): one evaluation, its report kept in $out/NAME/
   echo "== eval $2 $3"
   local t0=$SECONDS rc
-  kc eval "$2" "$3" --timeout 1500 --output-dir "$out/$1"; rc=$?
+  kc eval "$2" "$3" --output-dir "$out/$1"; rc=$?
   echo "exit code: $rc ($((SECONDS - t0)) s)"
   tail -n 4 "$(ls -t /tmp/kc/jobs/*/eval/judge.log 2>/dev/null | head -n 1)" 2>/dev/null | cut -c1-600
   python3 - "$out/$1/report.json" "$rc" "$4" "$NO_GAIN" <<'PY'

@@ -61,14 +61,22 @@ def harness_version() -> str:
 class EvalKind:
     name = JobKindName.eval
 
-    def validate(self, spec: SpecBase, services: Services) -> None:
-        """The spec's model already refuses anything but the task (argv, env: the task owns them)."""
-        task_id = spec_as(spec, EvalSpec).task
-        if not task_id:
+    def validate(self, spec: SpecBase, services: Services) -> SpecBase:
+        """The spec's model already refuses anything but the task (argv, env: the task owns them).
+        The task's manifest owns the time limit too: none asked, the job gets the task's
+        ``timeout_s``; more than it is refused."""
+        evaluation = spec_as(spec, EvalSpec)
+        if not evaluation.task:
             raise BadRequest("an evaluation needs a task id (kcoral tasks lists them)")
-        task = find_task(services.settings.tasks_dir or DEFAULT_TASKS_DIR, task_id)
+        task = find_task(services.settings.tasks_dir or DEFAULT_TASKS_DIR, evaluation.task)
         if task.device == "cuda" and not services.gpus:
             raise BadRequest(f"task {task.id} needs a GPU and this server has none")
+        limit = min(task.timeout_s, services.settings.limits.max_timeout_s)  # the server's limit is the ceiling
+        if evaluation.timeout_s > limit:
+            raise BadRequest(
+                f"task {task.id} allows {limit:g} s; {evaluation.timeout_s:g} s is more (leave --timeout out to get it)"
+            )
+        return evaluation.model_copy(update={"timeout_s": evaluation.timeout_s or limit})
 
     def plan(self, ctx: JobContext) -> Plan:
         return _Evaluation(ctx).plan()

@@ -23,7 +23,6 @@ from kcoral.runner.models import EvalSpec, JobView, Verdict
 from kcoral.tasks.documents import Document, DocumentError, EvalReport, Receipt, parse
 from kcoral.tasks.harness.schema import Outcome
 
-DEFAULT_TIMEOUT_S = 1500.0
 SOLUTION_FILE = "solution.py"
 D = TypeVar("D", bound=Document)
 
@@ -109,10 +108,10 @@ class EvalRun(PythonRun):
         return doc
 
 
-def build_eval_spec(task: str, timeout: float) -> EvalSpec:
+def build_eval_spec(task: str, timeout: float | None) -> EvalSpec:
     if not task.strip():
         raise UsageError("say which task: kcoral tasks lists them")
-    return EvalSpec(task=task, timeout_s=timeout)
+    return EvalSpec(task=task, timeout_s=timeout or 0.0)
 
 
 def evaluate(
@@ -123,8 +122,11 @@ def evaluate(
         Path, typer.Argument(help="the submission directory (must hold solution.py)", show_default=False)
     ],
     timeout: Annotated[
-        float, typer.Option("--timeout", min=1, help="wall-clock limit for the evaluation, seconds")
-    ] = DEFAULT_TIMEOUT_S,
+        float | None,
+        typer.Option(
+            "--timeout", min=1, help="wall-clock limit for the evaluation, seconds [default: the task's timeout_s]"
+        ),
+    ] = None,
     output_dir: Annotated[
         Path | None,
         typer.Option("--output-dir", "-o", help="where report.json and receipt.json go [default: ./kcoral-out/JOB_ID]"),

@@ -22,6 +22,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+#: an evaluation's time limit when the manifest names none
+DEFAULT_TIMEOUT_S = 600.0
+
 
 @dataclass(frozen=True)
 class Task:
@@ -62,8 +65,13 @@ class Task:
             "timed": [w["id"] for w in m["workloads"] if w.get("timed")],
             "holdout_probes": m.get("holdout", {}).get("count", 0),
             "contract": m.get("contract", ""),
-            "timeout_s": m.get("timeout_s", 600),
+            "timeout_s": self.timeout_s,
         }
+
+    @property
+    def timeout_s(self) -> float:
+        """The longest an evaluation of this task may take (its manifest's ``timeout_s``)."""
+        return float(self.manifest.get("timeout_s", DEFAULT_TIMEOUT_S))
 
 
 def load_task(root: Path) -> Task:

@@ -120,3 +120,21 @@ def test_a_second_server_on_the_same_data_dir_refuses_to_start_and_the_first_kee
     finally:
         http.close()
         first.kill()
+
+
+def test_a_container_killed_from_outside_is_not_called_the_memory_limit(
+    server: Any, docker_client: docker.DockerClient
+) -> None:
+    job_id = server.submit({"m.py": LONG}, ["m.py"])["id"]
+    deadline = time.monotonic() + 30
+    while not (found := [c for c in containers(docker_client, job_id) if c.status == "running"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        for c in containers(docker_client, job_id):
+            c.reload()
+    found[0].kill()
+    job = server.wait(job_id)
+    assert (job["verdict"], job["exit_code"]) == ("exit", 137)
+    assert job["reason"] == (
+        "killed by SIGKILL (exit 137), not at the memory limit: by something outside the job, or itself"
+    )

@@ -202,6 +202,22 @@ def test_judge_gives_the_exact_reason() -> None:
     assert oom.reason == f"killed at the memory limit ({limits.memory_bytes} bytes)"
 
 
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        (137, "killed by SIGKILL (exit 137), not at the memory limit: by something outside the job, or itself"),
+        (143, "killed by SIGTERM (exit 143)"),
+        (139, "killed by SIGSEGV (exit 139)"),
+        (128, "exited with code 128"),
+        (255, "exited with code 255"),
+    ],
+)
+def test_a_kill_from_outside_is_told_apart_from_the_memory_limit(code: int, reason: str) -> None:
+    """Exit 137 without the engine's OOM flag is a SIGKILL someone else sent, not the memory limit."""
+    finished = judge(StepOutcome(None, code, False, 0), Settings().limits)
+    assert (finished.verdict, finished.exit_code, finished.reason) == (Verdict.exit, code, reason)
+
+
 def test_the_plan_types_defaults_are_the_documented_ones() -> None:
     """A step is a job container unless it says otherwise: the job uid, the sent directory as its
     working directory, its own IPC and PID namespaces, the job's log, the server's output budget."""
