@@ -14,47 +14,54 @@ from kcoral.runner.limits import Limits
 from kcoral.runner.settings import BASE_JOB_ENV
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-#: the dynamic loader, the GPU assignment, the sandbox's own variables, libc hooks, bash functions
-_FORBIDDEN_PREFIXES = ("LD_", "NVIDIA_", "KCORAL_", "CUDA_", "DYLD_", "GCONV_", "MALLOC_", "BASH_FUNC_")
-#: PYTHON* names are refused (PYTHONPATH, PYTHONHOME, PYTHONSTARTUP, PYTHONUSERBASE, PYTHONSAFEPATH...)
-#: except these, which only change diagnostics or encodings
-_PYTHON_ALLOWED = {
-    "PYTHONHASHSEED",
-    "PYTHONWARNINGS",
-    "PYTHONFAULTHANDLER",
-    "PYTHONDEVMODE",
-    "PYTHONIOENCODING",
-    "PYTHONUTF8",
-    "PYTHONTRACEMALLOC",
-}
-#: other vendors' device selection; shells' and other interpreters' start-up hooks
-_FORBIDDEN_NAMES = {
-    "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL",
-    "IFS",
-    "ENV",
-    "BASH_ENV",
-    "SHELLOPTS",
-    "PERL5LIB",
-    "PERL5OPT",
-    "RUBYOPT",
-    "NODE_OPTIONS",
-}
+
+#: What a client may set: an allow-list. A name must match one of these (whole, case-sensitive), and
+#: no name in RESERVED, to reach a job. Each with why it is there.
+ALLOWED: tuple[tuple[str, str], ...] = (
+    (r"PYTHON(HASHSEED|WARNINGS|FAULTHANDLER|DEVMODE|IOENCODING|UTF8|TRACEMALLOC)",
+     "Python's diagnostics and encodings (nothing that moves imports or start-up code)"),
+    (r"(TRITON|TORCH|PYTORCH|TORCHINDUCTOR|TORCHDYNAMO|NCCL|CUBLAS|CUBLASLT|CUDNN|CUTE_DSL|CUTLASS|OMP|KMP|MKL"
+     r"|OPENBLAS|NUMEXPR|NUMBA|JAX|XLA|TF)_[A-Z0-9_]+",
+     "the kernel tools' own knobs (compilers, autotuners, math and thread-pool libraries)"),
+    (r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*", "your own parameters: upper-case words joined by '_' (T, BLOCK_SIZE, NUM_WARPS)"),
+)  # fmt: skip
+#: Never passed, whatever ALLOWED says: names and prefixes read before the job's code runs (the
+#: C library, the loader, the container's init, shells, other interpreters), and the GPU assignment.
+RESERVED: tuple[tuple[str, str], ...] = (
+    (r"(LD|DYLD|GLIBC|GCONV|MALLOC|LC|TINI|BASH_FUNC|NVIDIA|CUDA|HIP|ROCR|KCORAL)_.*",
+     "variables starting with {prefix}_ control the sandbox"),
+    (r"PYTHON(?!(HASHSEED|WARNINGS|FAULTHANDLER|DEVMODE|IOENCODING|UTF8|TRACEMALLOC)\Z).*",
+     "it could redirect the interpreter (allowed: {python})"),
+    (r"LOCPATH|NLSPATH|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|TZ|TZDIR|LANG|LANGUAGE|TERMINFO|TERMINFO_DIRS"
+     r"|IFS|ENV|BASH_ENV|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|CDPATH|GLOBIGNORE|PERL5LIB|PERL5OPT|PERLLIB"
+     r"|RUBYOPT|RUBYLIB|NODE_OPTIONS|NODE_PATH|JAVA_TOOL_OPTIONS|GPU_DEVICE_ORDINAL|SSL_CERT_FILE|SSL_CERT_DIR",
+     "the C library, a shell or another interpreter reads it when a program starts"),
+)  # fmt: skip
+_ALLOWED = [re.compile(pattern) for pattern, _ in ALLOWED]
+_RESERVED = [(re.compile(pattern), why) for pattern, why in RESERVED]
+_PYTHON_ALLOWED = ("PYTHONDEVMODE, PYTHONFAULTHANDLER, PYTHONHASHSEED, PYTHONIOENCODING, PYTHONTRACEMALLOC, "
+                   "PYTHONUTF8, PYTHONWARNINGS")  # fmt: skip
+MAX_NAME = 64
 
 
 def refusal(name: str) -> str | None:
     """Why a client may not set ``name``, or None when it may."""
     if not _NAME.match(name):
         return f"{name!r} is not a valid environment variable name (letters, digits, '_'; no leading digit)"
-    upper = name.upper()
-    if upper in BASE_JOB_ENV or upper in _FORBIDDEN_NAMES:
+    if name in BASE_JOB_ENV or name.upper() in BASE_JOB_ENV:
         return f"{name} is set by the server and cannot be overridden"
-    if upper.startswith(_FORBIDDEN_PREFIXES):
-        return f"{name} is refused: variables starting with {upper.split('_')[0]}_ control the sandbox"
-    if upper.startswith("PYTHON") and upper not in _PYTHON_ALLOWED:
-        return f"{name} is refused: it could redirect the interpreter (allowed: {', '.join(sorted(_PYTHON_ALLOWED))})"
-    return None
+    if len(name) > MAX_NAME:
+        return f"{name[:20]}... is refused: names are at most {MAX_NAME} characters"
+    for pattern, why in _RESERVED:
+        if pattern.fullmatch(name.upper()):
+            reason = why.format(prefix=name.upper().split("_")[0], python=_PYTHON_ALLOWED)
+            return f"{name} is refused: {reason}"
+    if any(pattern.fullmatch(name) for pattern in _ALLOWED):
+        return None
+    return (
+        f"{name} is refused: kcoral passes upper-case names of your own (T, BLOCK_SIZE), the kernel "
+        "tools' knobs (TRITON_*, TORCH_*, NCCL_*, ...) and Python's diagnostics; see runner.envpolicy.ALLOWED"
+    )
 
 
 def validate_client_env(env: Mapping[str, str], limits: Limits) -> dict[str, str]:
