@@ -41,9 +41,7 @@ def test_refused_names(name: str) -> None:
         parse_env_options([f"{name}=x"], {})
 
 
-@pytest.mark.parametrize(
-    "name", ["FOO", "TORCH_LOGS", "OMP_NUM_THREADS", "PYTHONHASHSEED", "PYTHONWARNINGS", "A1"]
-)
+@pytest.mark.parametrize("name", ["FOO", "TORCH_LOGS", "OMP_NUM_THREADS", "PYTHONHASHSEED", "PYTHONWARNINGS", "A1"])
 def test_allowed_names(name: str) -> None:
     assert refusal(name) is None
     assert parse_env_options([f"{name}=1"], {}) == {name: "1"}
