@@ -82,6 +82,10 @@ def serve(
         iket_image=iket_image,
         shutdown_grace_s=shutdown_grace,
     )
+    exposed = settings.exposed_secrets()
+    if exposed:
+        typer.echo(f"refusing to start: {'; '.join(exposed)}: move it out of the toolchain mounts", err=True)
+        raise typer.Exit(2)
     if not settings.is_loopback and settings.tokens_file is None:
         typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)
         raise typer.Exit(2)

@@ -75,6 +75,20 @@ class Settings:
         """Label value that marks this server's containers (one per data directory)."""
         return hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:16]
 
+    def exposed_secrets(self) -> list[str]:
+        """What of the server's own a job could read through the toolchain mounts: the tokens file
+        and the data dir (the holdout key, every job's files) must lie outside all of them."""
+        found = []
+        mounts = [Path(m).resolve() for m in self.toolchain_mounts]
+        for what, path in (("the tokens file", self.tokens_file), ("the data dir", self.data_dir)):
+            if path is None:
+                continue
+            real = path.resolve()
+            for mount in mounts:
+                if real == mount or mount in real.parents:
+                    found.append(f"{what} {real} is inside {mount}, which every job gets read-only")
+        return found
+
     @property
     def is_loopback(self) -> bool:
         return self.host in ("127.0.0.1", "::1", "localhost")
