@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,16 @@ from kcoral.runner.errors import DISK_FULL, InfrastructureError
 from kcoral.runner.leases import Lease
 from kcoral.runner.models import ImageInfo, Verdict
 from kcoral.runner.plan import ContainerStep, StepOutcome
-from kcoral.runner.sandbox import LABEL_INSTANCE, container_options
+from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, container_options
 from kcoral.runner.settings import Settings
 
 log = logging.getLogger("kcoral.executor")
 _DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 #: seconds the other members of a group get to leave by themselves after the leader exited
 GROUP_GRACE_S = 5.0
+#: the pause before asking an unreachable engine again, doubled each time up to the second
+RECONNECT_FIRST_S = 1.0
+RECONNECT_MAX_S = 30.0
 
 
 @dataclass
@@ -48,24 +52,65 @@ class _Watch:
 
 
 class DockerExecutor:
+    """Runs job containers on the Docker engine. An engine that cannot be reached (at start, or lost
+    later) is asked again with a growing pause (up to RECONNECT_MAX_S); containers that could not be
+    removed while it was gone are removed once it answers again (:meth:`tidy`)."""
+
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._gpu_mode: str | None = None
         self._cgroup_mount: tuple[str, str] | None = None
-        try:
-            self.client = docker.from_env(timeout=120, max_pool_size=64)
-        except _DOCKER_ERRORS as exc:
-            self.client = None
-            self.error = f"cannot reach the Docker engine: {exc}"
-        else:
-            self.error = ""
+        self.client: docker.DockerClient | None = None
+        self.error = ""
+        self._pause = RECONNECT_FIRST_S
+        self._retry_at = 0.0
+        #: containers were left behind (the engine was gone when they should have been removed)
+        self.orphans_pending = False
+        self._connect()
 
     # --- engine facts ---------------------------------------------------------------------------
 
+    def _connect(self) -> None:
+        try:
+            self.client = docker.from_env(timeout=120, max_pool_size=64)
+        except _DOCKER_ERRORS as exc:
+            self.error = f"cannot reach the Docker engine: {exc}; retrying every {self._pause:g} s at most"
+            self._retry_at = time.monotonic() + self._pause
+            self._pause = min(self._pause * 2, RECONNECT_MAX_S)
+            log.error("%s", self.error)
+        else:
+            if self.error:
+                log.warning("the Docker engine answers again")
+                self.orphans_pending = True  # what an earlier run or the outage left
+            self.error = ""
+            self._pause = RECONNECT_FIRST_S
+
     def _api(self) -> docker.DockerClient:
+        if self.client is None and time.monotonic() >= self._retry_at:
+            self._connect()
         if self.client is None:
             raise InfrastructureError(self.error)
         return self.client
+
+    def reachable(self) -> bool:
+        """Whether the engine answers now (a ping); the scheduler holds the queue while it does not."""
+        try:
+            return bool(self._api().ping())
+        except (InfrastructureError, *_DOCKER_ERRORS):
+            return False
+
+    def tidy(self, running: set[str]) -> None:
+        """Remove the containers left behind while the engine was gone (not those of ``running`` jobs)."""
+        if not self.orphans_pending or not self.reachable():
+            return
+        try:
+            removed = self.remove_orphans(keep=running)
+        except InfrastructureError as exc:
+            log.warning("%s", exc.message)
+            return
+        self.orphans_pending = False
+        if removed:
+            log.warning("removed %d job container(s) left while the engine was unreachable", removed)
 
     def engine(self) -> dict[str, Any]:
         """Docker reachability and version, for /health."""
@@ -143,15 +188,18 @@ class DockerExecutor:
             return False
         return True
 
-    def remove_orphans(self) -> int:
-        """Remove containers this server instance left behind (found by label)."""
+    def remove_orphans(self, keep: Collection[str] = ()) -> int:
+        """Remove containers this server instance left behind (found by label), but those of the
+        jobs in ``keep`` (running now)."""
         try:
             label = f"{LABEL_INSTANCE}={self.settings.instance}"
             found = self._api().containers.list(all=True, filters={"label": label})
-            for c in found:
+            gone = [c for c in found if c.labels.get(LABEL_JOB) not in keep]
+            for c in gone:
                 c.remove(force=True)
-            return len(found)
-        except _DOCKER_ERRORS as exc:
+            return len(gone)
+        except (InfrastructureError, *_DOCKER_ERRORS) as exc:
+            self.orphans_pending = True  # tried again once the engine answers
             raise InfrastructureError(f"cannot clean up old job containers: {exc}") from None
 
     # --- one job ------------------------------------------------------------------------------
@@ -188,7 +236,8 @@ class DockerExecutor:
             raise InfrastructureError(f"Docker error: {exc}") from None
         finally:
             for member in reversed(started):
-                _remove(member.container)
+                if not _remove(member.container):
+                    self.orphans_pending = True
 
     def _settle(self, member: _Member, killed: tuple[Verdict, str] | None) -> StepOutcome:
         """How one member ended, once its log is complete."""
@@ -357,10 +406,13 @@ def _kill(container: Any) -> None:
         log.info("kill %s: %s", container.id[:12], exc)
 
 
-def _remove(container: Any) -> None:
+def _remove(container: Any) -> bool:
+    """Remove the container; False when it is left behind (the engine failed)."""
     try:
         container.remove(force=True)
     except docker.errors.NotFound:
         pass
     except _DOCKER_ERRORS as exc:
-        log.warning("removing %s failed: %s (left for start-up clean-up)", container.id[:12], exc)
+        log.warning("removing %s failed: %s (removed once the engine answers)", container.id[:12], exc)
+        return False
+    return True

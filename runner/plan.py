@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -144,7 +144,14 @@ class Executor(EngineFacts, Protocol):
         """Run the steps side by side on ``image`` (a pinned digest; the first step leads) to their
         end, or kill them all on a breach; InfrastructureError when the engine fails."""
 
-    def remove_orphans(self) -> int: ...
+    def remove_orphans(self, keep: Collection[str] = ()) -> int:
+        """Remove this server's containers but those of the jobs in ``keep``; the count removed."""
+
+    def reachable(self) -> bool:
+        """Whether the engine answers now."""
+
+    def tidy(self, running: set[str]) -> None:
+        """Remove what was left behind while the engine was unreachable (not ``running`` jobs')."""
 
     def engine(self) -> dict[str, Any]: ...
 

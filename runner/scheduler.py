@@ -154,6 +154,9 @@ class Scheduler:
             self._wake.clear()
             try:
                 self._record_pending()
+                with self._lock:
+                    running = set(self._workers)
+                self.executor.tidy(running)
                 self._dispatch()
             except Exception:
                 log.exception("dispatch failed; retrying")
@@ -166,7 +169,10 @@ class Scheduler:
         return fair_order(queued, self.store.in_state(JobState.running), self.store.last_started())
 
     def _dispatch(self) -> None:
-        for job in self.queue_order():
+        order = self.queue_order()
+        if order and not self.executor.reachable():  # hold the queue: the jobs run once it answers
+            return
+        for job in order:
             lease = self.placement.try_acquire(job.spec.gpus)
             if lease is None:
                 continue

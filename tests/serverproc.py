@@ -25,10 +25,19 @@ def free_port() -> int:
 class ServerProcess:
     """``kcoral serve`` on loopback without GPUs, in its own process group, up once health answers."""
 
-    def __init__(self, data_dir: Path, image: str, cpu_slots: int = 1, port: int | None = None, *extra: str) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        image: str,
+        cpu_slots: int = 1,
+        port: int | None = None,
+        *extra: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.data_dir, self.image, self.cpu_slots = data_dir, image, cpu_slots
         self.port = port or free_port()
         self.extra = extra
+        self.env = env or {}
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -39,7 +48,7 @@ class ServerProcess:
              "--image", self.image, "--gpus", "none", "--cpu-slots", str(self.cpu_slots),
              "--log-level", "warning", *self.extra],
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(ROOT), **self.env},
             start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + timeout

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,8 @@ class FakeExecutor:
     failing: str = ""  # run_group raises InfrastructureError with this message
     ran: list[Ran] = field(default_factory=list)
     orphans: int = 0
+    down: bool = False  # the engine does not answer: the scheduler holds the queue
+    tidied: list[set[str]] = field(default_factory=list)
 
     def image_info(self, ref: str) -> ImageInfo:
         if self.images is not None and ref not in self.images:
@@ -75,9 +77,15 @@ class FakeExecutor:
     def engine(self) -> dict[str, Any]:
         return {"ok": True, "version": "fake"}
 
-    def remove_orphans(self) -> int:
+    def remove_orphans(self, keep: Collection[str] = ()) -> int:
         found, self.orphans = self.orphans, 0
         return found
+
+    def reachable(self) -> bool:
+        return not self.down
+
+    def tidy(self, running: set[str]) -> None:
+        self.tidied.append(set(running))
 
     def run_group(
         self,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kcoral.runner import jobkinds
+from kcoral.runner.errors import InsufficientStorage
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.leases import LeasePool
 from kcoral.runner.models import GpuInfo, JobKindName, JobState, Verdict, parse_spec
@@ -155,6 +156,70 @@ def test_engine_failure_is_the_jobs_infrastructure_error_and_the_slot_comes_back
     job = rig.wait(rig.submit())
     assert job.verdict == Verdict.infrastructure_error and job.reason == "Docker error: engine gone"
     assert rig.settled()["free"] == ["cpu0"]
+
+
+def test_while_the_engine_is_unreachable_the_queue_is_held_not_failed(tmp_path: Path, rigs: list[Rig]) -> None:
+    rig = start(rigs, Rig(tmp_path, FakeExecutor(down=True)))
+    job_id = rig.submit()
+    time.sleep(1.5)  # a loop turn or two
+    assert rig.store.get(job_id).state == JobState.queued and rig.executor.ran == []
+    rig.executor.down = False
+    rig.scheduler.wake()
+    assert rig.wait(job_id).verdict == Verdict.ok
+
+
+def test_the_loop_has_the_executor_tidy_around_the_running_jobs(tmp_path: Path, rigs: list[Rig]) -> None:
+    started = threading.Event()
+    rig = start(rigs, Rig(tmp_path, FakeExecutor(runs_until_stopped(started))))
+    running = rig.submit()
+    assert started.wait(5)
+    rig.scheduler.wake()
+    deadline = time.monotonic() + 5
+    while {running} not in rig.executor.tidied:
+        assert time.monotonic() < deadline, rig.executor.tidied
+        time.sleep(0.01)
+    rig.scheduler.cancel(running)
+    rig.wait(running)
+
+
+def test_stop_interrupts_running_jobs_after_the_grace_and_keeps_the_queue(tmp_path: Path) -> None:
+    started = threading.Event()
+    rig = Rig(tmp_path, FakeExecutor(runs_until_stopped(started)))
+    rig.scheduler.start()
+    running, queued = rig.submit(), rig.submit()
+    assert started.wait(5)
+    began = time.monotonic()
+    rig.scheduler.stop(grace_s=0.3)
+    assert 0.3 <= time.monotonic() - began < 5 and not rig.scheduler.accepting
+    job = rig.store.get(running)
+    assert (job.state, job.verdict) == (JobState.finished, Verdict.interrupted)
+    assert job.reason.startswith("the server shut down while this job ran")
+    assert rig.store.get(queued).state == JobState.queued
+    assert rig.pool.describe()["free"] == ["cpu0"]
+
+
+def test_a_result_the_store_cannot_write_is_kept_and_written_later(
+    tmp_path: Path, rigs: list[Rig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig = start(rigs, Rig(tmp_path, FakeExecutor(exits(0))))
+    real = rig.store.finish
+    full = {"on": True}
+
+    def finish(*args: object, **kwargs: object) -> None:
+        if full["on"]:
+            raise InsufficientStorage("the server's disk is full: the job database cannot grow")
+        real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rig.store, "finish", finish)
+    job_id = rig.submit()
+    deadline = time.monotonic() + 5
+    while not rig.executor.ran:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert rig.settled()["free"] == ["cpu0"]  # the slot comes back although nothing was recorded
+    assert rig.store.get(job_id).state == JobState.running
+    full["on"] = False
+    assert rig.wait(job_id).verdict == Verdict.ok
 
 
 def test_a_missing_image_fails_before_any_container(tmp_path: Path, rigs: list[Rig]) -> None:

@@ -1,0 +1,75 @@
+"""A Unix-socket proxy in front of the Docker engine that a test can stop and start: the server under
+test talks to the engine through it (DOCKER_HOST), so the engine can vanish for that server while
+the shared engine itself is never touched."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from pathlib import Path
+
+ENGINE = "/var/run/docker.sock"
+
+
+class EngineProxy:
+    def __init__(self, path: Path, target: str = ENGINE) -> None:
+        self.path, self.target = path, target
+        self._listener: socket.socket | None = None
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def docker_host(self) -> str:
+        return f"unix://{self.path}"
+
+    def start(self) -> EngineProxy:
+        self.path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(self.path))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        """The engine is gone: no new connection, and every open one is cut."""
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            for sock in self._open:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+            self._open.clear()
+        self.path.unlink(missing_ok=True)
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            engine = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                engine.connect(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._open |= {client, engine}
+            for src, dst in ((client, engine), (engine, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(1 << 16):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
