@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import statistics
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -371,3 +372,29 @@ def test_rerun_prints_old_and_new_side_by_side(remote, api_job, capfd) -> None:
 
 def _state(job: dict[str, Any]) -> str:
     return "ok" if job["verdict"] == "ok" else job["verdict"]
+
+
+def _eval_job(srv: RunningServer, **spec: Any) -> str:
+    r = srv.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, **spec})
+    assert r.status_code == 201, r.text
+    job_id = str(r.json()["id"])
+    assert (
+        srv.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": _good_source()})).status_code == 200
+    )
+    return job_id
+
+
+def test_a_deadline_or_a_cancel_while_the_judge_prepares_is_timeout_or_cancelled(eval_server: RunningServer) -> None:
+    """Not infrastructure_error: the supervisor (preparing inputs, the reference, the baseline) is the
+    group's leader, and a leader killed for a breach is judged by that breach."""
+    timed = eval_server.wait(_eval_job(eval_server, timeout_s=1), 60)
+    assert (timed["verdict"], timed["reason"]) == ("timeout", "the job ran past its timeout and was killed")
+    job_id = _eval_job(eval_server)
+    deadline = time.monotonic() + 30
+    while eval_server.http.get(f"/v1/jobs/{job_id}").json()["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    eval_server.http.post(f"/v1/jobs/{job_id}/cancel")
+    cancelled = eval_server.wait(job_id, 60)
+    assert (cancelled["verdict"], cancelled["reason"]) == ("cancelled", "cancelled by request")
+    assert cancelled["outputs"] == []
