@@ -4,6 +4,7 @@ through twice). Every answer here is a 4xx in kcoral's own error shape, with not
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import lzma
@@ -257,3 +258,23 @@ def test_with_tokens_only_liveness_answers_without_one(server_factory: Any, tmp_
     full = srv.http.get("/v1/health", headers=alice).json()
     assert {"docker", "gpus", "leases", "images", "limits"} <= set(full)
     assert srv.http.get("/openapi.json", headers=alice).json()["info"]["title"] == "kcoral"
+
+
+def test_a_dropped_log_follower_or_download_harms_nothing(
+    server: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = (
+        "import os, time\nprint('first', flush=True)\n"
+        "open(os.environ['KCORAL_OUTPUT_DIR'] + '/big.bin', 'wb').write(os.urandom(8 << 20))\n"
+        "time.sleep(1)\nprint('last', flush=True)\n"
+    )
+    job_id = server.submit({"m.py": script}, ["m.py"])["id"]
+    with httpx.stream("GET", f"{server.url}/v1/jobs/{job_id}/log", params={"follow": True}, timeout=30) as log:
+        assert next(log.iter_lines()) == "first"  # and then the follower goes away
+    job = server.wait(job_id)
+    assert job["verdict"] == "ok" and server.log(job_id) == "first\nlast\n"
+    with httpx.stream("GET", f"{server.url}/v1/jobs/{job_id}/outputs/big.bin", timeout=30) as download:
+        next(download.iter_bytes())  # a first chunk, then the connection is dropped
+    whole = server.http.get(f"/v1/jobs/{job_id}/outputs/big.bin").content
+    assert len(whole) == 8 << 20 and hashlib.sha256(whole).hexdigest() == job["outputs"][0]["sha256"]
+    assert not [r for r in caplog.records if r.exc_info], "a dropped reader logged a traceback"
