@@ -278,3 +278,23 @@ def test_a_dropped_log_follower_or_download_harms_nothing(
     whole = server.http.get(f"/v1/jobs/{job_id}/outputs/big.bin").content
     assert len(whole) == 8 << 20 and hashlib.sha256(whole).hexdigest() == job["outputs"][0]["sha256"]
     assert not [r for r in caplog.records if r.exc_info], "a dropped reader logged a traceback"
+
+
+DEEP_OUTPUT = """import os, time
+fd = os.open(os.environ['KCORAL_OUTPUT_DIR'], os.O_RDONLY)
+for _ in range(1200):
+    os.mkdir('d', dir_fd=fd)
+    inner = os.open('d', os.O_RDONLY, dir_fd=fd)
+    os.close(fd)
+    fd = inner
+print('nested', flush=True)
+time.sleep(5)
+"""
+
+
+def test_an_output_tree_nested_too_deep_stops_the_job_and_is_removed(server: RunningServer) -> None:
+    """A 1200-deep chain once made the clean-up raise RecursionError: an ok job became an
+    infrastructure error and its raw folder stayed on disk."""
+    job = server.wait(server.submit({"m.py": DEEP_OUTPUT}, ["m.py"])["id"], 60)
+    assert job["verdict"] == "output_limit" and "32 folders deep" in job["reason"], job
+    assert not server.services.store.paths(job["id"]).raw_out.exists()
