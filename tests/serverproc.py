@@ -9,6 +9,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -88,3 +90,17 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+
+
+@contextmanager
+def serving(server: ServerProcess, timeout: float = 30) -> Iterator[httpx.Client]:
+    """A client of ``server`` (started here unless it runs); afterwards the client is closed and the
+    server killed, whatever happened."""
+    if server.proc is None or server.proc.poll() is not None:
+        server.start()
+    http = httpx.Client(base_url=server.url, timeout=timeout)
+    try:
+        yield http
+    finally:
+        http.close()
+        server.kill()

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.conftest import make_tar
-from tests.serverproc import ServerProcess
+from tests.serverproc import ServerProcess, serving
 
 SIZE_MIB = 24
 
@@ -106,9 +106,8 @@ def test_what_does_not_fit_is_refused_or_ended_clearly_and_the_slots_come_back(
 def test_a_job_whose_log_stops_fitting_is_stopped_and_a_restart_on_a_full_disk_serves(
     small_disk: Path, job_image: str
 ) -> None:
-    server = ServerProcess(small_disk / "data", job_image, 2).start()
-    http = httpx.Client(base_url=server.url, timeout=60)
-    try:
+    server = ServerProcess(small_disk / "data", job_image, 2)
+    with serving(server, 60) as http:
         chatty = "import time\nwhile True:\n    print('x' * 1000, flush=True)\n    time.sleep(0.001)\n"
         job_id, r = submit(http, {"m.py": chatty})
         assert r.status_code == 200, r.text
@@ -140,9 +139,6 @@ def test_a_job_whose_log_stops_fitting_is_stopped_and_a_restart_on_a_full_disk_s
             r = http.put(f"/v1/jobs/{r.json()['id']}/input", content=make_tar({"m.py": "x" * 100_000}))
             assert r.status_code == 507 and r.json()["error"] == "insufficient_storage", r.text
         filler.unlink()
-    finally:
-        http.close()
-        server.kill()
 
 
 def test_the_fill_helper_really_fills(small_disk: Path) -> None:

@@ -16,7 +16,7 @@ import httpx
 
 from kcoral.runner.sandbox import LABEL_JOB
 from tests.conftest import make_tar
-from tests.serverproc import ROOT, ServerProcess
+from tests.serverproc import ROOT, ServerProcess, serving
 
 
 def submit(http: httpx.Client, script: str) -> str:
@@ -50,9 +50,8 @@ SHORT = "import time\ntime.sleep(1.5)\nprint('done', flush=True)\n"
 def test_sigterm_interrupts_a_long_job_after_the_grace_keeps_the_queue_and_removes_the_container(
     tmp_path: Path, job_image: str, docker_client: docker.DockerClient
 ) -> None:
-    server = ServerProcess(tmp_path / "data", job_image, 1, None, "--shutdown-grace", "2").start()
-    http = httpx.Client(base_url=server.url, timeout=30)
-    try:
+    server = ServerProcess(tmp_path / "data", job_image, 1, None, "--shutdown-grace", "2")
+    with serving(server) as http:
         running = submit(http, LONG)
         queued = submit(http, "print('ran after the restart')\n")
         wait_for(http, running, "running")
@@ -77,17 +76,13 @@ def test_sigterm_interrupts_a_long_job_after_the_grace_keeps_the_queue_and_remov
         assert "the server shut down while this job ran" in job["reason"]
         done = wait_for(http, queued, "finished")
         assert done["verdict"] == "ok" and http.get(f"/v1/jobs/{queued}/log").text == "ran after the restart\n"
-    finally:
-        http.close()
-        server.kill()
 
 
 def test_sigterm_lets_a_job_that_ends_within_the_grace_finish(
     tmp_path: Path, job_image: str, docker_client: docker.DockerClient
 ) -> None:
-    server = ServerProcess(tmp_path / "data", job_image, 1, None, "--shutdown-grace", "30").start()
-    http = httpx.Client(base_url=server.url, timeout=30)
-    try:
+    server = ServerProcess(tmp_path / "data", job_image, 1, None, "--shutdown-grace", "30")
+    with serving(server) as http:
         job_id = submit(http, SHORT)
         wait_for(http, job_id, "running")
         server.signal(signal.SIGTERM)
@@ -96,17 +91,13 @@ def test_sigterm_lets_a_job_that_ends_within_the_grace_finish(
         job = http.get(f"/v1/jobs/{job_id}").json()
         assert (job["verdict"], job["exit_code"]) == ("ok", 0) and http.get(f"/v1/jobs/{job_id}/log").text == "done\n"
         assert containers(docker_client, job_id) == []
-    finally:
-        http.close()
-        server.kill()
 
 
 def test_a_second_server_on_the_same_data_dir_refuses_to_start_and_the_first_keeps_its_job(
     tmp_path: Path, job_image: str, docker_client: docker.DockerClient
 ) -> None:
-    first = ServerProcess(tmp_path / "data", job_image).start()
-    http = httpx.Client(base_url=first.url, timeout=30)
-    try:
+    first = ServerProcess(tmp_path / "data", job_image)
+    with serving(first) as http:
         job_id = submit(http, SHORT)
         wait_for(http, job_id, "running")
         second = subprocess.run(
@@ -119,9 +110,6 @@ def test_a_second_server_on_the_same_data_dir_refuses_to_start_and_the_first_kee
         assert "Traceback" not in second.stderr
         job = wait_for(http, job_id, "finished")
         assert (job["verdict"], job["exit_code"]) == ("ok", 0)
-    finally:
-        http.close()
-        first.kill()
 
 
 def test_a_container_killed_from_outside_is_not_called_the_memory_limit(

@@ -8,7 +8,7 @@ import httpx
 
 from kcoral.runner.sandbox import LABEL_JOB
 from tests.conftest import make_tar
-from tests.serverproc import ServerProcess
+from tests.serverproc import ServerProcess, serving
 
 
 def _submit(http: httpx.Client, script: str) -> str:
@@ -18,35 +18,33 @@ def _submit(http: httpx.Client, script: str) -> str:
 
 
 def test_restart_keeps_queued_jobs_and_reports_the_running_one(tmp_path, job_image, docker_client):
-    server = ServerProcess(tmp_path / "data", job_image).start()
-    http = httpx.Client(base_url=server.url, timeout=30)
+    server = ServerProcess(tmp_path / "data", job_image)
     try:
-        running = _submit(http, "import time\nprint('working', flush=True)\ntime.sleep(120)\n")
-        queued = _submit(http, "print('ran after the restart')\n")
-        deadline = time.monotonic() + 30
-        while http.get(f"/v1/jobs/{running}").json()["state"] != "running":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        while not docker_client.containers.list(filters={"label": f"{LABEL_JOB}={running}"}):
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        server.kill()
-        orphans = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"})
-        assert len(orphans) == 1, "the killed server left its job container behind"
+        with serving(server) as http:
+            running = _submit(http, "import time\nprint('working', flush=True)\ntime.sleep(120)\n")
+            queued = _submit(http, "print('ran after the restart')\n")
+            deadline = time.monotonic() + 30
+            while http.get(f"/v1/jobs/{running}").json()["state"] != "running":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            while not docker_client.containers.list(filters={"label": f"{LABEL_JOB}={running}"}):
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            server.kill()
+            orphans = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"})
+            assert len(orphans) == 1, "the killed server left its job container behind"
 
-        server.start()
-        lost = http.get(f"/v1/jobs/{running}").json()
-        assert lost["state"] == "finished" and lost["verdict"] == "infrastructure_error"
-        assert "server stopped while this job was running" in lost["reason"]
-        assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"}) == []
-        deadline = time.monotonic() + 60
-        while (job := http.get(f"/v1/jobs/{queued}").json())["state"] != "finished":
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        assert job["verdict"] == "ok"
-        assert http.get(f"/v1/jobs/{queued}/log").text == "ran after the restart\n"
+            server.start()
+            lost = http.get(f"/v1/jobs/{running}").json()
+            assert lost["state"] == "finished" and lost["verdict"] == "infrastructure_error"
+            assert "server stopped while this job was running" in lost["reason"]
+            assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"}) == []
+            deadline = time.monotonic() + 60
+            while (job := http.get(f"/v1/jobs/{queued}").json())["state"] != "finished":
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            assert job["verdict"] == "ok"
+            assert http.get(f"/v1/jobs/{queued}/log").text == "ran after the restart\n"
     finally:
-        http.close()
-        server.kill()
         for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"}):
             c.remove(force=True)
