@@ -56,6 +56,11 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorBody, "description": ERROR_STATUSES[status]} for status in (400, 401, *statuses)}
 
 
+#: a route that answers with bytes (the log, an output file), as it documents its 200
+BYTES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}
+}
+
 router = APIRouter(prefix="/v1")
 _LOG_CHUNK = 1 << 16
 #: what runner.store makes a job id; anything else is no job (and never reaches the database)
@@ -273,7 +278,7 @@ def cancel_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobV
     return _view(svc, svc.scheduler.cancel(job_id))
 
 
-@router.get("/jobs/{job_id}/log", responses=errors(404))
+@router.get("/jobs/{job_id}/log", response_class=StreamingResponse, responses={**BYTES, **errors(404)})
 async def job_log(
     job_id: str,
     request: Request,
@@ -318,7 +323,7 @@ def list_outputs(job_id: str, request: Request, who: str = Depends(owner)) -> li
     return list(_own_job(services(request), job_id, who).outputs)
 
 
-@router.get("/jobs/{job_id}/outputs/{path:path}", responses=errors(404))
+@router.get("/jobs/{job_id}/outputs/{path:path}", response_class=FileResponse, responses={**BYTES, **errors(404)})
 def get_output(job_id: str, path: str, request: Request, who: str = Depends(owner)) -> FileResponse:
     svc = services(request)
     job = _own_job(svc, job_id, who)

@@ -80,7 +80,9 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     async def routing(_: Request, exc: HTTPException) -> JSONResponse:
         """Starlette's own answers (no such route, wrong method, a body it cannot parse), in our shape."""
         code = HTTP_CODES.get(exc.status_code, "bad_request" if exc.status_code < 500 else "internal")
-        return error_response(exc.status_code, code, str(exc.detail))
+        answer = error_response(exc.status_code, code, str(exc.detail))
+        answer.headers.update(exc.headers or {})  # a 405's Allow
+        return answer
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

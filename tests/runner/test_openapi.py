@@ -36,3 +36,9 @@ def test_each_route_lists_the_statuses_it_can_send(tmp_path: Path) -> None:
     assert codes("/v1/jobs/{job_id}/input", "put") == {"400", "401", "404", "409", "413", "503", "507"}
     assert codes("/v1/jobs/{job_id}/rerun", "post") == {"400", "401", "404", "409", "429", "503", "507"}
     assert codes("/v1/jobs/{job_id}", "get") == {"400", "401", "404"}
+
+
+def test_the_byte_routes_document_bytes(tmp_path: Path) -> None:
+    paths = schema(tmp_path)["paths"]
+    for path in ("/v1/jobs/{job_id}/log", "/v1/jobs/{job_id}/outputs/{path}"):
+        assert set(paths[path]["get"]["responses"]["200"]["content"]) == {"application/octet-stream"}
