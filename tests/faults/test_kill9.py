@@ -1,4 +1,5 @@
-"""A server killed mid-job: queued jobs survive, the running one is reported, its container removed."""
+"""kill -9 with a job running and one queued: the queued job survives and runs once after the restart,
+the running one is reported, its container removed."""
 
 from __future__ import annotations
 
