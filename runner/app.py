@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -40,6 +41,12 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if not os.path.ismount(settings.data_dir):
+            log.warning(
+                "the data dir %s is not a filesystem of its own: a job's /proc/self/mountinfo shows the host "
+                "path of its folders; mount one there to show no more than /jobs/ID/...",
+                settings.data_dir.resolve(),
+            )
         svc.scheduler.start()
         yield
         svc.scheduler.stop(settings.shutdown_grace_s)

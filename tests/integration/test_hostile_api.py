@@ -258,6 +258,7 @@ def test_with_tokens_only_liveness_answers_without_one(server_factory: Any, tmp_
     alice = {"Authorization": "Bearer aaaaaaaaaaaaaaaaaaaa"}
     full = srv.http.get("/v1/health", headers=alice).json()
     assert {"docker", "gpus", "leases", "images", "limits"} <= set(full)
+    assert full["data_dir_own_filesystem"] is False  # a folder under the test's tmp_path
     assert srv.http.get("/openapi.json", headers=alice).json()["info"]["title"] == "kcoral"
 
 
