@@ -13,7 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import docker
 import httpx
+
+from kcoral.runner.sandbox import LABEL_INSTANCE
+from kcoral.runner.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,11 +89,23 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
 
+    def remove_containers(self) -> None:
+        """Remove every container this server made (a killed server leaves its running jobs' behind,
+        and nothing else would remove them: no later server starts on this data dir)."""
+        instance = Settings(data_dir=self.data_dir).instance
+        engine = docker.from_env()
+        try:
+            for c in engine.containers.list(all=True, sparse=True, filters={"label": f"{LABEL_INSTANCE}={instance}"}):
+                c.remove(force=True)
+        finally:
+            engine.close()
+
     def __enter__(self) -> ServerProcess:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+        self.remove_containers()
 
 
 @contextmanager
@@ -104,3 +120,4 @@ def serving(server: ServerProcess, timeout: float = 30) -> Iterator[httpx.Client
     finally:
         http.close()
         server.kill()
+        server.remove_containers()
