@@ -3,6 +3,7 @@ directories, both sides of every budget; no Docker."""
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -13,7 +14,7 @@ import pytest
 
 from kcoral.runner import archive, jobfs
 from kcoral.runner.archive import collect_outputs, dir_usage, extract_upload, safe_output_path
-from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge
+from kcoral.runner.errors import BadRequest, InsufficientStorage, NotFound, PayloadTooLarge
 from kcoral.runner.limits import Limits
 
 
@@ -442,3 +443,86 @@ def test_a_name_with_a_control_character_is_refused_and_shown_escaped(tmp_path: 
         "ok\\x1b[31mred.txt: a control character in its name",
     ]
     assert sorted(p.name for p in dest.iterdir()) == ["plain.txt"]
+
+
+# ----- lengths, link resolution and the write errors, at their edges
+
+
+def test_the_path_limit_is_exactly_3072_bytes(tmp_path: Path) -> None:
+    exact = "/".join(["d" * 254] * 12) + "/" + "f" * 23  # 12 * 255 + 23 - ... = 3072 bytes
+    exact = exact[: 3072 - 1] + "g"
+    assert len(exact.encode()) == 3072
+    assert extract_upload(make_tar(tmp_path, member(exact, data=b"1")), tmp_path / "ok", Limits()) == 1
+    assert refusal(tmp_path, member(exact + "h", data=b"1")) == "the upload has a path of 3073 bytes; the limit is 3072"
+
+
+def test_a_long_path_of_short_names_is_fine_and_a_long_name_is_named(tmp_path: Path) -> None:
+    deep = "/".join(["abc"] * 100)  # 399 bytes, every part short
+    assert extract_upload(make_tar(tmp_path, member(deep, data=b"1")), tmp_path / "ok", Limits()) == 1
+    name = "d/" + "n" * 300
+    assert refusal(tmp_path, member(name, data=b"1")) == f"the upload has a name over 255 bytes in {name[:80]!r}..."
+
+
+def test_a_name_that_is_not_utf8_is_kept_byte_for_byte(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.tar"
+    with tarfile.open(raw, "w", format=tarfile.GNU_FORMAT, encoding="latin-1") as tar:
+        info = tarfile.TarInfo("caf\xe9")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"1"))
+    assert extract_upload(raw, tmp_path / "dest", Limits()) == 1
+    assert os.listdir(os.fsencode(tmp_path / "dest")) == [b"caf\xe9"]
+
+
+@pytest.mark.parametrize(
+    ("target", "inside"),
+    [("./../x", False), ("a//b", True), ("./d/../../x", False), (".//./x", True), ("d/./..", True)],
+)
+def test_empty_and_dot_parts_of_a_target_are_skipped_not_the_end(tmp_path: Path, target: str, inside: bool) -> None:
+    members = [member("d", tarfile.DIRTYPE), member("l", tarfile.SYMTYPE, linkname=target)]
+    if inside:
+        assert extract_upload(make_tar(tmp_path, *members), tmp_path / "ok", Limits()) == 0
+    else:
+        assert refusal(tmp_path, *members).startswith("the upload has a link leading outside: 'l'")
+
+
+def chain(length: int) -> list[tuple[tarfile.TarInfo, bytes]]:
+    """l0 -> l1 -> ... -> l{length-1} -> d: following l0 takes ``length`` hops."""
+    links = [member(f"l{i}", tarfile.SYMTYPE, linkname=f"l{i + 1}") for i in range(length - 1)]
+    return [member("d", tarfile.DIRTYPE), *links, member(f"l{length - 1}", tarfile.SYMTYPE, linkname="d")]
+
+
+def test_a_chain_of_40_links_is_followed_and_41_is_a_loop(tmp_path: Path) -> None:
+    assert extract_upload(make_tar(tmp_path, *chain(40), member("x", tarfile.SYMTYPE, linkname="l0/f")),
+                          tmp_path / "ok", Limits()) == 0  # fmt: skip
+    assert archive._resolve([], "l0/f", {f"l{i}": f"l{i + 1}" for i in range(40)} | {"l40": "d"}) is None
+    assert archive._resolve([], "l1/f", {f"l{i}": f"l{i + 1}" for i in range(40)} | {"l40": "d"}) == ["d", "f"]
+
+
+def test_a_link_met_on_the_way_resolves_from_its_own_folder(tmp_path: Path) -> None:
+    """m -> d/e/l/y goes through d/e/l -> ../../x, which is 'x' seen from d/e: inside."""
+    members = [member("d/e", tarfile.DIRTYPE), member("d/e/l", tarfile.SYMTYPE, linkname="../../x"),
+               member("m", tarfile.SYMTYPE, linkname="d/e/l/y")]  # fmt: skip
+    assert extract_upload(make_tar(tmp_path, *members), tmp_path / "ok", Limits()) == 0
+    assert archive._resolve([], "d/e/l/y", {"d/e/l": "../../x"}) == ["x", "y"]
+
+
+def test_a_file_that_pax_says_is_huge_is_refused_by_its_real_size(tmp_path: Path) -> None:
+    """PAX may override the header's size field; the member check counts what tarfile will read."""
+    info, _ = member("big", data=b"1")
+    info.pax_headers = {"size": str(3 << 30)}
+    path = tmp_path / "up.tar"
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tar:
+        tar.addfile(info, io.BytesIO(b"1"))
+    with pytest.raises(PayloadTooLarge) as exc:
+        extract_upload(path, tmp_path / "dest", Limits(unpacked_bytes=1 << 30))
+    assert exc.value.message == f"the upload unpacks to more than {1 << 30} bytes"
+
+
+def test_a_full_disk_while_unpacking_is_insufficient_storage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(archive, "_extract_one", full)
+    with pytest.raises(InsufficientStorage) as exc:
+        extract_upload(make_tar(tmp_path, member("a", data=b"1")), tmp_path / "dest", Limits())
+    assert exc.value.message == "the server's disk is full: cannot unpack the upload"
