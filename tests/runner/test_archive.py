@@ -14,7 +14,7 @@ import pytest
 
 from kcoral.runner import archive, jobfs
 from kcoral.runner.archive import collect_outputs, dir_usage, extract_upload, safe_output_path
-from kcoral.runner.errors import BadRequest, InsufficientStorage, NotFound, PayloadTooLarge
+from kcoral.runner.errors import BadRequest, InsufficientStorage, KcoralError, NotFound, PayloadTooLarge
 from kcoral.runner.limits import Limits
 
 
@@ -381,8 +381,9 @@ def test_safe_output_path(tmp_path: Path) -> None:
         with pytest.raises(NotFound) as exc:
             safe_output_path(tmp_path, rel)
         assert exc.value.message == f"no output file named {rel!r}"
-    with pytest.raises(BadRequest):
+    with pytest.raises(BadRequest) as bad:
         safe_output_path(tmp_path, "../d/f")
+    assert bad.value.message == "bad output path '../d/f': a path leaving its folder ('..')"
 
 
 # ----- the folders the extraction and the copy create
@@ -475,7 +476,14 @@ def test_a_name_that_is_not_utf8_is_kept_byte_for_byte(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("target", "inside"),
-    [("./../x", False), ("a//b", True), ("./d/../../x", False), (".//./x", True), ("d/./..", True)],
+    [
+        ("./../x", False),
+        ("a//b", True),
+        ("./d/../../x", False),
+        (".//./x", True),
+        ("d/./..", True),
+        ("d//../..", False),
+    ],
 )
 def test_empty_and_dot_parts_of_a_target_are_skipped_not_the_end(tmp_path: Path, target: str, inside: bool) -> None:
     members = [member("d", tarfile.DIRTYPE), member("l", tarfile.SYMTYPE, linkname=target)]
@@ -526,3 +534,38 @@ def test_a_full_disk_while_unpacking_is_insufficient_storage(tmp_path: Path, mon
     with pytest.raises(InsufficientStorage) as exc:
         extract_upload(make_tar(tmp_path, member("a", data=b"1")), tmp_path / "dest", Limits())
     assert exc.value.message == "the server's disk is full: cannot unpack the upload"
+
+
+def test_a_tar_the_scan_passes_but_tarfile_cannot_read_is_a_400(tmp_path: Path) -> None:
+    """A header whose checksum and size are right but whose mode field is not a number."""
+    data = bytearray(make_tar(tmp_path, member("a", data=b"1")).read_bytes())
+    data[100:108] = b"zzzzzzz\0"  # the mode field
+    data[148:156] = b" " * 8
+    data[148:156] = b"%06o\0 " % sum(data[:512])
+    path = tmp_path / "bad.tar"
+    path.write_bytes(bytes(data))
+    with pytest.raises(BadRequest) as exc:
+        extract_upload(path, tmp_path / "dest", Limits())
+    assert exc.value.message.startswith("the upload is not a readable tar archive: ")
+    assert "checksum" not in exc.value.message  # tarfile's refusal, not the scan's
+
+
+def test_extraction_never_writes_through_a_link_already_in_the_folder(tmp_path: Path) -> None:
+    """The member checks keep links out of the upload; O_EXCL|O_NOFOLLOW keep out one that is there."""
+    outside = tmp_path / "outside"
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "a").symlink_to(outside)
+    with pytest.raises(KcoralError):
+        extract_upload(make_tar(tmp_path, member("a", data=b"evil")), dest, Limits())
+    assert not outside.exists()
+
+
+def test_a_refused_entry_does_not_stop_the_collection(tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "a-link").symlink_to("/etc/passwd")
+    (raw / "b.txt").write_text("b")
+    got = collect_outputs(raw, tmp_path / "dest", Limits())
+    assert [f.path for f in got.files] == ["b.txt"]
+    assert got.refused == ["a-link: not a regular file (link, FIFO, socket or device)"]
