@@ -401,3 +401,12 @@ def test_the_receipts_raw_samples_are_the_supervisors() -> None:
     assert (small.baseline_ms, small.kernel_ms, small.protocol_ms) == (
         timing.baseline_ms, timing.kernel_ms, timing.null_ms
     )  # fmt: skip
+
+
+def test_with_lines_keeps_the_printed_lines_in_the_report() -> None:
+    """report.json carries the lines the log ends with: with_lines puts them in."""
+    typed = report_module.build_report({}, two_timed(), all_pass())
+    assert typed.lines == []
+    kept = report_module.with_lines(typed)
+    assert kept.lines == report_module.report_lines(typed) and kept.lines[0] == "holdout correctness: PASS"
+    assert kept.document()["lines"] == kept.lines
