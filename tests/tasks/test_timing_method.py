@@ -4,7 +4,7 @@ them (tasks.cases.timing_method), and the case file's strict copy of it (tasks.h
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, fields
+from dataclasses import FrozenInstanceError, asdict, fields
 
 import pytest
 
@@ -56,3 +56,45 @@ def test_a_bad_method_is_refused(change: dict[str, object]) -> None:
     doc = {k: v for k, v in doc.items() if v is not None}
     with pytest.raises(SchemaError, match="timing"):
         parse_cases(case_file(doc))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"max_reps": 10.5}, "timing max_reps: 10.5 is not a count"),
+        ({"flush_bytes": 1.5}, "timing flush_bytes: 1.5 is not a count"),
+        ({"min_reps": -1}, "timing min_reps: -1 is not a count"),
+        ({"warmup_s": -0.5}, "timing warmup_s: -0.5 is negative"),
+    ],
+)
+def test_each_refusal_names_the_setting_and_the_value(change: dict[str, object], message: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        parse_cases(case_file({**TIMING_DOC, **change}))
+    assert str(info.value).endswith(message)
+
+
+def test_zero_is_a_setting_not_a_refusal() -> None:
+    """No cache flush, no warm-up: 0 is a valid count and a valid duration."""
+    doc = {**TIMING_DOC, "flush_bytes": 0, "min_reps": 0, "warmup_s": 0.0}
+    method = parse_cases(case_file(doc)).timing
+    assert (method.flush_bytes, method.min_reps, method.warmup_s) == (0, 0, 0.0)
+
+
+def test_a_method_that_is_not_an_object_or_misses_fields_is_named() -> None:
+    with pytest.raises(SchemaError) as info:
+        parse_cases(case_file([1, 2]))
+    assert str(info.value).endswith("timing: expected an object, got list")
+    with pytest.raises(SchemaError) as info:
+        parse_cases(case_file({**TIMING_DOC, "idle_cpu_ms": "0.25"}))
+    assert str(info.value).endswith("timing idle_cpu_ms: expected a finite number, got '0.25'")
+    missing = {k: v for k, v in TIMING_DOC.items() if k != "budget_s"}
+    with pytest.raises(SchemaError) as info:
+        parse_cases(case_file(missing))
+    names = [f.name for f in fields(TimingMethod)]
+    assert str(info.value).endswith(f"timing: expected the fields {names}, got {sorted(missing)}")
+
+
+def test_the_method_the_supervisor_gets_cannot_be_changed() -> None:
+    method = parse_cases(case_file(TIMING_DOC)).timing
+    with pytest.raises(FrozenInstanceError):
+        method.budget_s = 1.0  # type: ignore[misc]
