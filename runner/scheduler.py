@@ -15,6 +15,7 @@ from typing import Protocol
 
 from kcoral.runner.errors import KcoralError
 from kcoral.runner.gpus import GpuUsage
+from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.leases import Lease, Placement
 from kcoral.runner.models import JobState, Verdict
 from kcoral.runner.plan import Executor, RunResult
@@ -24,6 +25,7 @@ from kcoral.runner.store import JobRecord, JobStore
 
 log = logging.getLogger("kcoral.scheduler")
 
+UPLOAD_CUT = "the server stopped before this job's upload was complete; its partial upload was removed: submit again"
 INTERRUPTED = "the server shut down while this job ran; its container was removed: run it again"
 
 
@@ -139,6 +141,14 @@ class Scheduler:
                 log.warning("job %s was running when the server stopped: marked failed", job.id)
             except KcoralError as exc:
                 log.error("job %s was running when the server stopped; cannot record it: %s", job.id, exc.message)
+        for job in self.store.in_state(JobState.created):  # its upload died with the server
+            paths = self.store.paths(job.id)
+            paths.tar.unlink(missing_ok=True)
+            remove_tree(paths.input)
+            try:
+                self.store.finish_if(job.id, JobState.created, Verdict.infrastructure_error, UPLOAD_CUT)
+            except KcoralError as exc:
+                log.error("job %s was waiting for its upload; cannot record it: %s", job.id, exc.message)
         try:
             removed = self.executor.remove_orphans()
             if removed:

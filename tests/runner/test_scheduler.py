@@ -275,3 +275,17 @@ def test_gpu_memory_within_the_slack_keeps_the_gpu(tmp_path: Path, rigs: list[Ri
     rig = start(rigs, Rig(tmp_path, FakeExecutor(), gpus=[gpu(0)], cpu_slots=0, probe=probe))
     rig.wait(rig.submit(gpus=1))
     assert rig.settled()["drained"] == {}
+
+
+def test_recover_ends_a_job_whose_upload_died_with_the_server_and_removes_the_partial_file(tmp_path: Path) -> None:
+    """A kill -9 mid-upload left the job `created` for ever (counting against the owner's cap) and
+    its partial input.tar on disk."""
+    rig = Rig(tmp_path, FakeExecutor())
+    job = rig.store.create("alice", parse_spec({"argv": ["m.py"]}))
+    paths = rig.store.paths(job.id)
+    paths.tar.write_bytes(b"\0" * 4096)
+    rig.scheduler.recover()
+    after = rig.store.get(job.id)
+    assert (after.state, after.verdict) == (JobState.finished, Verdict.infrastructure_error)
+    assert after.reason.startswith("the server stopped before this job's upload was complete")
+    assert not paths.tar.exists() and not paths.input.exists()
