@@ -72,7 +72,7 @@ class _ProfilerKind:
         step = ContainerStep(
             command=self.command(settings, spec),
             env=profiling_env(settings, spec, job.id, dict(self.env)),
-            mounts={str(paths.input): (INPUT_MOUNT, "ro"), **code_mounts("profiling")},
+            mounts={str(paths.input): (INPUT_MOUNT, "ro"), **code_mounts(settings.data_dir, "profiling")},
             output_dir=paths.raw_out,
             name=self.name,
         )

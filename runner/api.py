@@ -140,7 +140,7 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         "auth": svc.auth.tokens is not None,
         "profiling": _profiling(svc),
         "limits": svc.settings.limits.__dict__,
-        # a job's /proc/self/mountinfo shows its folders' paths inside the data dir's filesystem
+        # a job's /proc/PID/mountinfo shows its mounts' sources as paths on the data dir's filesystem
         "data_dir_own_filesystem": os.path.ismount(svc.settings.data_dir),
     }
 

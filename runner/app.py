@@ -44,7 +44,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         if not os.path.ismount(settings.data_dir):
             log.warning(
                 "the data dir %s is not a filesystem of its own: a job's /proc/self/mountinfo shows the host "
-                "path of its folders; mount one there to show no more than /jobs/ID/...",
+                "path of the folders it mounts from there; mount one there to show no more than /jobs/ID/...",
                 settings.data_dir.resolve(),
             )
         svc.scheduler.start()

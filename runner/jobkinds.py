@@ -13,6 +13,7 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from kcoral.runner.codecopy import code_root
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.errors import BadRequest, InfrastructureError
 from kcoral.runner.models import JobKindName, PythonSpec, SpecBase
@@ -24,14 +25,15 @@ if TYPE_CHECKING:
 
 #: kcoral's own in-container code (harnesses, summaries) is mounted read-only below here
 CODE_MOUNT = "/kcoral"
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def code_mounts(*packages: str) -> dict[str, tuple[str, str]]:
-    """Read-only mounts of kcoral packages ("tasks/harness") at /kcoral/kcoral/<package>: with /kcoral on
-    PYTHONPATH they import as kcoral.tasks.harness, ... (kcoral is a namespace package there: nothing
-    else of kcoral is in the container)."""
-    return {str(PACKAGE_ROOT / p): (f"{CODE_MOUNT}/kcoral/{p}", "ro") for p in packages}
+def code_mounts(data_dir: Path, *packages: str) -> dict[str, tuple[str, str]]:
+    """Read-only mounts of kcoral packages ("tasks/harness") at /kcoral/kcoral/<package>, from their
+    copy in the data dir (runner.codecopy): with /kcoral on PYTHONPATH they import as
+    kcoral.tasks.harness, ... (kcoral is a namespace package there: nothing else of kcoral is in the
+    container)."""
+    root = code_root(data_dir)
+    return {str(root / p): (f"{CODE_MOUNT}/kcoral/{p}", "ro") for p in packages}
 
 
 def with_code_path(env: dict[str, str]) -> dict[str, str]:

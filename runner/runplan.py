@@ -57,8 +57,9 @@ def run_job(run: JobRun) -> RunResult:
         run.on_image(image)
         pinned = image.digest or image.ref
         with _sampling(run.telemetry, run.lease) as telemetry:
-            group = (run.job.id, pinned, plan.steps, run.lease, deadline, run.cancel, run.paths.log)
-            steps = run.executor.run_group(*group)
+            steps = run.executor.run_group(
+                run.job.id, pinned, plan.steps, run.lease, deadline, run.cancel, run.paths.log
+            )
         leader = steps[0]
         if leader.killed or plan.finish is None:
             finished = judge(leader, run.settings.limits)

@@ -179,13 +179,16 @@ class Scheduler:
         return fair_order(queued, self.store.in_state(JobState.running), self.store.last_started())
 
     def _dispatch(self) -> None:
-        order = self.queue_order()
-        if order and not self.executor.reachable():  # hold the queue: the jobs run once it answers
-            return
-        for job in order:
+        engine_asked = False
+        for job in self.queue_order():
             lease = self.placement.try_acquire(job.spec.gpus)
             if lease is None:
                 continue
+            if not engine_asked:  # asked once a job could start: hold the queue until the engine answers
+                engine_asked = True
+                if not self.executor.reachable():
+                    self.placement.release(lease)
+                    return
             if not self._claim(job, lease):
                 self.placement.release(lease)
                 continue

@@ -220,7 +220,7 @@ class _Evaluation:
         return cache
 
     def _code(self) -> dict[str, tuple[str, str]]:
-        return {**code_mounts("tasks/harness"), str(self.family_copy): (FAMILY_MOUNT, "ro")}
+        return {**code_mounts(self.ctx.settings.data_dir, "tasks/harness"), str(self.family_copy): (FAMILY_MOUNT, "ro")}
 
     def _result(self, sup: StepOutcome) -> schema.SupervisorResult:
         """The supervisor's result document, read without following links, size-capped and validated."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
 import tarfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -141,6 +143,20 @@ def server_factory(
     for srv in started:
         srv.stop()
         remove_containers(docker_client, srv.settings.instance)
+
+
+@contextmanager
+def mounted_tmpfs(where: Path, size_mib: int) -> Iterator[Path]:
+    """A tmpfs of ``size_mib`` mounted at ``where`` (a new folder) while the block runs: a filesystem
+    of its own for a data dir (root only: CI runs as root; the test is skipped otherwise)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mib}m", "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 def remove_containers(client: docker.DockerClient, instance: str) -> None:

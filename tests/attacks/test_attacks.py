@@ -11,12 +11,14 @@ managed, it managed nothing).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import RunningServer, make_tar
+from kcoral.runner.codecopy import PACKAGE_ROOT
+from tests.conftest import RunningServer, make_tar, mounted_tmpfs
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 TASK = "demo/softmax"
@@ -156,12 +158,23 @@ def test_forged_report_lines_are_not_the_last_word(server: RunningServer) -> Non
     assert verdict_lines[-1] == "holdout correctness: FAIL", verdict_lines
 
 
-def test_secrets_are_not_readable(server: RunningServer) -> None:
+def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], tmp_path: Path) -> None:
     """Attack 2: the candidate searches the filesystem, env and the supervisor's /proc entries."""
-    job, report, log = evaluate(server, "read_secrets")
+    with mounted_tmpfs(tmp_path / "own", 4096) as own:  # the data dir as a filesystem of its own
+        server = server_factory(data_dir=own / "data")
+        job, report, log = evaluate(server, "read_secrets")
     assert "SECRET-SCAN-DONE" in log, log[-3000:]
     found = [line for line in log.splitlines() if line.startswith("SECRET-FOUND")]
     assert not found, found
+    # The mount tables of the candidate and of its supervisor show no host path: every folder they
+    # mount comes from inside the data dir (kcoral's code from its copy there)
+    roots = {tuple(line.split()[2:4]) for line in log.splitlines() if line.startswith("MOUNT-ROOT ")}
+    by_target = dict((target, root) for root, target in roots)
+    assert by_target["/job/input"] == f"/data/jobs/{job['id']}/input", roots
+    assert by_target["/kcoral/kcoral/tasks/harness"].startswith("/data/code/"), roots
+    assert "/judge-in" in by_target, "the supervisor's mount table was not seen"
+    host = (str(tmp_path), str(PACKAGE_ROOT), str(Path.home()))
+    assert not [r for r in roots if r[0].startswith(host)], roots
     # the supervisor shares the PID namespace: it was seen, and every way into it was refused
     assert "kcoral.tasks.harness.supervisor" in log and "environ: refused" in log and "mem: refused" in log, log[-3000:]
     assert_honest(job, report)

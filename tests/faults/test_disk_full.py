@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import os
 import random
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +17,7 @@ import docker
 import httpx
 import pytest
 
-from tests.conftest import make_tar
+from tests.conftest import make_tar, mounted_tmpfs
 from tests.faults.test_lifecycle import containers
 from tests.serverproc import ServerProcess, serving
 
@@ -28,16 +26,9 @@ SIZE_MIB = 24
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A SIZE_MIB tmpfs mounted for this test (root only: CI runs as root)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    where = tmp_path / "disk"
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE_MIB}m", "tmpfs", str(where)], check=True)
-    try:
+    """A SIZE_MIB tmpfs mounted for this test."""
+    with mounted_tmpfs(tmp_path / "disk", SIZE_MIB) as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False)
 
 
 def fill(disk: Path) -> Path:

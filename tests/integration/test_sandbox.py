@@ -8,6 +8,7 @@ import pytest
 from testcontainers.core.container import DockerContainer
 
 from kcoral.runner.limits import Limits, MiB
+from tests.conftest import mounted_tmpfs
 
 
 def test_uid_capabilities_and_hardening(server):
@@ -24,6 +25,20 @@ for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Secco
     for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
         assert f"{cap} 0000000000000000" in log
     assert "NoNewPrivs 1" in log and "Seccomp 2" in log
+
+
+def test_mount_table_shows_no_host_path(server_factory, tmp_path):
+    """A job reads its /proc/self/mountinfo: with the data dir a filesystem of its own, its folders
+    show as paths inside it (its own job id, which it is told anyway), nothing of the host's layout."""
+    script = "for line in open('/proc/self/mountinfo'):\n    f = line.split()\n    print('MOUNT', f[3], f[4])\n"
+    with mounted_tmpfs(tmp_path / "own", 1024) as own:
+        server = server_factory(data_dir=own / "data")
+        job, log = server.run({"m.py": script}, ["m.py"])
+    assert job["verdict"] == "ok", (job, log)
+    roots = dict(reversed(line.split()[1:3]) for line in log.splitlines() if line.startswith("MOUNT "))
+    assert roots["/job/input"] == f"/data/jobs/{job['id']}/input"
+    assert roots["/job/out"] == f"/data/jobs/{job['id']}/out"
+    assert not [r for r in roots.values() if r.startswith((str(tmp_path), "/root", "/home"))], roots
 
 
 def test_escape_attempts_fail(server):

@@ -131,7 +131,7 @@ def run(tmp_path: Path, spec: ProfileSpec, executor: FakeExecutor, settings: Set
 
 @pytest.mark.parametrize("exit_code", [0, 2])
 def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_code: int) -> None:
-    settings = Settings(job_env={"PYTHONPATH": "/site"})
+    settings = Settings(data_dir=tmp_path, job_env={"PYTHONPATH": "/site"})
     executor = FakeExecutor(writes_ncu_report(exit_code))
     spec = NcuSpec(argv=["-c", "1"], command=["python", "x.py"], env={"A": "1"})
     result, paths = run(tmp_path, spec, executor, settings)
@@ -150,5 +150,5 @@ def test_ncu_run_collects_outputs(tmp_path: Path, caps: dict[str, Any], exit_cod
 def test_iket_run_sets_cute_dsl_no_cache(tmp_path: Path, caps: dict[str, Any]) -> None:
     executor = FakeExecutor()
     spec = IketSpec(argv=["profile"], command=["python", "c.py"], env={"CUTE_DSL_NO_CACHE": "0"})
-    run(tmp_path, spec, executor, Settings())
+    run(tmp_path, spec, executor, Settings(data_dir=tmp_path))
     assert executor.ran[0].steps[0].env["CUTE_DSL_NO_CACHE"] == "1"

@@ -62,6 +62,7 @@ class FakeExecutor:
     orphans: int = 0
     down: bool = False  # the engine does not answer: the scheduler holds the queue
     tidied: list[set[str]] = field(default_factory=list)
+    asked: int = 0  # times the scheduler asked whether the engine answers
 
     def image_info(self, ref: str) -> ImageInfo:
         if self.images is not None and ref not in self.images:
@@ -82,6 +83,7 @@ class FakeExecutor:
         return found
 
     def reachable(self) -> bool:
+        self.asked += 1
         return not self.down
 
     def tidy(self, running: set[str]) -> None:

@@ -168,6 +168,24 @@ def test_while_the_engine_is_unreachable_the_queue_is_held_not_failed(tmp_path: 
     assert rig.wait(job_id).verdict == Verdict.ok
 
 
+def test_the_engine_is_asked_only_when_a_queued_job_could_start(tmp_path: Path, rigs: list[Rig]) -> None:
+    started = threading.Event()
+    rig = start(rigs, Rig(tmp_path, FakeExecutor(runs_until_stopped(started))))
+    running = rig.submit()
+    assert started.wait(5)
+    queued = rig.submit()  # waits for the one slot
+    asked = rig.executor.asked
+    for _ in range(5):
+        rig.scheduler.wake()
+        time.sleep(0.05)
+    assert rig.executor.asked == asked and rig.store.get(queued).state == JobState.queued
+    rig.scheduler.cancel(running)
+    rig.wait(queued, JobState.running)
+    assert rig.executor.asked > asked
+    rig.scheduler.cancel(queued)
+    rig.wait(queued)
+
+
 def test_the_loop_has_the_executor_tidy_around_the_running_jobs(tmp_path: Path, rigs: list[Rig]) -> None:
     started = threading.Event()
     rig = start(rigs, Rig(tmp_path, FakeExecutor(runs_until_stopped(started))))

@@ -70,6 +70,16 @@ def scan():
             report(f"signal {pid}", "allowed")
         except OSError as exc:
             print(f"SECRET-SCAN kill {pid}: refused ({exc.strerror})", flush=True)
+    # Every process it can see (the supervisor too) has a mount table: each bind mount's source shows
+    # as a path on the host's filesystem. Print them all: the test checks that none is a host path.
+    for pid in sorted(p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/mountinfo") as fh:
+                for line in fh:
+                    fields = line.split()
+                    print(f"MOUNT-ROOT {pid} {fields[3]} {fields[4]}", flush=True)
+        except OSError:
+            continue
     print(f"SECRET-SCAN-DONE files={seen}", flush=True)
 
 
