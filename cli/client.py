@@ -36,6 +36,7 @@ from kcoral.cli.errors import (
 )
 from kcoral.cli.paths import output_destination, safe_output_path
 from kcoral.runner.models import JobView, OutputFile, SpecBase
+from kcoral.tasks.documents import TaskContract
 
 __all__ = ["KcoralClient", "ProgressCallback", "normalise_base_url"]
 
@@ -198,6 +199,14 @@ class KcoralClient:
         if not isinstance(data, list) or not all(isinstance(t, dict) for t in data):
             raise ServerError("tasks: expected a JSON list of objects")
         return data
+
+    def task(self, task_id: str) -> TaskContract:
+        """GET /v1/tasks/{id}: the task's whole contract."""
+        data = self._call("GET", f"/v1/tasks/{quote(task_id, safe='/')}", "task")
+        try:
+            return TaskContract.model_validate(data)
+        except ValidationError as exc:
+            raise ServerError(f"task {task_id}: not what a kcoral server sends: {exc.errors()[0]['msg']}") from None
 
     def read_output(
         self, job_id: str, path: str, expected_sha256: str | None = None, limit: int = 64 * 1024 * 1024

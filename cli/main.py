@@ -28,7 +28,7 @@ from kcoral.cli.commands.python_cmd import OPTIONS_METAVAR, python
 from kcoral.cli.commands.rerun_cmd import rerun
 from kcoral.cli.commands.show_cmd import show
 from kcoral.cli.commands.status import status
-from kcoral.cli.commands.tasks_cmd import tasks
+from kcoral.cli.commands.tasks_cmd import init, tasks_app
 from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.output import EXIT_INTERRUPTED, EXIT_SERVER_ERROR, EXIT_USAGE, exit_code_for_error, print_error
 
@@ -72,12 +72,13 @@ app.command("gpus")(gpus)
 app.command("ncu", context_settings=PASSTHROUGH_CONTEXT, options_metavar=NCU_METAVAR)(ncu)
 app.command("iket", context_settings=PASSTHROUGH_CONTEXT, options_metavar=IKET_METAVAR)(iket)
 app.command("eval")(evaluate)
-app.command("tasks")(tasks)
+app.add_typer(tasks_app, name="tasks")
+app.command("init")(init)
 app.command("show")(show)
 app.command("rerun")(rerun)
 
 CORE_COMMANDS = frozenset(
-    {"python", "jobs", "status", "logs", "cancel", "gpus", "ncu", "iket", "eval", "tasks", "show", "rerun"}
+    {"python", "jobs", "status", "logs", "cancel", "gpus", "ncu", "iket", "eval", "tasks", "init", "show", "rerun"}
 )
 _optional_registered = False
 

@@ -25,6 +25,11 @@ def short_digest(digest: str, length: int = 12) -> str:
     return f"{algo}:{hexpart[:length]}" if sep else digest[:length]
 
 
+def fmt_phases(phases: dict[str, float]) -> str:
+    """``upload 0.1s, queue 0.0s, start 0.3s, job 1.2s, collect 0.0s``."""
+    return ", ".join(f"{name} {fmt_duration(seconds)}" for name, seconds in phases.items())
+
+
 def fmt_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -110,6 +115,8 @@ def job_details(view: JobView) -> Table:
         ("finished", fmt_time(view.times.finished)),
         ("ran", fmt_duration(run_time(view))),
     ]
+    if view.times.phases:
+        rows.append(("phases", fmt_phases(view.times.phases)))
     if view.verdict is not None:
         rows.append(("exit code", "-" if view.exit_code is None else str(view.exit_code)))
     if view.reason:

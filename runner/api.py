@@ -260,6 +260,23 @@ def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, ob
     return [t.public() for t in all_tasks(services(request).settings.tasks_dir or DEFAULT_TASKS_DIR)]
 
 
+@router.get("/tasks/{task_id:path}", responses=errors(404))
+def show_task(task_id: str, request: Request, who: str = Depends(owner)) -> dict[str, object]:
+    """The task's whole contract (tasks.contract.TaskContract): each public workload's inputs and
+    outputs, tolerances, the timing method, the score, the time limit, the image's packages."""
+    from kcoral.tasks.contract import task_contract
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+
+    svc = services(request)
+    task = next((t for t in all_tasks(svc.settings.tasks_dir or DEFAULT_TASKS_DIR) if t.id == task_id), None)
+    if task is None:
+        raise NotFound(f"no task {task_id[:200]!r} on this server (kcoral tasks lists them)")
+    image = svc.settings.image
+    found = svc.image_probe.contents(image)
+    contract = task_contract(task, svc.settings.limits, image, found.python, found.packages, found.error)
+    return contract.document()
+
+
 @router.get("/jobs", responses=errors())
 def list_jobs(request: Request, limit: int = 50, who: str = Depends(owner)) -> list[JobView]:
     svc = services(request)

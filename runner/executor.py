@@ -25,7 +25,7 @@ import requests.exceptions
 from kcoral.runner.archive import dir_usage
 from kcoral.runner.errors import DISK_FULL, InfrastructureError
 from kcoral.runner.leases import Lease
-from kcoral.runner.models import ImageInfo, Verdict
+from kcoral.runner.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.plan import ContainerStep, StepOutcome
 from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, container_options
 from kcoral.runner.settings import Settings
@@ -49,6 +49,9 @@ class _Watch:
     log_over: bool = False
     #: why the server could not write the job's log (a full disk): the job is stopped, not blamed
     log_error: str = ""
+    #: when the container started and when its exit was seen (the server's clock, Unix seconds)
+    started: float | None = None
+    ended: float | None = None
 
 
 class DockerExecutor:
@@ -229,6 +232,7 @@ class DockerExecutor:
                 member = _Member(step, self._api().containers.create(**options), step.log or job_log)
                 started.append(member)
                 member.container.start()
+                member.watch.started = time.time()
                 member.begin(self.settings.limits.log_bytes)
             killed = self._watch(started, deadline, cancel)
             return [self._settle(m, killed) for m in started]
@@ -252,7 +256,9 @@ class DockerExecutor:
         member.container.reload()
         state = member.container.attrs.get("State", {})
         exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
-        return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes)
+        ended = watch.ended or time.time()
+        times = StepTimes(name=member.step.name, started=watch.started or ended, ended=ended)
+        return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes, times)
 
     def _watch(self, members: list[_Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
         """Wait for the leader's exit; kill every member on a breach and say which. None when the
@@ -342,6 +348,7 @@ def _wait_exit(container: Any, watch: _Watch) -> None:
     while True:
         try:
             watch.exit_status = int(container.wait(timeout=3600)["StatusCode"])
+            watch.ended = time.time()
             break
         except requests.exceptions.ReadTimeout:
             continue

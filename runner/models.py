@@ -13,7 +13,7 @@ import shlex
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, computed_field, model_validator
 
 
 class JobState(StrEnum):
@@ -123,9 +123,13 @@ class EvalSpec(SpecBase):
     timeout_s: float = Field(
         0.0, ge=0, description="0: the task's timeout_s (the server fills it in); more than the task's is refused"
     )
+    check: bool = Field(
+        False,
+        description="the public workloads' correctness only, with full tracebacks: no holdout, no timing, no score",
+    )
 
     def title(self) -> str:
-        return f"eval {self.task}"
+        return f"eval {'--check ' if self.check else ''}{self.task}"
 
 
 class ProfileSpec(SpecBase):
@@ -206,13 +210,44 @@ class OutputFile(BaseModel):
     sha256: str
 
 
+class StepTimes(BaseModel):
+    """When one of a job's containers ran (Unix seconds, the server's clock)."""
+
+    name: str
+    started: float
+    ended: float
+
+
 class JobTimes(BaseModel):
-    """Unix timestamps (seconds)."""
+    """Unix timestamps (seconds), and when each container ran."""
 
     created: float
     queued: float | None = None
     started: float | None = None
     finished: float | None = None
+    steps: list[StepTimes] = []
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def phases(self) -> dict[str, float]:
+        """Seconds per phase, in order: upload (created to queued), queue, start (the lease to the first
+        container: the plan, the image pinned, the containers made), each container by its step's
+        name, collect (the last container's end to finished: outputs checked and copied, documents)."""
+        t = self
+        out: dict[str, float] = {}
+
+        def put(name: str, a: float | None, b: float | None) -> None:
+            if a is not None and b is not None:
+                out[name] = round(max(b - a, 0.0), 3)
+
+        put("upload", t.created, t.queued)
+        put("queue", t.queued, t.started)
+        if t.steps:
+            put("start", t.started, min(s.started for s in t.steps))
+            for step in t.steps:
+                put(step.name, step.started, step.ended)
+            put("collect", max(s.ended for s in t.steps), t.finished)
+        return out
 
 
 class JobView(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
-from kcoral.runner.models import ImageInfo, OutputFile, Verdict
+from kcoral.runner.models import ImageInfo, OutputFile, StepTimes, Verdict
 from kcoral.runner.settings import INPUT_MOUNT, JOB_UID, Settings
 from kcoral.runner.store import JobPaths, JobRecord
 
@@ -54,6 +54,7 @@ class StepOutcome:
     exit_code: int | None
     oom_killed: bool
     log_bytes: int
+    times: StepTimes | None = None
 
 
 @dataclass
@@ -91,6 +92,8 @@ class Plan:
     collect: Path | None = None
     #: folders of the job's own that go once it ended (the evaluation's private ones)
     discard: tuple[Path, ...] = ()
+    #: when the leader was killed (deadline, cancel, a limit): the kind's account of where it was
+    explain_kill: Callable[[Finished], Finished] | None = None
 
 
 @dataclass
@@ -102,6 +105,8 @@ class RunResult:
     reason: str = ""
     log_bytes: int = 0
     outputs: list[OutputFile] = field(default_factory=list)
+    #: when each container ran
+    steps: list[StepTimes] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

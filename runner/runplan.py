@@ -20,7 +20,7 @@ from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
 from kcoral.runner.models import ImageInfo, OutputFile, Verdict
-from kcoral.runner.plan import Executor, Finished, JobContext, Outcomes, Plan, RunResult, judge
+from kcoral.runner.plan import Executor, Finished, JobContext, Outcomes, Plan, RunResult, StepOutcome, judge
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobPaths, JobRecord
 
@@ -51,6 +51,7 @@ def run_job(run: JobRun) -> RunResult:
     engine failure (the job gets infrastructure_error with the engine's message)."""
     deadline = time.monotonic() + run.job.spec.timeout_s
     plan: Plan | None = None
+    steps: list[StepOutcome] = []
     try:
         plan = kind_for(run.job.spec.kind).plan(JobContext(run.job, run.paths, run.lease, run.settings, run.executor))
         image = run.executor.image_info(plan.image)
@@ -63,11 +64,16 @@ def run_job(run: JobRun) -> RunResult:
         leader = steps[0]
         if leader.killed or plan.finish is None:
             finished = judge(leader, run.settings.limits)
+            if leader.killed and plan.explain_kill is not None:
+                finished = plan.explain_kill(finished)
         else:
             finished = plan.finish(Outcomes(steps, image, telemetry))
     except KcoralError as exc:  # the engine failed, or (a server set-up problem) the kind cannot be loaded
         finished = Finished(Verdict.infrastructure_error, reason=exc.message)
-    return _record(finished, plan, run.paths, run.settings.limits)
+        steps = []
+    result = _record(finished, plan, run.paths, run.settings.limits)
+    result.steps = [s.times for s in steps if s.times is not None]
+    return result
 
 
 def _record(finished: Finished, plan: Plan | None, paths: JobPaths, limits: Limits) -> RunResult:

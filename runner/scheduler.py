@@ -242,7 +242,9 @@ class Scheduler:
     def _record(self, job_id: str, result: RunResult) -> None:
         """Store how the job ended; when the store cannot (a full disk), keep it and retry from the loop."""
         try:
-            self.store.finish(job_id, result.verdict, result.exit_code, result.reason, result.outputs, result.log_bytes)
+            self.store.finish(
+                job_id, result.verdict, result.exit_code, result.reason, result.outputs, result.log_bytes, result.steps
+            )
             log.info("job %s finished: %s %s", job_id, result.verdict, result.exit_code)
         except KcoralError as exc:
             log.error("job %s finished (%s) but cannot be recorded yet: %s", job_id, result.verdict, exc.message)

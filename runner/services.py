@@ -11,6 +11,7 @@ from kcoral.runner.auth import Authenticator, load_tokens
 from kcoral.runner.errors import Conflict
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpus import Nvml
+from kcoral.runner.imageprobe import ImageProbe
 from kcoral.runner.leases import LeasePool, Placement
 from kcoral.runner.models import GpuInfo
 from kcoral.runner.scheduler import Scheduler
@@ -49,6 +50,10 @@ class Services:
     scheduler: Scheduler
     auth: Authenticator
     uploads: Uploads = field(default_factory=Uploads)
+    image_probe: ImageProbe = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.image_probe = ImageProbe(self.executor, self.settings.python, self.settings.data_dir / "probes")
 
     @classmethod
     def build(cls, settings: Settings) -> Services:

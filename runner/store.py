@@ -30,6 +30,7 @@ from kcoral.runner.models import (
     JobTimes,
     OutputFile,
     SpecBase,
+    StepTimes,
     Verdict,
     parse_spec,
 )
@@ -74,6 +75,10 @@ UPDATE jobs SET spec = json_remove(spec, '$.task') WHERE json_extract(spec, '$.k
     # 3: the fair order asks for each owner's last start whenever jobs are queued: an index, not a scan
     """
 CREATE INDEX IF NOT EXISTS jobs_owner_started ON jobs(owner, started);
+""",
+    # 4: when each of a job's containers ran (runner.models.StepTimes), for its phase times
+    """
+ALTER TABLE jobs ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';
 """,
 )
 
@@ -275,10 +280,13 @@ class JobStore:
         reason: str = "",
         outputs: list[OutputFile] | None = None,
         log_bytes: int | None = None,
+        steps: list[StepTimes] | None = None,
     ) -> None:
         fields: dict[str, object] = dict(
             state=JobState.finished, verdict=verdict, exit_code=exit_code, reason=reason, finished=time.time()
         )
+        if steps:
+            fields["steps"] = json.dumps([s.model_dump() for s in steps])
         if outputs is not None:
             fields["outputs"] = json.dumps([o.model_dump() for o in outputs])
         if log_bytes is not None:
@@ -357,6 +365,12 @@ def _to_record(row: sqlite3.Row) -> JobRecord:
         input_sha256=row["input_sha256"],
         input_bytes=row["input_bytes"],
         log_bytes=row["log_bytes"],
-        times=JobTimes(created=row["created"], queued=row["queued"], started=row["started"], finished=row["finished"]),
+        times=JobTimes(
+            created=row["created"],
+            queued=row["queued"],
+            started=row["started"],
+            finished=row["finished"],
+            steps=[StepTimes(**t) for t in json.loads(row["steps"])],
+        ),
         outputs=tuple(OutputFile(**o) for o in json.loads(row["outputs"])),
     )

@@ -38,14 +38,17 @@ print(f"expected {expect}: {'OK' if ok else 'UNEXPECTED'} (exit {rc}, speedup {s
 PY
 }
 cands=tests/tasks/kda_candidates
+# the task's template (the baseline's fla-core call) as a submission: what `kcoral init` writes
+template=$(mktemp -d)
+cp tasks/kda/forward_b1_t8192_h96/template.py "$template/solution.py"
 attacks=tests/attacks_gpu
 small=kda/forward_b1_t512_h8
 pinned=kda/forward_b1_t8192_h96
 if [ "$phase" = all ] || [ "$phase" = a ]; then
-  ev small-fla $small $cands/fla_wrapper pass
-  ev pinned-fla-1 $pinned $cands/fla_wrapper pass
+  ev small-fla $small $template pass
+  ev pinned-fla-1 $pinned $template pass
   ev pinned-twice $pinned $cands/fla_twice pass
-  ev pinned-fla-2 $pinned $cands/fla_wrapper pass
+  ev pinned-fla-2 $pinned $template pass
 fi
 if [ "$phase" = all ] || [ "$phase" = b ]; then
   ev attack-side-stream $small $attacks/side_stream no-gain
@@ -56,7 +59,7 @@ if [ "$phase" = all ] || [ "$phase" = b ]; then
 fi
 if [ "$phase" = all ] || [ "$phase" = c ]; then
   ev pinned-clone $pinned $cands/baseline_clone pass
-  ev pinned-fla-3 $pinned $cands/fla_wrapper pass
+  ev pinned-fla-3 $pinned $template pass
   ev pinned-standard-only $pinned $cands/standard_only fail
   ev attack-l2-persist $pinned $attacks/l2_persist no-gain
 fi

@@ -32,6 +32,8 @@ class WorkloadRow(Document):
     timed: bool
     verdict: Outcome
     reason: str = ""
+    #: why a timed workload has no figures ("not timed: the holdout failed")
+    note: str | None = None
     stats: dict[str, dict[str, float]] = {}
     baseline_ms: float | None = None
     kernel_ms: float | None = None
@@ -65,7 +67,9 @@ class EvalReport(Document):
     FILE: ClassVar[str] = "report.json"
 
     task: str
-    holdout: Outcome
+    #: the holdout's verdict (None in a check: the public workloads' correctness only, no score)
+    holdout: Outcome | None = None
+    check: bool = False
     holdout_probes: int
     #: which kind of failure the holdout met (FAIL or ERROR), never its details
     holdout_failure: Outcome | None = None
@@ -76,12 +80,15 @@ class EvalReport(Document):
     total: int
     summary: Summary | None = None
     telemetry: dict[str, Any] = {}
+    #: seconds per phase of the supervisor's work, in order (tasks.harness.schema.SupervisorResult.phases)
+    phases: dict[str, float] = {}
     lines: list[str] = []
 
     @property
     def ok(self) -> bool:
-        """The evaluation passed: the holdout, every workload, and no flag."""
-        return self.holdout is Outcome.PASS and self.passed == self.total and not self.flags
+        """The evaluation passed: the holdout (a check has none), every workload, and no flag."""
+        holdout = self.check or self.holdout is Outcome.PASS
+        return holdout and self.passed == self.total and not self.flags
 
 
 class SampleTimes(Document):
@@ -109,6 +116,52 @@ class Receipt(Document):
     seed_hashes: dict[str, str] = {}
     timings: dict[str, SampleTimes] = {}
     finished: float
+
+
+class TensorSpec(Document):
+    shape: list[int]
+    dtype: str
+
+
+class WorkloadContract(Document):
+    """One public workload: its parameters, what ``data`` holds for it, and its tolerance."""
+
+    id: str
+    timed: bool
+    params: dict[str, Any]
+    inputs: dict[str, TensorSpec]
+    scalars: dict[str, Any]
+    outputs: dict[str, TensorSpec]
+    tolerance: dict[str, float]
+
+
+class TaskContract(Document):
+    """Everything a submitter may know of a task before submitting (``GET /v1/tasks/ID``, ``kcoral
+    tasks show``): the holdout only by its count."""
+
+    id: str
+    version: str = ""
+    description: str = ""
+    device: str
+    contract: str = ""
+    timeout_s: float
+    workloads: list[WorkloadContract]
+    holdout_probes: int
+    holdout: str
+    tolerance: dict[str, float]
+    tolerance_rule: str
+    timing: dict[str, float]
+    timing_method: str
+    score: str
+    floor_ms: float | None = None
+    max_speedup: float | None = None
+    image: str
+    python: str = ""
+    #: distribution name -> version, in the image the submission runs in ({} when it could not be asked)
+    packages: dict[str, str] = {}
+    packages_error: str = ""
+    #: a working solution.py to start from (the baseline's approach; ``kcoral init`` writes it)
+    template: str = ""
 
 
 D = TypeVar("D", bound=Document)

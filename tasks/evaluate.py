@@ -16,10 +16,12 @@ job, so a rerun evaluates with the same task version.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +31,7 @@ from kcoral.runner.errors import BadRequest, InfrastructureError
 from kcoral.runner.jobkinds import CODE_MOUNT, code_mounts, spec_as, with_code_path
 from kcoral.runner.models import EvalSpec, JobKindName, SpecBase, Verdict
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
+from kcoral.runner.printable import printable
 from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, SUPERVISOR_UID
 from kcoral.tasks import cases as case_builder
 from kcoral.tasks.documents import EvalReport, Receipt
@@ -49,6 +52,8 @@ CHANNEL_MOUNT = "/chan"
 SEED_CACHE_MOUNT = f"{CODE_MOUNT}/seed-cache"
 #: bytes the supervisor may leave in its output folder (its result document)
 SUPERVISOR_OUTPUT_BYTES = 64 << 20
+#: the most bytes of the supervisor's progress.json that are read
+MAX_PROGRESS_BYTES = 4096
 
 
 def harness_version() -> str:
@@ -99,6 +104,7 @@ class _Evaluation:
         """Snapshot the task, write the case file (holdout and sample keys drawn here), and name the
         two containers; :meth:`finish` turns the supervisor's result into the report."""
         ctx = self.ctx
+        self.began = time.monotonic()
         task = self._snapshot_task()
         try:
             self.cases = case_builder.build_cases(
@@ -110,6 +116,9 @@ class _Evaluation:
             )
         except ValueError as exc:  # the server's own task manifest is wrong
             raise InfrastructureError(str(exc)) from None
+        self.check = spec_as(ctx.job.spec, EvalSpec).check
+        if self.check:  # correctness of the public workloads only: no probe, nothing timed
+            self.cases.cases = [replace(c, timed=False) for c in self.cases.cases if c.phase is schema.Phase.WORKLOAD]
         _private_dir(self.judge_in, 0o700)
         _private_dir(self.channel, 0o755)
         (self.judge_in / "cases.json").write_text(self.cases.to_json())
@@ -118,7 +127,9 @@ class _Evaluation:
         cache = self._judge_cache()
         cuda = task.device == "cuda"
         steps = [self._supervisor_step(cache, cuda), self._candidate_step(cache, cuda)]
-        return Plan(image=image, steps=steps, finish=self.finish, discard=(self.judge_dir,))
+        return Plan(
+            image=image, steps=steps, finish=self.finish, discard=(self.judge_dir,), explain_kill=self.explain_kill
+        )
 
     # --- steps ------------------------------------------------------------------------------------
 
@@ -171,7 +182,12 @@ class _Evaluation:
                 self.task_mount,
                 f"{CHANNEL_MOUNT}/worker.sock",
             ],
-            env={**self._env(), "TRITON_CACHE_DIR": "/tmp/home/.triton/cache", "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT},
+            env={
+                **self._env(),
+                "TRITON_CACHE_DIR": "/tmp/home/.triton/cache",
+                "KCORAL_SEED_CACHE": SEED_CACHE_MOUNT,
+                **({"KCORAL_EVAL_CHECK": "1"} if self.check else {}),
+            },
             mounts={
                 **self._code(),
                 str(ctx.paths.input): (INPUT_MOUNT, "ro"),
@@ -241,6 +257,29 @@ class _Evaluation:
         except OSError:
             return ""
 
+    def explain_kill(self, killed: Finished) -> Finished:
+        """A deadline, a cancel or a limit that stopped the evaluation, with where it was then (the
+        supervisor's progress.json: a holdout probe by its number only, or the workload and whether
+        it was being checked or timed)."""
+        where = self._where()
+        return replace(killed, reason=f"{killed.reason} ({where})" if where else killed.reason)
+
+    def _where(self) -> str:
+        try:
+            doc = json.loads(jobfs.read_file(self.judge_dir, "progress.json", MAX_PROGRESS_BYTES))
+            phase = doc.get("phase")
+            after = f" after {time.monotonic() - self.began:.0f} s"
+            if phase == "holdout":
+                return f"stopped{after} in holdout probe {int(doc['probe'])} of {int(doc['of'])}"
+            if phase == "workload":
+                step = "timing" if doc.get("step") == "timing" else "checking"
+                return f"stopped{after} while {step} workload {printable(str(doc['workload']))[:100]}"
+            if phase == "start":
+                return f"stopped{after} while starting: {printable(str(doc.get('step', '')))[:100]}"
+        except (OSError, jobfs.UnsafeFile, ValueError, KeyError, TypeError):
+            pass
+        return ""
+
     def finish(self, outcomes: Outcomes) -> Finished:
         """The report (log lines and report.json) and the receipt, from the supervisor's result."""
         ctx, task, doc = self.ctx, self.task, self.cases
@@ -251,7 +290,8 @@ class _Evaluation:
                 if case.outcome is schema.Outcome.ERROR:
                     case.reason = f"the candidate's container was killed at the memory limit ({case.reason})"
         telemetry = _summarise(outcomes.telemetry)
-        report = with_lines(build_report(task.manifest, doc, result).model_copy(update={"telemetry": telemetry}))
+        report = build_report(task.manifest, doc, result, check=self.check)
+        report = with_lines(report.model_copy(update={"telemetry": telemetry}))
         receipt = Receipt(
             job=ctx.job.id,
             task=task.id,

@@ -4,8 +4,9 @@ task's speedup limit, and the printed lines.
 Pure: data in, data out. Every figure comes from the supervisor (tasks.harness.supervisor), a
 trusted process; nothing the candidate printed or wrote is read. A call's time is its raw time on
 the supervisor's clock less the protocol's fixed cost measured in the same iteration (the same
-call sequence around a call that does nothing). The holdout reports PASS or FAIL only, and a FAIL
-ends the report.
+call sequence around a call that does nothing). The holdout reports PASS or FAIL (and which kind
+of failure) only; after a FAIL the public workloads are still checked and reported, untimed, with
+no score.
 """
 
 from __future__ import annotations
@@ -20,32 +21,34 @@ from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Pha
 from kcoral.tasks.harness.stats import geomean_ci, median, speedup_ci
 
 
-def build_report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult) -> EvalReport:
-    """The report of one evaluation (its printed lines are added by :func:`with_lines`)."""
-    return EvalReport.model_validate(_report(task_manifest, cases, result))
+def build_report(
+    task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult, check: bool = False
+) -> EvalReport:
+    """The report of one evaluation (its printed lines are added by :func:`with_lines`); ``check``:
+    the public workloads' correctness only (no holdout, nothing timed, no score)."""
+    return EvalReport.model_validate(_report(task_manifest, cases, result, check))
 
 
-def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult) -> dict[str, Any]:
+def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult, check: bool) -> dict[str, Any]:
     by_id = {c.id: c for c in result.cases}
     holdout = [c for c in cases.cases if c.phase is Phase.HOLDOUT]
     workloads = [c for c in cases.cases if c.phase is Phase.WORKLOAD]
     holdout_pass = all(_result(by_id, c).outcome is Outcome.PASS for c in holdout)
     report: dict[str, Any] = {
         "task": cases.task,
-        "holdout": "PASS" if holdout_pass else "FAIL",
+        "holdout": None if check else "PASS" if holdout_pass else "FAIL",
+        "check": check,
         "holdout_probes": len(holdout),
         "workloads": [],
         "flags": [printable(f) for f in result.interference],
         "cpu_watch": result.cpu_watch,
+        "phases": {printable(k): round(v, 3) for k, v in result.phases.items()},
     }
     if not holdout_pass:
         # which kind of failure (FAIL: wrong values, ERROR: an exception or a crash), never its details
         report["holdout_failure"] = next(
             r.outcome.value for c in holdout if (r := _result(by_id, c)).outcome is not Outcome.PASS
         )
-        report["passed"] = 0
-        report["total"] = len(workloads)
-        return report
     cis = []
     for case in workloads:
         res = _result(by_id, case)
@@ -57,7 +60,9 @@ def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorRe
             "reason": printable(res.reason, newlines=True),
             "stats": res.stats,
         }
-        if case.timed and res.timing is not None and res.outcome is Outcome.PASS:
+        if case.timed and not holdout_pass:
+            row["note"] = "not timed: the holdout failed"
+        elif case.timed and res.timing is not None and res.outcome is Outcome.PASS:
             row.update(timing_row(case.workload, res.timing, task_manifest, report["flags"]))
             if "speedup" in row:
                 cis.append((row["speedup"], row["speedup_lo"], row["speedup_hi"]))
@@ -145,16 +150,31 @@ def with_lines(report: EvalReport) -> EvalReport:
     return report.model_copy(update={"lines": report_lines(report)})
 
 
+#: the most lines of one workload's failure that are printed (report.json holds it whole)
+REASON_LINES = 12
+
+
+def holdout_line(report: EvalReport) -> str:
+    if report.check:
+        return "check: the public workloads' correctness only (no holdout, nothing timed, no score)"
+    if report.holdout is Outcome.PASS:
+        return "holdout correctness: PASS"
+    kind = "wrong values" if report.holdout_failure is Outcome.FAIL else "an error or a crash"
+    return (
+        f"holdout correctness: FAIL ({kind} on a secret probe: its shapes and values are not given; "
+        "the public workloads below were checked, not timed)"
+    )
+
+
 def report_lines(report: EvalReport) -> list[str]:
-    lines = [f"holdout correctness: {report.holdout}"]
-    if report.holdout is not Outcome.PASS:
-        lines.append(f"passed: 0/{report.total} (the holdout failed: the evaluation ends here)")
-        lines += [f"flagged: {f}" for f in report.flags]
-        return lines
+    lines = [holdout_line(report)]
+    shown: dict[str, str] = {}  # a failure's text -> the workload it was first printed for
     for row in report.workloads:
         head = f"workload {row.id:<20} {'timed' if row.timed else 'check':<5} {row.verdict}"
-        if row.verdict is Outcome.PASS:
-            head += " (STABLE)" if row.timed else ""
+        if row.note:
+            head += f" ({row.note})"
+        elif row.verdict is Outcome.PASS and row.timed:
+            head += " (STABLE)"
         errs = [
             f"{n} rms={s.get('rms_ratio', 0):.2e} max={s.get('max_abs_err', 0):.3g}" for n, s in row.stats.items() if s
         ]
@@ -168,8 +188,15 @@ def report_lines(report: EvalReport) -> list[str]:
                 f"  n={row.samples} ({row.stopped_by}; protocol {row.protocol_ms:.4f} ms per call "
                 f"subtracted)"
             )
-        if row.reason:
-            lines.append(f"    first failure: {row.reason.splitlines()[0]}")
+        if row.reason and row.reason in shown:
+            lines.append(f"    the same failure as workload {shown[row.reason]}")
+        elif row.reason:
+            shown[row.reason] = row.id
+            text = row.reason.splitlines()
+            lines.append(f"    first failure: {text[0]}")
+            lines += [f"    {line}" for line in text[1:REASON_LINES]]
+            if len(text) > REASON_LINES:
+                lines.append(f"    ({len(text) - REASON_LINES} more lines in report.json)")
     for flag in report.flags:
         lines.append(f"flagged: {flag}")
     s = report.summary
@@ -178,5 +205,14 @@ def report_lines(report: EvalReport) -> list[str]:
             f"baseline: {s.baseline_ms:.6f} ms kernel: {s.kernel_ms:.6f} ms speedup: {s.speedup:.4f}x "
             f"(95% CI {s.speedup_lo:.4f}-{s.speedup_hi:.4f}; min {s.min_speedup:.4f}x max {s.max_speedup:.4f}x)"
         )
-    lines.append(f"passed: {report.passed}/{report.total}")
+    if report.phases:
+        lines.append("time: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.phases.items()))
+    tail = (
+        " (a check: no score)"
+        if report.check
+        else ""
+        if report.holdout is Outcome.PASS
+        else " (the holdout failed: no score)"
+    )
+    lines.append(f"passed: {report.passed}/{report.total}{tail}")
     return lines

@@ -54,12 +54,16 @@ def first_failure(view: JobView, report: EvalReport | None) -> str:
     if report is None:
         reason = view.reason or "no report"
         return f"{view.verdict or view.state}: {reason}"
-    if report.holdout is not Outcome.PASS:
-        return "holdout correctness: FAIL (the holdout probes are secret: no details are given)"
-    for row in report.workloads:
-        if row.verdict is not Outcome.PASS:
-            reason = (row.reason or "no reason given").splitlines()[0]
-            return f"workload {row.id}: {row.verdict}: {reason}"
+    public = next((row for row in report.workloads if row.verdict is not Outcome.PASS), None)
+    if public is not None:
+        reason = (public.reason or "no reason given").splitlines()[0]
+        return f"workload {public.id}: {public.verdict}: {reason}"
+    if not report.check and report.holdout is not Outcome.PASS:
+        return (
+            "holdout correctness: FAIL: every public workload passes, a secret probe did not "
+            f"({'wrong values' if report.holdout_failure is Outcome.FAIL else 'an error or a crash'}): "
+            "the probes use other shapes and values than the public workloads"
+        )
     if report.flags:
         return f"flagged: {report.flags[0]}"
     return view.reason or f"verdict {view.verdict}"
@@ -102,16 +106,18 @@ class EvalRun(PythonRun):
                 "output_dir": str(output_dir) if output_dir is not None else None,
             }
         )
+        if view.verdict is not None and view.verdict != Verdict.ok:
+            doc["failure"] = first_failure(view, self.report)
         doc.setdefault("task", getattr(view.spec, "task", None))
         if error is not None:
             doc["error"] = {"type": type(error).__name__, "message": error.message}
         return doc
 
 
-def build_eval_spec(task: str, timeout: float | None) -> EvalSpec:
+def build_eval_spec(task: str, timeout: float | None, check: bool = False) -> EvalSpec:
     if not task.strip():
         raise UsageError("say which task: kcoral tasks lists them")
-    return EvalSpec(task=task, timeout_s=timeout or 0.0)
+    return EvalSpec(task=task, timeout_s=timeout or 0.0, check=check)
 
 
 def evaluate(
@@ -131,6 +137,14 @@ def evaluate(
         Path | None,
         typer.Option("--output-dir", "-o", help="where report.json and receipt.json go [default: ./kcoral-out/JOB_ID]"),
     ] = None,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="the public workloads' correctness only, with full tracebacks, in seconds: no holdout, no timing, "
+            "no score",
+        ),
+    ] = False,
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,
@@ -145,7 +159,7 @@ def evaluate(
         raise UsageError(f"{submission}: not a directory")
     if not (submission / SOLUTION_FILE).is_file():
         raise UsageError(f"{submission} has no {SOLUTION_FILE}: the submission must define it")
-    spec = build_eval_spec(task, timeout)
+    spec = build_eval_spec(task, timeout, check)
     options = RunOptions(spec=spec, send_dir=submission, output_dir=output_dir, json=json)
     with connect(remote, token) as client:
         code = EvalRun(client, options).run()

@@ -155,7 +155,7 @@ def comparison_view(old: Side, new: Side) -> RenderableType:
 
 
 def _holdout(report: EvalReport | None) -> str:
-    return report.holdout.value if report else "-"
+    return report.holdout.value if report and report.holdout else "check" if report else "-"
 
 
 def _passed(report: EvalReport | None) -> str:

@@ -14,7 +14,7 @@ from rich.table import Table
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
 from kcoral.cli.commands.eval_cmd import fetch
 from kcoral.cli.output import emit_json, job_json, stdout
-from kcoral.cli.render import cell, fmt_time, job_details, state_text
+from kcoral.cli.render import cell, fmt_phases, fmt_time, job_details, state_text
 from kcoral.runner.models import JobState, JobView
 from kcoral.tasks.documents import EvalReport, Receipt, SampleTimes
 
@@ -72,6 +72,7 @@ def receipt_view(view: JobView, receipt: Receipt | None, report: EvalReport | No
         ("job", [view.id]),
         ("state", [state_text(view) + (f" ({view.reason})" if view.reason else "")]),
         ("finished", [fmt_time(view.times.finished)]),
+        ("phases", [fmt_phases(view.times.phases) or "-"]),
     ]
     if receipt is None:
         rows.append(("receipt", ["none: the evaluation produced no receipt"]))

@@ -1,15 +1,23 @@
-"""``kcoral tasks``: the evaluation tasks the server offers (``kcoral eval TASK DIR`` runs one)."""
+"""``kcoral tasks`` (the evaluation tasks the server offers), ``kcoral tasks show TASK`` (one task's
+whole contract) and ``kcoral init TASK DIR`` (a working solution.py to start from, and a README).
+``kcoral eval TASK DIR`` runs one."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
+import typer
 from rich.console import Group, RenderableType
 from rich.table import Table
 
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
-from kcoral.cli.output import emit_json, stdout
+from kcoral.cli.errors import UsageError
+from kcoral.cli.output import emit_json, note, stdout
 from kcoral.cli.render import cell, fmt_duration
+from kcoral.tasks.documents import TaskContract, TensorSpec
+
+TaskArgument = Annotated[str, typer.Argument(help="the task id, e.g. demo/softmax", show_default=False)]
 
 
 def _names(value: Any) -> list[str]:
@@ -48,11 +56,113 @@ def tasks_view(tasks: list[dict[str, Any]]) -> RenderableType:
     return Group(*parts)
 
 
-def tasks(remote: RemoteOption = None, token: TokenOption = None, json: JsonOption = False) -> None:
-    """List the evaluation tasks: id, version, device, workloads, holdout probes, time limit, contract."""
+tasks_app = typer.Typer(help="The evaluation tasks: list them, or show one's whole contract.", add_completion=False)
+
+
+@tasks_app.callback(invoke_without_command=True)
+def tasks(ctx: typer.Context, remote: RemoteOption = None, token: TokenOption = None, json: JsonOption = False) -> None:
+    """List the evaluation tasks: id, version, device, workloads, holdout probes, time limit, contract.
+    `kcoral tasks show TASK` gives one task's whole contract."""
+    if ctx.invoked_subcommand is not None:
+        return
     with connect(remote, token) as client:
         found = client.tasks()
     if json:
         emit_json(found)
     else:
         stdout().print(tasks_view(found))
+
+
+def _tensor(name: str, spec: TensorSpec) -> str:
+    return f"{name} {spec.dtype}[{', '.join(map(str, spec.shape))}]"
+
+
+def contract_lines(c: TaskContract) -> list[str]:
+    """The contract as plain lines (the terminal view and the README that ``kcoral init`` writes)."""
+    lines = [
+        f"{c.id} (version {c.version or '-'}, {c.device}, time limit {fmt_duration(c.timeout_s)})",
+        f"  {c.description}",
+        "",
+        f"contract: {c.contract}",
+        "",
+        "workloads (each: the data setup gets, what it must write, the tolerance):",
+    ]
+    for w in c.workloads:
+        tol = " ".join(f"{k}={v:g}" for k, v in w.tolerance.items())
+        lines.append(f"  {w.id} ({'timed' if w.timed else 'checked'}; params {w.params})")
+        lines.append(f"    in:  {'; '.join(_tensor(n, s) for n, s in w.inputs.items())}")
+        if w.scalars:
+            lines.append(f"         {', '.join(f'{k}={v!r}' for k, v in w.scalars.items())}")
+        lines.append(f"    out: {'; '.join(_tensor(n, s) for n, s in w.outputs.items())}")
+        lines.append(f"    tolerance: {tol}")
+    lines += [
+        "",
+        f"holdout: {c.holdout}",
+        "",
+        f"tolerance rule: {c.tolerance_rule}",
+        "",
+        f"timing: {c.timing_method}",
+        "",
+        f"score: {c.score}",
+    ]
+    limits = [
+        f"floor_ms {c.floor_ms:g}" if c.floor_ms else "",
+        f"max_speedup {c.max_speedup:g}x" if c.max_speedup else "",
+    ]
+    if any(limits):
+        lines.append(f"  this task: {', '.join(x for x in limits if x)}")
+    lines += ["", f"image: {c.image} (python {c.python or '?'})"]
+    if c.packages:
+        lines.append("  packages: " + ", ".join(f"{n} {v}" for n, v in c.packages.items()))
+    else:
+        lines.append(f"  packages: unknown ({c.packages_error or 'the server did not say'})")
+    return lines
+
+
+@tasks_app.command("show")
+def show_task(
+    task: TaskArgument, remote: RemoteOption = None, token: TokenOption = None, json: JsonOption = False
+) -> None:
+    """One task's whole contract: each workload's inputs and outputs (shapes, dtypes), tolerances,
+    the timing method, the score, the time limit, the packages a submission can import."""
+    with connect(remote, token) as client:
+        contract = client.task(task)
+    if json:
+        emit_json(contract.document())
+        return
+    stdout().print(cell("\n".join(contract_lines(contract))), soft_wrap=True)
+    if contract.template:
+        note(f"kcoral: `kcoral init {task} DIR` writes a working solution.py to start from")
+
+
+def init(
+    task: TaskArgument,
+    folder: Annotated[Path, typer.Argument(help="the submission directory to make", show_default=False)],
+    force: Annotated[bool, typer.Option("--force", help="overwrite solution.py and README.md")] = False,
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Write FOLDER/solution.py (a working start: the baseline's approach) and FOLDER/README.md (the
+    task's contract); then `kcoral eval TASK FOLDER`."""
+    with connect(remote, token) as client:
+        contract = client.task(task)
+    if not contract.template:
+        raise UsageError(f"task {task} has no template on this server")
+    targets = [folder / "solution.py", folder / "README.md"]
+    existing = [str(t) for t in targets if t.exists()]
+    if existing and not force:
+        raise UsageError(f"{', '.join(existing)} already exist: pass --force to overwrite")
+    folder.mkdir(parents=True, exist_ok=True)
+    readme = [
+        f"# {contract.id}",
+        "",
+        f"Evaluate: `kcoral eval {contract.id} {folder}`",
+        "",
+        "```",
+        *contract_lines(contract),
+        "```",
+        "",
+    ]
+    targets[0].write_text(contract.template)
+    targets[1].write_text("\n".join(readme))
+    note(f"kcoral: wrote {targets[0]} and {targets[1]}; next: kcoral eval {contract.id} {folder}")

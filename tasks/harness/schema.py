@@ -18,8 +18,9 @@ from typing import Any
 SCHEMA_VERSION = 1
 #: bytes the server reads of a supervisor result
 MAX_RESULT_BYTES = 16 << 20
-MAX_TEXT = 4000
+MAX_TEXT = 12000  # a reason: a check's full traceback fits
 MAX_SAMPLES = 10000
+MAX_PHASES = 200
 
 
 class SchemaError(ValueError):
@@ -185,6 +186,9 @@ class SupervisorResult:
     interference: list[str] = field(default_factory=list)
     #: how the candidate's CPU use was watched ("cgroup v2", ...)
     cpu_watch: str = ""
+    #: seconds the supervisor spent per phase, in order: "start" (its own start, the baseline's
+    #: worker, the candidate's import), "holdout" (all probes together), "check WORKLOAD", "timing WORKLOAD"
+    phases: dict[str, float] = field(default_factory=dict)
     version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
@@ -206,6 +210,10 @@ def parse_result(data: bytes) -> SupervisorResult:
         cases=[_case(c) for c in _list(obj.get("cases"), "cases", 1000)],
         interference=[_text(x, "interference") for x in _list(obj.get("interference", []), "interference", 100)],
         cpu_watch=_text(obj.get("cpu_watch", ""), "cpu_watch"),
+        phases={
+            _text(k, "phases")[:200]: _num(v, "phases")
+            for k, v in list(_obj(obj.get("phases", {}), "phases").items())[:MAX_PHASES]
+        },
     )
 
 

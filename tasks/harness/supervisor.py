@@ -15,7 +15,9 @@ IPC namespace). It owns everything that decides the verdict:
 - the checks: every call's outputs, timed ones included, against the reference (untimed cases)
   or against the baseline's outputs on the same sample (timed ones), and the candidate
   container's CPU time outside its calls (tasks.harness.cpuwatch).
-It writes OUT_DIR/result.json (tasks.harness.schema.SupervisorResult) and nothing else.
+It writes OUT_DIR/result.json (tasks.harness.schema.SupervisorResult) at the end, and
+OUT_DIR/progress.json (where it is: a holdout probe by its number only, or a workload and whether it
+is being checked or timed) as it goes, so that a deadline or a cancel can say where it struck.
 """
 
 from __future__ import annotations
@@ -95,14 +97,24 @@ class Worker:
         return text[: schema.MAX_TEXT]
 
 
+def write_progress(out: Path, **where: Any) -> None:
+    """OUT_DIR/progress.json, replaced atomically (the server reads it after a kill)."""
+    tmp = out / "progress.json.tmp"
+    tmp.write_text(json.dumps({**where, "at": time.time()}))
+    tmp.rename(out / "progress.json")
+
+
 @dataclass
 class Supervisor:
     task_dir: Path
     doc: schema.CaseFile
     candidate: Worker
-    baseline: Worker
+    baseline: Worker | None  # started only when a case is timed (a check times none)
     watch: CpuWatch | None
+    out: Path | None = None
     interference: list[str] = field(default_factory=list)
+    #: seconds per phase (schema.SupervisorResult.phases)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         task = load_task(self.task_dir)
@@ -119,22 +131,42 @@ class Supervisor:
     # --- the cases -----------------------------------------------------------------------------
 
     def run(self) -> list[CaseResult]:
+        """Every case in order (the holdout first). A failed probe ends the holdout (the others would
+        say no more) and the timing; the public workloads are still checked, so their reasons reach
+        the submitter."""
         results = []
+        holdout_failed = False
+        probes = [c for c in self.doc.cases if c.phase is schema.Phase.HOLDOUT]
         for case in self.doc.cases:
+            if holdout_failed and case.phase is schema.Phase.HOLDOUT:
+                continue
+            if case.phase is schema.Phase.HOLDOUT:
+                self._progress(phase="holdout", probe=probes.index(case) + 1, of=len(probes))
+            else:
+                self._progress(phase="workload", workload=case.workload, step="check")
+            began = time.monotonic()
             try:
-                result = self.run_case(case)
+                result = self.run_case(case, timed=case.timed and not holdout_failed)
             except CandidateGone as exc:
                 result = CaseResult(case.id, Outcome.ERROR, str(exc))
             except torch.OutOfMemoryError as exc:  # the candidate may hold the device's memory
                 result = CaseResult(case.id, Outcome.ERROR, f"the supervisor ran out of memory: {exc}"[:2000])
             results.append(result)
+            spent = time.monotonic() - began
+            if case.phase is schema.Phase.HOLDOUT:
+                self.phases["holdout"] = self.phases.get("holdout", 0.0) + spent
+            else:
+                timing = self.phases.pop(f"timing {case.workload}", 0.0)
+                self.phases[f"check {case.workload}"] = spent - timing
+                if timing:
+                    self.phases[f"timing {case.workload}"] = timing
             # the operator's record (the judge log stays on the server): holdout details included
             print(f"{case.id} {case.workload}: {result.outcome.value} {result.reason[:500]!r}", file=sys.stderr)
             if case.phase is schema.Phase.HOLDOUT and result.outcome is not Outcome.PASS:
-                break  # a failed holdout ends the evaluation
+                holdout_failed = True
         return results
 
-    def run_case(self, case: schema.Case) -> CaseResult:
+    def run_case(self, case: schema.Case, timed: bool) -> CaseResult:
         params, tol = case.params, checks.Tolerance(**case.tolerance)
         inputs = self.mod.make_inputs(params, case.seed, self.device)
         specs = self.mod.output_specs(inputs)
@@ -149,9 +181,12 @@ class Supervisor:
         problem, stats = _compare(outs, expected, tol)
         if problem:
             return CaseResult(case.id, Outcome.FAIL, problem, stats)
-        if not case.timed:
+        if not timed:
             return CaseResult(case.id, Outcome.PASS, "", stats)
+        self._progress(phase="workload", workload=case.workload, step="timing")
+        began = time.monotonic()
         timing, mismatch = self.time_case(case, cand, inputs, specs, tol)
+        self.phases[f"timing {case.workload}"] = time.monotonic() - began
         _, outs, error = self.call(cand, inputs)
         after = error or _compare(outs, expected, tol)[0]
         flaky = mismatch or (f"after timing: {after}" if after else "")
@@ -244,6 +279,7 @@ class Supervisor:
     ) -> tuple[Timing, str]:
         """Baseline, candidate and null calls interleaved on fresh inputs until the medians are stable."""
         params = case.params
+        assert self.baseline is not None, "a timed case without the baseline's worker"
         base = self._side(self.baseline, case, inputs, specs)
         null = self._side(self.baseline, case, inputs, specs, null=True)
         self._setup(base, params, case)
@@ -325,6 +361,10 @@ class Supervisor:
         return figures
 
     # --- helpers -------------------------------------------------------------------------------
+
+    def _progress(self, **where: Any) -> None:
+        if self.out is not None:
+            write_progress(self.out, **where)
 
     def _seed(self, case_id: str, label: str) -> int:
         digest = hmac.new(self.key, f"{case_id}/{label}".encode(), hashlib.sha256).digest()
@@ -410,6 +450,7 @@ def _hello(worker: Worker) -> str | None:
 
 
 def main(argv: list[str]) -> int:
+    began = time.monotonic()
     task_dir, cases_path, out, sock_path, cgroup = Path(argv[0]), Path(argv[1]), Path(argv[2]), argv[3], argv[4]
     doc = schema.parse_cases(cases_path.read_bytes())
     task = load_task(task_dir)
@@ -418,7 +459,11 @@ def main(argv: list[str]) -> int:
     if task.device == "cuda":
         torch.zeros(1, device="cuda")
     listener = listen(sock_path)
-    baseline, proc = _start_baseline(task_dir, task.device, cfg.call_timeout_s)
+    baseline, proc = None, None
+    if any(c.timed for c in doc.cases):
+        write_progress(out, phase="start", step="starting the baseline's worker")
+        baseline, proc = _start_baseline(task_dir, task.device, cfg.call_timeout_s)
+    write_progress(out, phase="start", step="waiting for the candidate's worker")
     watch_note = "unavailable"
     try:
         chan, pid = accept(listener, cfg.connect_timeout_s)
@@ -435,24 +480,28 @@ def main(argv: list[str]) -> int:
             watch_note = f"cgroup v{cgroup}"
         except (OSError, ValueError) as exc:
             watch_note = f"unavailable: {exc}"
+    write_progress(out, phase="start", step="the candidate's worker imports solution.py")
     error = _hello(candidate)
     if error:
         results = [CaseResult(c.id, Outcome.ERROR, error) for c in doc.cases]
         return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), baseline, proc)
-    sup = Supervisor(task_dir, doc, candidate, baseline, watch)
+    sup = Supervisor(task_dir, doc, candidate, baseline, watch, out, phases={"start": time.monotonic() - began})
     results = sup.run()
     if watch is None:
         sup.interference.append(f"the candidate's CPU time could not be watched ({watch_note})")
-    return _finish(out, schema.SupervisorResult(results, sup.interference, watch_note), baseline, proc)
+    return _finish(out, schema.SupervisorResult(results, sup.interference, watch_note, sup.phases), baseline, proc)
 
 
-def _finish(out: Path, result: schema.SupervisorResult, baseline: Worker, proc: subprocess.Popen[bytes]) -> int:
+def _finish(
+    out: Path, result: schema.SupervisorResult, baseline: Worker | None, proc: subprocess.Popen[bytes] | None
+) -> int:
     tmp = out / "result.json.tmp"
     tmp.write_text(result.to_json())
     tmp.rename(out / "result.json")
-    with contextlib.suppress(ChannelError):
-        baseline.chan.send({"op": "quit"})
-    proc.wait(10)
+    if baseline is not None and proc is not None:
+        with contextlib.suppress(ChannelError):
+            baseline.chan.send({"op": "quit"})
+        proc.wait(10)
     sys.stdout.flush()
     os._exit(0)
 

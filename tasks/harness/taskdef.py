@@ -6,6 +6,7 @@ can import it to draw holdout parameters. What a task module provides:
     make_inputs(params, seed, device) -> dict[str, Tensor | int]   inputs, generated deterministically
     make_outputs(inputs, device) -> dict[str, Tensor]               output buffers (the harness poisons them)
     output_specs(inputs) -> dict[str, (shape, dtype)]                what each output must look like
+    signature(params) -> {"inputs", "scalars", "outputs"}           data's contents for params, without torch
     reference(inputs, params) -> dict[str, Tensor]                  expected outputs (judge only)
     baseline(data) -> Callable[[], None]                            the timed baseline, writes data's outputs
     candidate(module, data) -> Callable[[], None]                   calls the submission's setup

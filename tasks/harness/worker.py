@@ -18,7 +18,6 @@ import os
 import shutil
 import socket
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,21 +26,24 @@ import torch
 
 from kcoral.tasks.harness import shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, connect
+from kcoral.tasks.harness.failures import describe
 from kcoral.tasks.harness.taskdef import load_task
 
+#: a check (public workloads only): failures are described with every frame
+CHECK = os.environ.get("KCORAL_EVAL_CHECK") == "1"
 #: seconds the candidate's worker waits for the supervisor's socket
 CONNECT_TIMEOUT_S = 120.0
 
 
-def describe(exc: BaseException) -> str:
-    """One failure as the supervisor reports it: the exception and the last frames, capped."""
-    tail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3))
-    return f"{type(exc).__name__}: {exc}"[:1000] + "\n" + tail[-1500:]
-
-
 def serve(
-    chan: Channel, device: str, factory: Callable[[dict[str, Any]], Callable[[], None]], hello: dict[str, Any]
+    chan: Channel,
+    device: str,
+    factory: Callable[[dict[str, Any]], Callable[[], None]],
+    hello: dict[str, Any],
+    inside: str | None = None,
 ) -> None:
+    """Answer the supervisor's operations until it says quit; a failure's description keeps only
+    the frames below ``inside`` (the candidate's submission folder)."""
     gc.collect()
     gc.freeze()  # an honest worker's idle loop then costs next to no CPU between calls
     chan.send(hello)
@@ -78,7 +80,7 @@ def serve(
             else:
                 raise ValueError(f"unknown operation {op!r}")
         except Exception as exc:  # noqa: BLE001 - the callable's failure is the answer
-            chan.send({"ok": False, "error": describe(exc)})
+            chan.send({"ok": False, "error": describe(exc, inside, full=CHECK)})
             continue
         finally:
             for fd in fds:
@@ -121,20 +123,21 @@ def main(argv: list[str]) -> int:
     torch.manual_seed(0)
     hello: dict[str, Any] = {"ok": True}
     factory: Callable[[dict[str, Any]], Callable[[], None]] = mod.baseline
-    if not baseline:
+    inside = None if baseline else os.getcwd()
+    if inside is not None:
         # Last on the path (and the interpreter runs with -P): the submission cannot shadow torch or the harness.
-        sys.path.append(os.getcwd())
+        sys.path.append(inside)
         try:
             import solution  # noqa: PLC0415 - the submission
         except BaseException as exc:  # noqa: BLE001 - any failure to import is the submission's error
-            hello = {"ok": False, "error": "importing solution.py failed: " + describe(exc)}
+            hello = {"ok": False, "error": "importing solution.py failed: " + describe(exc, inside, full=CHECK)}
         else:
 
             def factory(data: dict[str, Any]) -> Callable[[], None]:
                 return mod.candidate(solution, data)
 
     with contextlib.suppress(ChannelError):
-        serve(chan, task.device, factory, hello)
+        serve(chan, task.device, factory, hello, inside)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

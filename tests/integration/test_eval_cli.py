@@ -225,14 +225,11 @@ def test_eval_json_is_one_document(remote, capfd, tmp_path) -> None:
     assert doc["image"] == job["image"]["digest"] and doc["output_dir"] == str(tmp_path / "o")
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert {k: v for k, v in doc.items() if k in report} == report  # report.json's content, all of it
-    # no max-subtraction: the secret holdout probes may already catch it; if not, large_magnitude does
-    if doc["holdout"] == "PASS":
-        bad = {w["id"]: w for w in doc["workloads"] if w["verdict"] != "PASS"}
-        assert "large_magnitude" in bad and "non-finite" in bad["large_magnitude"]["reason"]
-        assert "kcoral: evaluation failed: workload " in err
-    else:
-        assert doc["workloads"] == [] and doc["passed"] == 0
-        assert "kcoral: evaluation failed: holdout correctness: FAIL" in err
+    # no max-subtraction: the secret holdout probes may catch it too; large_magnitude does, and says why
+    # (a failed holdout still has the public workloads checked)
+    bad = {w["id"]: w for w in doc["workloads"] if w["verdict"] != "PASS"}
+    assert "large_magnitude" in bad and "non-finite" in bad["large_magnitude"]["reason"]
+    assert doc["failure"].startswith("workload ") and f"kcoral: evaluation failed: {doc['failure']}" in err
 
 
 def test_eval_usage_errors(remote, capfd, tmp_path) -> None:
@@ -374,21 +371,47 @@ def _state(job: dict[str, Any]) -> str:
     return "ok" if job["verdict"] == "ok" else job["verdict"]
 
 
-def _eval_job(srv: RunningServer, **spec: Any) -> str:
+def _eval_job(srv: RunningServer, source: str | None = None, **spec: Any) -> str:
     r = srv.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, **spec})
     assert r.status_code == 201, r.text
     job_id = str(r.json()["id"])
-    assert (
-        srv.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": _good_source()})).status_code == 200
-    )
+    tar = make_tar({"solution.py": source or _good_source()})
+    assert srv.http.put(f"/v1/jobs/{job_id}/input", content=tar).status_code == 200
     return job_id
+
+
+# Correct, but it never returns from a call on the wide workload (8 x 65536): the holdout (4096 x 1024)
+# passes, and the deadline strikes while that workload is being checked.
+HANGS_ON_WIDE = """\
+import torch
+
+
+def setup(data):
+    x, y = data["x"], data["y"]
+
+    def run():
+        while x.shape[1] == 65536:
+            pass
+        torch.softmax(x, dim=-1, out=y)
+
+    return run
+"""
+
+
+def test_a_deadline_names_the_workload_it_struck_in(eval_server: RunningServer) -> None:
+    job = eval_server.wait(_eval_job(eval_server, HANGS_ON_WIDE, timeout_s=40), 100)
+    assert job["verdict"] == "timeout", job
+    assert re.fullmatch(
+        r"the job ran past its timeout and was killed \(stopped after \d+ s while checking workload wide\)",
+        job["reason"],
+    ), job["reason"]
 
 
 def test_a_deadline_or_a_cancel_while_the_judge_prepares_is_timeout_or_cancelled(eval_server: RunningServer) -> None:
     """Not infrastructure_error: the supervisor (preparing inputs, the reference, the baseline) is the
     group's leader, and a leader killed for a breach is judged by that breach."""
     timed = eval_server.wait(_eval_job(eval_server, timeout_s=1), 60)
-    assert (timed["verdict"], timed["reason"]) == ("timeout", "the job ran past its timeout and was killed")
+    assert timed["verdict"] == "timeout" and timed["reason"].startswith("the job ran past its timeout and was killed")
     job_id = _eval_job(eval_server)
     deadline = time.monotonic() + 30
     while eval_server.http.get(f"/v1/jobs/{job_id}").json()["state"] != "running":
@@ -396,5 +419,5 @@ def test_a_deadline_or_a_cancel_while_the_judge_prepares_is_timeout_or_cancelled
         time.sleep(0.05)
     eval_server.http.post(f"/v1/jobs/{job_id}/cancel")
     cancelled = eval_server.wait(job_id, 60)
-    assert (cancelled["verdict"], cancelled["reason"]) == ("cancelled", "cancelled by request")
+    assert cancelled["verdict"] == "cancelled" and cancelled["reason"].startswith("cancelled by request")
     assert cancelled["outputs"] == []

@@ -14,6 +14,7 @@ from kcoral.tasks.harness.schema import Outcome
 REPORT = {
     "task": "demo/softmax",
     "holdout": "PASS",
+    "check": False,
     "holdout_probes": 3,
     "workloads": [
         {"id": "standard", "params": {"rows": 8}, "timed": True, "verdict": "PASS", "reason": "", "stats": {},
@@ -29,6 +30,7 @@ REPORT = {
     "summary": {"speedup": 2.0, "speedup_lo": 1.9, "speedup_hi": 2.1, "baseline_ms": 2.0, "kernel_ms": 1.0,
                 "min_speedup": 2.0, "max_speedup": 2.0},
     "telemetry": {},
+    "phases": {"start": 3.5, "holdout": 1.25},
     "lines": ["holdout correctness: PASS"],
 }  # fmt: skip
 
@@ -74,12 +76,17 @@ def test_what_a_minimal_document_means_is_written_out_in_full() -> None:
     assert parse_report(json.dumps(minimal)).document() == {
         **minimal,
         "workloads": [{**row, "reason": "", "stats": {}}],
+        "check": False,
         "flags": [],
         "cpu_watch": "",
         "telemetry": {},
+        "phases": {},
         "lines": [],
     }
     assert parse_report(json.dumps({k: v for k, v in minimal.items() if k != "workloads"})).workloads == []
+    check = {k: v for k, v in {**minimal, "check": True, "total": 1}.items() if k != "holdout"}
+    assert parse_report(json.dumps(check)).holdout is None and not parse_report(json.dumps(check)).ok
+    assert parse_report(json.dumps({**check, "passed": 1})).ok  # a check passes without a holdout
     pins = {"job": "j", "task": "t", "task_sha256": "a", "image": "i", "submission_sha256": "s",
             "harness_version": "1", "finished": 0.0}  # fmt: skip
     assert parse_receipt(json.dumps(pins)).document() == {

@@ -188,6 +188,23 @@ def test_sibling_task_is_the_same_definition():
     assert mod.holdout_params(random.Random(1), 5)[0]["T"] == 8192
 
 
+def test_every_task_signature_is_what_its_inputs_are():
+    """signature(params) (what `kcoral tasks show` prints, computed without torch) against the data a
+    worker really gets: every tensor's shape and dtype, every scalar, every output spec. KDA at tiny
+    sizes in every regime (the formulas are the same at any size); softmax at its real workloads."""
+    softmax = load_task(ROOT / "tasks" / "demo" / "softmax")
+    cases = [(mod, {**TINY, "regime": r}) for r in REGIMES] + [(SMALL.module(), {**TINY, "regime": "standard"})]
+    cases += [(softmax.module(), w["params"]) for w in softmax.manifest["workloads"]]
+    for task_mod, params in cases:
+        sig, x = task_mod.signature(params), task_mod.make_inputs(params, 3, "cpu")
+        tensors = {k: v for k, v in x.items() if isinstance(v, torch.Tensor)}
+        assert set(tensors) == set(sig["inputs"]), (params, set(tensors))
+        for name, (shape, dtype) in sig["inputs"].items():
+            assert tuple(tensors[name].shape) == tuple(shape) and tensors[name].dtype == getattr(torch, dtype), name
+        assert {k: v for k, v in x.items() if k not in tensors} == sig["scalars"], params
+        assert task_mod.output_specs(x) == sig["outputs"], params
+
+
 def test_holdout_params_vary_with_the_secret():
     draws = [mod.holdout_params(random.Random(s), 5) for s in range(20)]
     assert draws[0] == mod.holdout_params(random.Random(0), 5)

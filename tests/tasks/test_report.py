@@ -121,7 +121,14 @@ def test_holdout_failure_names_the_first_failing_kind(holdout: tuple[Outcome, Ou
     first_bad = next(o for o in holdout if o is not Outcome.PASS)
     assert report["holdout"] == "FAIL"
     assert report["holdout_failure"] == (first_bad.value if first_bad else "ERROR")
-    assert report["workloads"] == [] and report["passed"] == 0 and report["total"] == 3
+    # the public workloads are still checked and reported, untimed; there is no score
+    rows = report["workloads"]
+    assert [(r["id"], r["verdict"], r.get("note")) for r in rows] == [
+        ("small", "PASS", "not timed: the holdout failed"),
+        ("large", "PASS", "not timed: the holdout failed"),
+        ("check", "PASS", None),
+    ]
+    assert not [r for r in rows if "speedup" in r] and report["passed"] == 3 and report["total"] == 3
     assert report["flags"] == ["noise"] and "summary" not in report and not passed(report)
 
 
@@ -371,6 +378,7 @@ def test_report_lines_of_failures_and_flags() -> None:
         "holdout correctness: PASS",
         "workload " + "small".ljust(20) + " timed FAIL",
         "    first failure: y: 3 elements out of tolerance",
+        "    more detail",
         "workload " + "large".ljust(20) + " timed PASS (STABLE)",
         "workload " + "check".ljust(20) + " check ERROR",
         "flagged: cpu",
@@ -380,12 +388,41 @@ def test_report_lines_of_failures_and_flags() -> None:
 
 def test_report_lines_of_a_failed_holdout() -> None:
     res = all_pass(interference=["a", "b"])
-    res.cases[0] = CaseResult("h0", Outcome.FAIL, "secret")
-    assert report_lines(build_report({}, two_timed(), res)) == [
-        "holdout correctness: FAIL",
-        "passed: 0/3 (the holdout failed: the evaluation ends here)",
+    res.cases[0] = CaseResult("h0", Outcome.FAIL, "probe-detail")
+    res.cases[4] = CaseResult("w2", Outcome.ERROR, "TypeError: bad\n  solution.py, line 3, in setup")
+    lines = report_lines(build_report({}, two_timed(), res))
+    assert lines == [
+        "holdout correctness: FAIL (wrong values on a secret probe: its shapes and values are not given; "
+        "the public workloads below were checked, not timed)",
+        "workload " + "small".ljust(20) + " timed PASS (not timed: the holdout failed)",
+        "workload " + "large".ljust(20) + " timed PASS (not timed: the holdout failed)",
+        "workload " + "check".ljust(20) + " check ERROR",
+        "    first failure: TypeError: bad",
+        "      solution.py, line 3, in setup",
         "flagged: a",
         "flagged: b",
+        "passed: 2/3 (the holdout failed: no score)",
+    ]
+    assert "probe-detail" not in "\n".join(lines)
+
+
+def test_an_error_is_printed_once_and_later_workloads_point_to_it() -> None:
+    res = all_pass()
+    error = "\n".join(["AttributeError: no setup"] + [f"line {i}" for i in range(20)])
+    res.cases[2:] = [CaseResult(f"w{i}", Outcome.ERROR, error) for i in range(3)]
+    lines = report_lines(build_report({}, two_timed(), res))
+    assert lines[1:4] == [
+        "workload " + "small".ljust(20) + " timed ERROR",
+        "    first failure: AttributeError: no setup",
+        "    line 0",
+    ]
+    assert lines[14:] == [
+        "    (9 more lines in report.json)",
+        "workload " + "large".ljust(20) + " timed ERROR",
+        "    the same failure as workload small",
+        "workload " + "check".ljust(20) + " check ERROR",
+        "    the same failure as workload small",
+        "passed: 0/3",
     ]
 
 
@@ -410,3 +447,15 @@ def test_with_lines_keeps_the_printed_lines_in_the_report() -> None:
     kept = report_module.with_lines(typed)
     assert kept.lines == report_module.report_lines(typed) and kept.lines[0] == "holdout correctness: PASS"
     assert kept.document()["lines"] == kept.lines
+
+
+def test_a_check_reports_the_workloads_without_a_holdout_or_a_score() -> None:
+    res = all_pass()
+    res.cases = res.cases[2:]  # a check runs the workloads only, untimed
+    for case in res.cases:
+        case.timing = None
+    report = report_module.build_report({}, two_timed(), res, check=True)
+    assert report.holdout is None and report.check and report.summary is None and report.ok
+    lines = report_module.report_lines(report)
+    assert lines[0] == "check: the public workloads' correctness only (no holdout, nothing timed, no score)"
+    assert lines[-1] == "passed: 3/3 (a check: no score)"

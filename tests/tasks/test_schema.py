@@ -30,7 +30,7 @@ from tests.tasks.documents import TIMING, TIMING_DOC
 
 def test_the_published_limits() -> None:
     assert schema.SCHEMA_VERSION == 1
-    assert MAX_RESULT_BYTES == 16 * 1024 * 1024 and MAX_TEXT == 4000 and MAX_SAMPLES == 10000
+    assert MAX_RESULT_BYTES == 16 * 1024 * 1024 and MAX_TEXT == 12000 and MAX_SAMPLES == 10000
 
 
 def test_enum_values_are_the_wire_values() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -167,11 +168,12 @@ def test_unmeasurable_call_is_flagged_not_crashed() -> None:
     assert "summary" not in report
 
 
-def test_holdout_failure_hides_details_and_ends_the_report() -> None:
+def test_holdout_failure_hides_details_and_leaves_no_score() -> None:
     bad = result(cases=[CaseResult("c00", Outcome.ERROR, "ValueError: secret value 0.123")])
     report = build_report(MANIFEST, cases(), bad)
     assert report["holdout"] == "FAIL" and report["holdout_failure"] == "ERROR"
-    assert report["workloads"] == [] and report["passed"] == 0 and report["total"] == 2
+    assert [w["verdict"] for w in report["workloads"]] == ["ERROR", "ERROR"]  # not run: not in the result
+    assert report["passed"] == 0 and report["total"] == 2 and "summary" not in report
     assert "0.123" not in json.dumps(report) and "0.123" not in "\n".join(report_lines(report))
 
 
@@ -216,3 +218,16 @@ def test_case_file_round_trip_and_refusals() -> None:
     ):
         with pytest.raises(SchemaError):
             parse_cases(bad.encode())
+
+
+def test_phase_times_are_numbers_and_capped_in_count() -> None:
+    doc = json.loads(result().to_json())
+    parsed = parse_result(json.dumps({**doc, "phases": {f"check w{i}": i / 10 for i in range(300)}}).encode())
+    assert len(parsed.phases) == 200 and parsed.phases["check w3"] == 0.3
+    with pytest.raises(SchemaError):
+        parse_result(json.dumps({**doc, "phases": {"start": "soon"}}).encode())
+    with pytest.raises(SchemaError):
+        parse_result(json.dumps({**doc, "phases": [1]}).encode())
+    report = build_report(MANIFEST, cases(), replace(result(), phases={"start": 3.14159, "holdout": 1.0}))
+    assert report["phases"] == {"start": 3.142, "holdout": 1.0}
+    assert report_lines(report)[-2] == "time: start 3.1 s, holdout 1.0 s"

@@ -47,6 +47,16 @@ def output_specs(inputs: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str
     return {"y": ((inputs["rows"], inputs["cols"]), "float32")}
 
 
+def signature(params: dict[str, Any]) -> dict[str, Any]:
+    """What ``data`` holds for these params, without torch: tensors (shape, dtype), scalars, outputs."""
+    rows, cols = int(params["rows"]), int(params["cols"])
+    return {
+        "inputs": {"x": ((rows, cols), "float32")},
+        "scalars": {"rows": rows, "cols": cols},
+        "outputs": output_specs({"rows": rows, "cols": cols}),
+    }
+
+
 def reference(inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     import torch
 

@@ -20,6 +20,7 @@ _spec.loader.exec_module(_impl)
 make_inputs = _impl.make_inputs
 make_outputs = _impl.make_outputs
 output_specs = _impl.output_specs
+signature = _impl.signature
 reference = _impl.reference
 baseline = _impl.baseline
 candidate = _impl.candidate

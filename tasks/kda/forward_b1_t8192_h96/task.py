@@ -228,6 +228,24 @@ def output_specs(inputs: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str
     return {"output": ((B, T, H, K), "bfloat16"), "final_state": ((B, H, K, K), "float32")}
 
 
+def signature(params: dict[str, Any]) -> dict[str, Any]:
+    """What ``data`` holds for these params, without torch: tensors (shape, dtype), scalars, outputs."""
+    B, T, H = _shape(params)
+    bf16, f32 = "bfloat16", "float32"
+    tokens = (B, T, H, K)
+    return {
+        "inputs": {
+            **{name: (tokens, bf16) for name in ("q", "k", "v", "g")},
+            "beta": ((B, T, H), bf16),
+            "A_log": ((H,), f32),
+            "dt_bias": ((H * K,), f32),
+            "initial_state": ((B, H, K, K), f32),
+        },
+        "scalars": {"B": B, "T": T, "H": H, "scale": SCALE},
+        "outputs": output_specs({"B": B, "T": T, "H": H}),
+    }
+
+
 def make_outputs(inputs: dict[str, Any], device: str) -> dict[str, Any]:
     import torch
 

@@ -1,4 +1,11 @@
-"""A correct KDA candidate: the same fla-core chunk_kda call the task's baseline makes (speedup ~1.0x)."""
+"""A working start for the KDA forward tasks: the baseline's own approach (fla-core's chunk_kda).
+
+The evaluation calls setup(data, B, T, H) once per workload, then times the callable it returns. It
+must overwrite data['output'] (bf16 [B, T, H, 128]) and data['final_state'] (fp32 [B, H, 128, 128],
+V-first) in place, every element, on every call (both are NaN-poisoned before each call; never rebind
+them). Inputs: q, k, v, g (bf16 [B, T, H, 128]), beta (bf16 [B, T, H]), A_log (fp32 [H]), dt_bias
+(fp32 [H*128]), initial_state (fp32 [B, H, 128, 128], V-first), and data['scale'] (a float).
+"""
 
 import torch
 from fla.ops.kda import chunk_kda

@@ -1,0 +1,95 @@
+"""What a job image holds for a submission: its Python version and installed distributions, asked of
+the image itself (one short container, the jobs' own profile, no GPU, no mounts), once per digest.
+
+The answer is what the image printed, so it is parsed strictly (a JSON object of short strings) and
+capped; it is shown to people as data, never acted on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kcoral.runner.errors import KcoralError
+from kcoral.runner.leases import Lease
+from kcoral.runner.plan import ContainerStep, Executor
+
+PROBE = (
+    "import importlib.metadata as m, json, platform\n"
+    "print(json.dumps({'python': platform.python_version(), 'packages': "
+    "{d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}}))\n"
+)
+#: seconds the probe may take (the first start of a large image is the slow part)
+PROBE_TIMEOUT_S = 60.0
+MAX_ANSWER_BYTES = 256 * 1024
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class ImageContents:
+    python: str
+    packages: dict[str, str]
+    error: str = ""
+
+
+class ImageProbe:
+    """Asks each image digest once; answers from memory afterwards (a failure is asked again)."""
+
+    def __init__(self, executor: Executor, python: str, scratch: Path) -> None:
+        self.executor, self.python, self.scratch = executor, python, scratch
+        self._lock = threading.Lock()
+        self._known: dict[str, ImageContents] = {}
+
+    def contents(self, ref: str) -> ImageContents:
+        try:
+            image = self.executor.image_info(ref)
+        except KcoralError as exc:
+            return ImageContents("", {}, exc.message)
+        pinned = image.digest or image.ref
+        with self._lock:  # one probe at a time: a burst of requests starts one container
+            if pinned not in self._known:
+                found = self._ask(pinned)
+                if found.error:
+                    return found
+                self._known[pinned] = found
+            return self._known[pinned]
+
+    def _ask(self, pinned: str) -> ImageContents:
+        step = ContainerStep(command=[self.python, "-I", "-c", PROBE], env={}, working_dir="/tmp", name="probe")
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=self.scratch) as folder:
+            log = Path(folder) / "log"
+            try:
+                outcome = self.executor.run_group(
+                    f"probe-{int(time.time())}", pinned, [step], Lease(slots=()),
+                    time.monotonic() + PROBE_TIMEOUT_S, threading.Event(), log,
+                )[0]  # fmt: skip
+            except KcoralError as exc:
+                return ImageContents("", {}, f"the image could not be asked: {exc.message}")
+            answer = log.read_bytes()[:MAX_ANSWER_BYTES] if log.is_file() else b""
+        if outcome.killed or outcome.exit_code != 0:
+            return ImageContents("", {}, f"the image's python did not answer (exit {outcome.exit_code})")
+        return parse_answer(answer)
+
+
+def parse_answer(answer: bytes) -> ImageContents:
+    """The probe's printed JSON, strictly: names and versions that look like names and versions."""
+    try:
+        doc = json.loads(answer.decode().strip().splitlines()[-1])
+        python, found = str(doc["python"]), doc["packages"]
+        if not isinstance(found, dict) or not _VERSION.match(python):
+            raise ValueError("unexpected shape")
+    except (ValueError, KeyError, IndexError, TypeError, UnicodeDecodeError):
+        return ImageContents("", {}, "the image's answer was not readable")
+    packages = {
+        str(n): str(v)
+        for n, v in sorted(found.items(), key=lambda item: str(item[0]).lower())
+        if _NAME.match(str(n)) and _VERSION.match(str(v))
+    }
+    return ImageContents(python, packages)

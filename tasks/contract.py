@@ -1,0 +1,120 @@
+"""A task's whole contract as a submitter may know it before submitting (``GET /v1/tasks/ID``,
+``kcoral tasks show``): each public workload's data (from the task's torch-free ``signature``), the
+tolerances, the timing method with this server's settings, what the score is, the time limit, and
+the packages of the image the submission runs in. The holdout appears only by its count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.limits import Limits
+from kcoral.tasks.cases import timing_method
+from kcoral.tasks.documents import TaskContract, TensorSpec, WorkloadContract
+from kcoral.tasks.harness.taskdef import Task
+
+HOLDOUT = (
+    "{n} secret probes, drawn per request from the server's key: other distributions, locations and "
+    "spreads than the public workloads (their shapes and values are never shown). They run first; a "
+    "failed probe is reported as PASS/FAIL and its kind only, and the evaluation then has no score."
+)
+TOLERANCE_RULE = (
+    "an element fails when |out - ref| > atol * rms(ref) and |out - ref| / (|ref| + 1e-8) > rtol; a "
+    "workload fails on any failing element, any NaN or inf, or an RMS error ratio rms(out - ref) / "
+    "rms(ref) of at least rms. Outputs are NaN-poisoned before every call: write all of them."
+)
+TIMING_METHOD = (
+    "The supervisor (a separate, trusted process) times every call on its own clock: from the moment "
+    "it starts writing the call's inputs (fresh ones each call, drawn from a per-request secret) until "
+    "it holds a copy of the outputs, with {flush} bytes of cache flushed before each call. After "
+    "{warmup} s of warm-up (at least 3 calls), the baseline, the submission and an empty call are "
+    "interleaved, the order alternating, until both medians' relative standard error is below "
+    "{rse} (at least {min_reps} calls, at most {max_reps} or {budget} s). The empty call's time (the "
+    "protocol's fixed cost) is subtracted from each. Every timed call's outputs are checked against "
+    "the baseline's on the same inputs. A call may take at most {call} s."
+)
+SCORE = (
+    "speedup = the baseline's median time / the submission's median time per timed workload, with a "
+    "95% interval; the score is their geometric mean. The evaluation passes (exit 0) only when the "
+    "holdout passes, every workload passes and nothing is flagged: CPU work between or before calls, "
+    "a kernel time below floor_ms, a speedup above max_speedup, the GPU busy with other work."
+)
+
+
+#: the most bytes of a task's template that are served
+MAX_TEMPLATE_BYTES = 64 * 1024
+
+
+def template(task: Task) -> str:
+    """The task's template solution.py (the manifest's ``template``, default template.py, a path
+    inside the task's family folder); "" when it has none."""
+    family = task.root.parent.resolve()
+    path = (task.root / task.manifest.get("template", "template.py")).resolve()
+    if not path.is_relative_to(family) or not path.is_file():
+        return ""
+    return path.read_bytes()[:MAX_TEMPLATE_BYTES].decode(errors="replace")
+
+
+def _specs(specs: dict[str, Any]) -> dict[str, TensorSpec]:
+    return {name: TensorSpec(shape=list(shape), dtype=str(dtype)) for name, (shape, dtype) in specs.items()}
+
+
+def task_contract(
+    task: Task, limits: Limits, image: str, python: str, packages: dict[str, str], packages_error: str = ""
+) -> TaskContract:
+    """The contract of ``task`` on this server: its limits are the ceiling of the task's time limit,
+    and its timing method is what the manifest's ``timing`` refines."""
+    manifest = task.manifest
+    module = task.module()
+    if not hasattr(module, "signature"):
+        raise InfrastructureError(f"task {task.id} has no signature(params): its contract cannot be given")
+    default_tol = manifest["tolerance"]
+    workloads = []
+    for w in manifest["workloads"]:
+        sig = module.signature(w["params"])
+        workloads.append(
+            WorkloadContract(
+                id=w["id"],
+                timed=bool(w.get("timed")),
+                params=w["params"],
+                inputs=_specs(sig["inputs"]),
+                scalars=sig["scalars"],
+                outputs=_specs(sig["outputs"]),
+                tolerance=w.get("tolerance", default_tol),
+            )
+        )
+    method = timing_method(limits.eval_timing, manifest)
+    probes = int(manifest.get("holdout", {}).get("count", 0))
+    return TaskContract(
+        id=task.id,
+        version=str(manifest.get("version", "")),
+        description=manifest.get("description", ""),
+        device=task.device,
+        contract=manifest.get("contract", ""),
+        timeout_s=min(task.timeout_s, limits.max_timeout_s),
+        workloads=workloads,
+        holdout_probes=probes,
+        holdout=HOLDOUT.format(n=probes) if probes else "none",
+        tolerance=default_tol,
+        tolerance_rule=TOLERANCE_RULE,
+        timing=asdict(method),
+        timing_method=TIMING_METHOD.format(
+            flush=method.flush_bytes,
+            warmup=method.warmup_s,
+            rse=method.rse_target,
+            min_reps=method.min_reps,
+            max_reps=method.max_reps,
+            budget=method.budget_s,
+            call=method.call_timeout_s,
+        ),
+        score=SCORE,
+        floor_ms=manifest.get("floor_ms"),
+        max_speedup=manifest.get("max_speedup"),
+        image=image,
+        python=python,
+        packages=packages,
+        packages_error=packages_error,
+        template=template(task),
+    )

@@ -1,0 +1,151 @@
+"""The mistakes an agent makes writing its first solution.py, evaluated for real: each gets the
+reason it can act on (the submission's own exception and frames, or the check that failed), in the
+printed lines and in report.json, while the holdout stays PASS/FAIL.
+
+All of them go to one server at once (two CPU slots): a wrong candidate fails its holdout quickly and
+its public workloads are checked untimed, so the whole file takes about a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from kcoral.cli.commands.eval_cmd import first_failure
+from kcoral.cli.main import run
+from kcoral.runner.models import JobView
+from kcoral.tasks.documents import EvalReport
+from tests.conftest import RunningServer, make_tar
+
+TASK = "demo/softmax"
+SOFTMAX = "torch.softmax(x, dim=-1, out=y)"
+
+#: name -> (solution.py, what the first failure line says, the submission's frame it names or None)
+MISTAKES: dict[str, tuple[str, str, str | None]] = {
+    "no_setup": (
+        "import torch\n\ndef set_up(data):\n    return lambda: None\n",
+        "ERROR: AttributeError: module 'solution' has no attribute 'setup'",
+        None,
+    ),
+    "wrong_signature": (
+        "import torch\n\ndef setup():\n    return lambda: None\n",
+        "ERROR: TypeError: setup() takes 0 positional arguments but 1 was given",
+        None,
+    ),
+    "raises_in_setup": (
+        "import torch\n\ndef setup(data):\n    raise ValueError('no tile size fits ' + str(data['x'].shape[1]))\n",
+        "ERROR: ValueError: no tile size fits",
+        "solution.py, line 4, in setup",
+    ),
+    "raises_in_call": (
+        "import torch\n\ndef setup(data):\n    x, y = data['x'], data['y']\n\n"
+        "    def run():\n        y.copy_(x.softmaxx(-1))\n\n    return run\n",
+        "ERROR: AttributeError: 'Tensor' object has no attribute 'softmaxx'",
+        "solution.py, line 7, in run",
+    ),
+    "rebinds_output": (
+        "import torch\n\ndef setup(data):\n    def run():\n        data['y'] = torch.softmax(data['x'], dim=-1)\n\n"
+        "    return run\n",
+        "ERROR: RuntimeError: the submission replaced data['y'] instead of writing into it",
+        None,
+    ),
+    "wrong_values": (
+        "import torch\n\ndef setup(data):\n    x, y = data['x'], data['y']\n    return lambda: y.copy_(x.exp())\n",
+        "FAIL: y: ",
+        None,
+    ),
+    "nan": (
+        "import torch\n\ndef setup(data):\n    y = data['y']\n    return lambda: y.fill_(float('nan'))\n",
+        "FAIL: y: ",
+        None,
+    ),
+    "returns_none": (
+        "import torch\n\ndef setup(data):\n    x, y = data['x'], data['y']\n    " + SOFTMAX + "\n",
+        "ERROR: TypeError: setup returned NoneType, not a callable",
+        None,
+    ),
+    "numpy_on_tensors": (
+        "import numpy as np\n\ndef setup(data):\n    x, y = data['x'], data['y']\n\n"
+        "    def run():\n        np.exp(x, out=y)\n\n    return run\n",
+        "ERROR: TypeError: ",
+        "solution.py, line 7, in run",
+    ),
+    "syntax_error": (
+        "import torch\n\ndef setup(data:\n    return None\n",
+        "ERROR: importing solution.py failed: ",
+        None,
+    ),
+}
+
+
+def submit(server: RunningServer, source: str) -> str:
+    r = server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK})
+    assert r.status_code == 201, r.text
+    job_id = r.json()["id"]
+    put = server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": source}))
+    assert put.status_code == 200, put.text
+    return job_id
+
+
+def report_of(server: RunningServer, job: dict[str, Any]) -> EvalReport:
+    return EvalReport.model_validate_json(server.http.get(f"/v1/jobs/{job['id']}/outputs/report.json").content)
+
+
+def test_each_first_mistake_gets_a_reason_it_can_act_on(server: RunningServer, capfd, tmp_path: Path) -> None:
+    ids = {name: submit(server, source) for name, (source, _, _) in MISTAKES.items()}
+    seen: dict[str, str] = {}
+    for name, (_, expected, frame) in MISTAKES.items():
+        job = server.wait(ids[name], timeout=600)
+        assert job["verdict"] == "rejected", (name, job)
+        report = report_of(server, job)
+        line = first_failure(JobView.model_validate(job), report)
+        seen[name] = line
+        assert line.startswith("workload standard: " + expected), (name, line)
+        assert report.holdout.value == "FAIL" and report.summary is None and report.passed == 0
+        assert "probe" not in line and "holdout" not in line  # the holdout stays PASS/FAIL
+        reason = report.workloads[0].reason
+        if frame is not None:
+            assert frame in reason and "/job/input" not in reason, (name, reason)
+        assert "kcoral/tasks/harness" not in reason and "site-packages" not in reason, (name, reason)
+        printed = server.log(ids[name])
+        assert "    first failure: " + line.split(": ", 2)[2] in printed, (name, printed[-2000:])
+    print(json.dumps(seen, indent=1))
+    # --json carries the same line, for an early failure too (the submission does not import)
+    sub = tmp_path / "syntax"
+    sub.mkdir()
+    (sub / "solution.py").write_text(MISTAKES["syntax_error"][0])
+    capfd.readouterr()
+    code = run(["eval", TASK, str(sub), "--json", "--remote", server.url, "-o", str(tmp_path / "o")])
+    doc = json.loads(capfd.readouterr().out)
+    assert code == 1 and doc["failure"].startswith("workload standard: ERROR: importing solution.py failed: ")
+    assert "SyntaxError" in doc["workloads"][0]["reason"] and "def setup(data:" in doc["workloads"][0]["reason"]
+
+
+def test_a_check_gives_full_tracebacks_and_no_score_in_seconds(server: RunningServer, capfd, tmp_path: Path) -> None:
+    """`kcoral eval --check`: the public workloads only, untimed, every frame of a failure; a check
+    that passes exits 0 with no score, and takes a fraction of an evaluation."""
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    (wrong / "solution.py").write_text(MISTAKES["numpy_on_tensors"][0])
+    code = run(["eval", TASK, str(wrong), "--check", "--json", "--remote", server.url, "-o", str(tmp_path / "w")])
+    doc = json.loads(capfd.readouterr().out)
+    assert code == 1 and doc["check"] is True and "holdout" not in doc and "summary" not in doc
+    reason = doc["workloads"][0]["reason"]
+    assert "solution.py, line 7, in run" in reason and "kcoral/tasks/harness/worker.py" in reason  # every frame
+    assert doc["lines"][0].startswith("check: ") and doc["lines"][-1] == "passed: 0/7 (a check: no score)"
+
+    good = tmp_path / "good"
+    good.mkdir()
+    source = f"import torch\n\ndef setup(data):\n    x, y = data['x'], data['y']\n    return lambda: {SOFTMAX}\n"
+    (good / "solution.py").write_text(source)
+    began = time.monotonic()
+    code = run(["eval", TASK, str(good), "--check", "--remote", server.url, "-o", str(tmp_path / "g")])
+    took = time.monotonic() - began
+    out, err = capfd.readouterr()
+    assert code == 0, out[-2000:] + err[-2000:]
+    assert "passed: 7/7 (a check: no score)" in out and "speedup" not in out and "holdout correctness" not in out
+    job = server.http.get("/v1/jobs").json()[0]
+    assert job["spec"]["check"] is True and job["verdict"] == "ok"
+    print(f"a passing check took {took:.1f} s")
