@@ -3,10 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 
 from kcoral.cli.errors import UsageError
 
-__all__ = ["build_argv"]
+__all__ = ["RAW_ARGV", "build_argv", "misplaced_options"]
+
+#: the command line as given (cli.main.run sets it): where an unknown option stood is known only here
+RAW_ARGV: ContextVar[list[str] | None] = ContextVar("RAW_ARGV", default=None)
+
+
+def misplaced_options(raw: Sequence[str] | None, extra: Sequence[str], program_flag: str) -> list[str]:
+    """The options kcoral did not know that stood before ``program_flag`` (-c or -m): a typo of its
+    own options, never the program's (whose arguments come after -c CODE / -m MODULE). ``extra``: the
+    words kcoral's parser did not take, in order; ``raw``: the whole command line."""
+    if not raw:
+        return []
+    head = list(raw[: raw.index("--")]) if "--" in raw else list(raw)
+    start = next(
+        (i for i, w in enumerate(head) if w == program_flag or (w.startswith(program_flag) and w[1] != "-")), None
+    )
+    if start is None:
+        return []
+    taken = 0
+    for word in head[:start]:
+        if taken < len(extra) and word == extra[taken]:
+            taken += 1
+    return [w for w in extra[:taken] if w.startswith("-")]
 
 
 def build_argv(args: Sequence[str], code: str | None = None, module: str | None = None) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -31,12 +32,17 @@ from kcoral.cli.errors import (
     ServerBusy,
     ServerError,
     ServerUnreachable,
+    StillRunning,
     Unauthorized,
     UsageError,
 )
 from kcoral.cli.paths import output_destination, safe_output_path
-from kcoral.runner.models import JobView, OutputFile, SpecBase
+from kcoral.runner.models import JobState, JobView, OutputFile, SpecBase
 from kcoral.tasks.documents import TaskContract
+
+#: what the server makes a job id (runner.api.JOB_ID), and what a piece of one may be
+JOB_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{8}")
+ID_PIECE = re.compile(r"[0-9a-f-]{1,26}")
 
 __all__ = ["KcoralClient", "ProgressCallback", "normalise_base_url"]
 
@@ -180,10 +186,66 @@ class KcoralClient:
         """GET /v1/jobs/{id}."""
         return _parse(JobView, self._call("GET", f"/v1/jobs/{_q(job_id)}", "status"), "status")
 
-    def jobs(self) -> list[JobView]:
-        """GET /v1/jobs: the caller's jobs."""
-        data = self._call("GET", "/v1/jobs", "jobs")
+    def jobs(self, limit: int = 50, before: str | None = None) -> list[JobView]:
+        """GET /v1/jobs: the caller's newest ``limit`` jobs (at most 500 a call), newest first; with
+        ``before`` (a job id), those submitted before it."""
+        params: dict[str, Any] = {"limit": limit}
+        if before is not None:
+            params["before"] = before
+        data = self._call("GET", "/v1/jobs", "jobs", params=params)
         return _parse_list(JobView, data, "jobs")
+
+    def all_jobs(self, page: int = 500) -> Iterator[JobView]:
+        """Every job of the caller, newest first, a page at a time."""
+        before = None
+        while True:
+            views = self.jobs(page, before)
+            yield from views
+            if len(views) < page:
+                return
+            before = views[-1].id
+
+    def resolve(self, job: str) -> str:
+        """A job id from what a person typed: the whole id, or an unambiguous prefix of it, or of the
+        random part after its last ``-`` (``22010e4f``). UsageError when none or several match."""
+        if JOB_ID.fullmatch(job):
+            return job
+        if not job or not ID_PIECE.fullmatch(job):
+            raise UsageError(f"{job!r} is not a job id (like 20261201-162819-22010e4f) or a piece of one")
+        found = [v.id for v in self.all_jobs() if v.id.startswith(job) or v.id.rsplit("-", 1)[-1].startswith(job)]
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise UsageError(f"no job of yours matches {job!r}")
+        raise UsageError(f"{job!r} matches {len(found)} jobs ({', '.join(found[:5])}...): give more of the id")
+
+    def wait(
+        self,
+        job_id: str,
+        timeout: float | None = None,
+        poll_s: float = 0.5,
+        on_change: Callable[[JobView], None] | None = None,
+    ) -> JobView:
+        """Poll the job until it has finished and return its view; StillRunning after ``timeout``
+        seconds. ``on_change`` sees each view whose state or queue position differs from the last."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        last: tuple[object, ...] | None = None
+        delay = 0.05
+        while True:
+            view = self.status(job_id)
+            if on_change is not None and (view.state, view.queue_position) != last:
+                last = (view.state, view.queue_position)
+                on_change(view)
+            if view.state == JobState.finished:
+                return view
+            if deadline is not None and time.monotonic() >= deadline:
+                raise StillRunning(f"job {job_id} is still {view.state} after {timeout:g} s")
+            time.sleep(delay if deadline is None else max(0.0, min(delay, deadline - time.monotonic())))
+            delay = min(delay * 1.5, poll_s)
+
+    def download_outputs(self, view: JobView, dest_dir: str | Path) -> list[Path]:
+        """Every output of a finished job into ``dest_dir``, each checked against its sha256."""
+        return [self.download(view.id, out.path, dest_dir, out.sha256) for out in view.outputs]
 
     def cancel(self, job_id: str) -> JobView:
         """POST /v1/jobs/{id}/cancel."""

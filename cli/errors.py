@@ -15,6 +15,13 @@ class KcoralError(Exception):
         self.message = message
         self.hint = hint
 
+    @property
+    def exit_code(self) -> int:
+        """What the CLI exits with for this error (2 bad input, 69 unreachable, 75 try later...)."""
+        from kcoral.cli.output import exit_code_for_error  # noqa: PLC0415 - output imports this module
+
+        return exit_code_for_error(self)
+
 
 class UsageError(KcoralError):
     """Bad input caught on this side: a bad env name, a missing --remote, nothing to run..."""
@@ -64,3 +71,7 @@ class ServerError(KcoralError):
     def __init__(self, message: str, *, status: int | None = None, hint: str = "") -> None:
         super().__init__(message, hint=hint)
         self.status = status
+
+
+class StillRunning(KcoralError):
+    """``wait`` gave up: the job has not finished within the time asked (it goes on on the server)."""

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from kcoral.cli.argv import RAW_ARGV
 from kcoral.cli.commands.cancel import cancel
 from kcoral.cli.commands.common import PASSTHROUGH_CONTEXT
 from kcoral.cli.commands.eval_cmd import evaluate
@@ -29,8 +30,18 @@ from kcoral.cli.commands.rerun_cmd import rerun
 from kcoral.cli.commands.show_cmd import show
 from kcoral.cli.commands.status import status
 from kcoral.cli.commands.tasks_cmd import init, tasks_app
+from kcoral.cli.commands.wait_cmd import download, wait
 from kcoral.cli.errors import KcoralError, UsageError
-from kcoral.cli.output import EXIT_INTERRUPTED, EXIT_SERVER_ERROR, EXIT_USAGE, exit_code_for_error, print_error
+from kcoral.cli.output import (
+    EXIT_INTERRUPTED,
+    EXIT_SERVER_ERROR,
+    EXIT_USAGE,
+    JSON_EMITTED,
+    emit_json,
+    error_document,
+    exit_code_for_error,
+    print_error,
+)
 
 __all__ = ["app", "main", "register_optional_commands", "run"]
 
@@ -76,9 +87,27 @@ app.add_typer(tasks_app, name="tasks")
 app.command("init")(init)
 app.command("show")(show)
 app.command("rerun")(rerun)
+app.command("wait")(wait)
+app.command("download")(download)
 
 CORE_COMMANDS = frozenset(
-    {"python", "jobs", "status", "logs", "cancel", "gpus", "ncu", "iket", "eval", "tasks", "init", "show", "rerun"}
+    {
+        "python",
+        "jobs",
+        "status",
+        "logs",
+        "cancel",
+        "gpus",
+        "ncu",
+        "iket",
+        "eval",
+        "tasks",
+        "init",
+        "show",
+        "rerun",
+        "wait",
+        "download",
+    }
 )
 _optional_registered = False
 
@@ -142,23 +171,33 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in CORE_COMMANDS:  # importing the server side costs time: only when needed
         register_optional_commands()
+    RAW_ARGV.set(args)
+    JSON_EMITTED.set(False)
+    wants_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+
+    def failed(code: int, kind: str, message: str, hint: str = "") -> int:
+        if wants_json and not JSON_EMITTED.get():  # an agent reading stdout gets a document, always
+            emit_json(error_document(message, code, kind, hint))
+        return code
+
     try:
         rv = app(args=args, prog_name="kcoral", standalone_mode=False)
     except KcoralError as err:
         print_error(err)
-        return exit_code_for_error(err)
+        return failed(exit_code_for_error(err), type(err).__name__, err.message, err.hint)
     except (typer.Abort, KeyboardInterrupt):
-        return EXIT_INTERRUPTED
+        return failed(EXIT_INTERRUPTED, "Interrupted", "interrupted")
     except BrokenPipeError:
         return 0
     except Exception as err:
         if _is_parse_error(err):  # bad option, missing argument...: click's own message
             err.show()  # type: ignore[attr-defined]
-            return EXIT_USAGE
+            message = err.format_message() if hasattr(err, "format_message") else str(err)
+            return failed(EXIT_USAGE, "UsageError", message)
         if _debug():
             raise
         print_error(f"internal error: {type(err).__name__}: {err} (set KCORAL_DEBUG=1 for a traceback)")
-        return EXIT_SERVER_ERROR
+        return failed(EXIT_SERVER_ERROR, "InternalError", f"{type(err).__name__}: {err}")
     return rv if isinstance(rv, int) else 0
 
 

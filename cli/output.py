@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextvars import ContextVar
 from typing import Any
 
 from rich.console import Console
@@ -32,6 +33,7 @@ from kcoral.cli.errors import (
     ServerBusy,
     ServerError,
     ServerUnreachable,
+    StillRunning,
     Unauthorized,
     UsageError,
 )
@@ -64,6 +66,7 @@ ERROR_EXIT_CODES: tuple[tuple[type[KcoralError], int], ...] = (
     (Unauthorized, EXIT_UNAUTHORIZED),
     (ServerUnreachable, EXIT_UNREACHABLE),
     (ServerBusy, EXIT_TRY_LATER),
+    (StillRunning, EXIT_TRY_LATER),
     (ServerError, EXIT_SERVER_ERROR),
     (UsageError, EXIT_USAGE),
     (BadRequest, EXIT_USAGE),
@@ -125,10 +128,23 @@ def print_error(err: KcoralError | str) -> None:
         console.print(f"kcoral: hint: {printable(hint, newlines=True)}", markup=False, soft_wrap=True)
 
 
+#: a --json command has printed its document (cli.main prints an error document only when none was)
+JSON_EMITTED: ContextVar[bool] = ContextVar("JSON_EMITTED", default=False)
+
+
 def emit_json(document: Any) -> None:
     """One JSON document on stdout (the only thing --json commands print there)."""
     sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
+    JSON_EMITTED.set(True)
+
+
+def error_document(message: str, code: int, kind: str, hint: str = "") -> dict[str, Any]:
+    """What a --json command prints when it fails before it has a document of its own."""
+    doc: dict[str, Any] = {"error": {"type": kind, "message": printable(message, newlines=True)}, "exit_code": code}
+    if hint:
+        doc["error"]["hint"] = printable(hint, newlines=True)
+    return doc
 
 
 def job_json(view: JobView) -> dict[str, Any]:

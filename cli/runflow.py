@@ -21,7 +21,7 @@ from kcoral.cli.logsink import LOG_KEEP_BYTES, LogSink
 from kcoral.cli.output import emit_json, job_json, note
 from kcoral.cli.progress import upload_progress
 from kcoral.cli.render import summary_line
-from kcoral.cli.tarball import Tarball, build_tarball
+from kcoral.cli.tarball import IGNORE_FILE, Tarball, build_tarball
 from kcoral.runner.models import JobState, JobView, SpecBase
 
 WAITING = (JobState.created, JobState.queued)
@@ -47,6 +47,23 @@ def _log_stream(options: RunOptions) -> BinaryIO | None:
     return None
 
 
+#: above this much content, the client warns before sending (the largest files named)
+WARN_SEND_BYTES = 100 * 1024 * 1024
+
+
+def describe_sent(tar: Tarball, folder: Path) -> None:
+    """What was left out (the default excludes, .kcoralignore), and a warning for a large upload."""
+    if tar.skipped:
+        shown = ", ".join(tar.skipped[:6]) + (f" and {len(tar.skipped) - 6} more" if len(tar.skipped) > 6 else "")
+        note(f"kcoral: not sent: {shown} (default excludes and {folder / IGNORE_FILE}; a '!' line there sends one)")
+    if tar.content_bytes > WARN_SEND_BYTES:
+        largest = ", ".join(f"{name} {human_bytes(size)}" for name, size in tar.largest)
+        note(
+            f"kcoral: warning: sending {human_bytes(tar.content_bytes)} (largest: {largest}); "
+            f"list what the job does not need in {folder / IGNORE_FILE}"
+        )
+
+
 def human_bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
@@ -69,6 +86,7 @@ class PythonRun:
 
     def run(self) -> int:
         tar = build_tarball(self.opts.send_dir)
+        describe_sent(tar, self.opts.send_dir)
         try:
             return self._guarded(lambda: self._submit(tar))
         finally:

@@ -4,7 +4,12 @@ Same content -> same bytes -> same sha256, whatever the mtimes, owners or umask:
 mtime is 0, uid/gid 0 with empty names, modes are 0o755 (dirs, executables) or 0o644. Only regular files
 and directories go in. A symlink whose target lies inside the directory is stored as what it points to
 (a file's content, a directory's tree); one leading outside, a dangling one, a FIFO, a socket or a device
-is refused with an InputError naming the path. Nothing is skipped silently (``.git`` included).
+is refused with an InputError naming the path.
+
+What is not sent: :data:`DEFAULT_EXCLUDES` (``.git``, ``.venv``, caches, earlier kcoral outputs) and
+the patterns of a ``.kcoralignore`` file at the directory's top (gitignore syntax, matched by
+``pathspec``; its lines come after the defaults, so ``!.git`` sends ``.git`` after all). Nothing is
+skipped silently: the tarball lists what was left out, and the client says so.
 """
 
 from __future__ import annotations
@@ -18,9 +23,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import pathspec
+
 from kcoral.cli.errors import InputError
 
-__all__ = ["Tarball", "build_tarball"]
+__all__ = ["DEFAULT_EXCLUDES", "IGNORE_FILE", "Tarball", "build_tarball"]
+
+#: never sent unless a .kcoralignore line says otherwise (gitignore syntax)
+DEFAULT_EXCLUDES = (
+    ".git/",
+    ".venv/",
+    "venv/",
+    "__pycache__/",
+    "*.pyc",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    "/kcoral-out/",
+)
+IGNORE_FILE = ".kcoralignore"
 
 
 @dataclass(frozen=True)
@@ -31,6 +51,10 @@ class Tarball:
     files: int  # regular files in it
     dirs: int
     content_bytes: int  # sum of the files' sizes
+    #: what was left out (DEFAULT_EXCLUDES, .kcoralignore): the top of each skipped tree
+    skipped: tuple[str, ...] = ()
+    #: the largest files sent, (path, bytes), largest first
+    largest: tuple[tuple[str, int], ...] = ()
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -65,6 +89,18 @@ def _kind(mode: int) -> str:
     return "a special file"
 
 
+def exclusions(root: Path) -> pathspec.PathSpec:
+    """DEFAULT_EXCLUDES, then the lines of ROOT/.kcoralignore (if it is a regular file)."""
+    lines = list(DEFAULT_EXCLUDES)
+    ignore = root / IGNORE_FILE
+    if ignore.is_file() and not ignore.is_symlink():
+        try:
+            lines += ignore.read_text(errors="replace").splitlines()
+        except OSError as exc:
+            raise InputError(f"cannot read {ignore}: {exc.strerror or exc}") from None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
 class _Packer:
     def __init__(self, root: Path, tar: tarfile.TarFile) -> None:
         self.root = root
@@ -73,6 +109,9 @@ class _Packer:
         self.files = 0
         self.dirs = 0
         self.content_bytes = 0
+        self.excluded = exclusions(root)
+        self.skipped: list[str] = []
+        self.sizes: list[tuple[int, str]] = []
 
     def _inside(self, real: str) -> bool:
         return real == self.real_root or real.startswith(self.real_root.rstrip(os.sep) + os.sep)
@@ -90,6 +129,10 @@ class _Packer:
             st = os.lstat(path)
         except OSError as exc:
             raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        is_dir = stat.S_ISDIR(st.st_mode) or (stat.S_ISLNK(st.st_mode) and os.path.isdir(path))
+        if self.excluded.match_file(arcname + ("/" if is_dir else "")):
+            self.skipped.append(arcname + ("/" if is_dir else ""))
+            return
         if stat.S_ISLNK(st.st_mode):
             real = os.path.realpath(path)
             if not self._inside(real):
@@ -141,6 +184,7 @@ class _Packer:
             raise InputError(f"cannot read {path}: {detail} (did it change while packing?)") from None
         self.files += 1
         self.content_bytes += st.st_size
+        self.sizes.append((st.st_size, arcname))
 
 
 def build_tarball(directory: str | Path, tmp_dir: str | Path | None = None) -> Tarball:
@@ -169,4 +213,6 @@ def build_tarball(directory: str | Path, tmp_dir: str | Path | None = None) -> T
         files=packer.files,
         dirs=packer.dirs,
         content_bytes=packer.content_bytes,
+        skipped=tuple(packer.skipped),
+        largest=tuple((name, size) for size, name in sorted(packer.sizes, reverse=True)[:3]),
     )

@@ -4,3 +4,16 @@ The repository keeps one folder per part (runner/, cli/, tasks/, profiling/, ima
 names them ``kcoral.runner``, ``kcoral.cli``, ... (links to those folders), so an installed kcoral
 adds one top-level name to site-packages.
 """
+
+from typing import Any
+
+__all__ = ["Client", "JobResult", "KcoralError"]
+
+
+def __getattr__(name: str) -> Any:
+    """``from kcoral import Client`` (cli.library), imported on first use: the server never pays for it."""
+    if name in __all__:
+        from kcoral.cli import library
+
+        return getattr(library, name)
+    raise AttributeError(f"module 'kcoral' has no attribute {name!r}")

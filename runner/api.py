@@ -278,10 +278,17 @@ def show_task(task_id: str, request: Request, who: str = Depends(owner)) -> dict
 
 
 @router.get("/jobs", responses=errors())
-def list_jobs(request: Request, limit: int = 50, who: str = Depends(owner)) -> list[JobView]:
+def list_jobs(
+    request: Request,
+    limit: int = Query(50, ge=1, le=500, description="the newest this many"),
+    before: str | None = Query(None, description="only jobs submitted before this job (a page's last id)"),
+    who: str = Depends(owner),
+) -> list[JobView]:
     svc = services(request)
     order = [j.id for j in svc.scheduler.queue_order()]  # once for the whole list, not once per job
-    return [_view(svc, j, order) for j in svc.store.list(who, min(max(limit, 1), 500))]
+    if before is not None and not JOB_ID.fullmatch(before):
+        raise BadRequest(f"before={before[:100]!r} is not a job id")
+    return [_view(svc, j, order) for j in svc.store.list(who, limit, before)]
 
 
 @router.get("/jobs/{job_id}", responses=errors(404))

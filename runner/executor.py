@@ -52,6 +52,8 @@ class _Watch:
     #: when the container started and when its exit was seen (the server's clock, Unix seconds)
     started: float | None = None
     ended: float | None = None
+    #: bytes past the step's own log_keep that were dropped (a step with log_keep only)
+    dropped: int = 0
 
 
 class DockerExecutor:
@@ -249,7 +251,9 @@ class DockerExecutor:
         watch.exited.wait(30)
         for t in member.threads:
             t.join(10)
-        _catch_up_log(member.container, member.log_path, member.budget, watch)
+        _catch_up_log(member.container, member.log_path, member.budget, watch, member.drop)
+        if watch.dropped:
+            _note_dropped(member.log_path, member.step.name, member.budget, watch)
         killed = settle_breach(killed, watch.log_over, self.settings.limits.log_bytes)
         if killed is None and watch.log_error:
             killed = (Verdict.infrastructure_error, watch.log_error)
@@ -311,14 +315,20 @@ class _Member:
     threads: list[threading.Thread] = field(default_factory=list)
     log_start: int = 0
     budget: int = 0
+    #: past its budget the output is dropped (the step's own log_keep), not a breach
+    drop: bool = False
 
     def begin(self, log_cap: int) -> None:
         self.log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.budget = log_cap - self.log_start
+        keep = self.step.log_keep
+        if keep is not None and keep < self.budget:
+            self.budget = keep
+        drop = self.drop = keep is not None and self.budget == keep
         self.threads = [
             threading.Thread(target=_wait_exit, args=(self.container, self.watch), daemon=True),
             threading.Thread(
-                target=_copy_log, args=(self.container, self.log_path, self.budget, self.watch), daemon=True
+                target=_copy_log, args=(self.container, self.log_path, self.budget, self.watch, drop), daemon=True
             ),
         ]
         for t in self.threads:
@@ -358,20 +368,28 @@ def _wait_exit(container: Any, watch: _Watch) -> None:
     watch.exited.set()
 
 
-def _copy_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
+def _copy_log(container: Any, path: Path, cap: int, watch: _Watch, drop: bool = False) -> None:
+    """The container's output into the log, up to ``cap`` bytes; past it a breach (``log_over``), or
+    with ``drop`` the rest is counted in ``dropped`` and goes nowhere."""
     try:
         with open(path, "ab") as out:
             for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
                 room = cap - watch.log_bytes
                 if room <= 0:
-                    watch.log_over = True
+                    if drop:
+                        watch.dropped += len(chunk)
+                    else:
+                        watch.log_over = True
                     continue
                 piece = chunk[:room]
                 out.write(piece)
                 out.flush()
                 watch.log_bytes += len(piece)
                 if len(chunk) > room:
-                    watch.log_over = True
+                    if drop:
+                        watch.dropped += len(chunk) - room
+                    else:
+                        watch.log_over = True
     except _DOCKER_ERRORS as exc:
         log.warning("log stream of %s ended: %s", container.id[:12], exc)
     except OSError as exc:
@@ -385,7 +403,17 @@ def _log_write_error(exc: OSError) -> str:
     return f"the server could not write the job's log ({exc.strerror or exc}), so the job was stopped"
 
 
-def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
+def _note_dropped(path: Path, name: str, kept: int, watch: _Watch) -> None:
+    note = f"\n[kcoral: the {name} printed {watch.dropped} bytes more than the {kept} kept here; they were dropped]\n"
+    try:
+        with open(path, "ab") as out:
+            out.write(note.encode())
+        watch.log_bytes += len(note)
+    except OSError as exc:
+        watch.log_error = _log_write_error(exc)
+
+
+def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch, drop: bool = False) -> None:
     """Append what the follow stream missed (seen: a last line without a newline) from the stored log."""
     if watch.log_over:
         return
@@ -403,7 +431,10 @@ def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch) -> None:
         except OSError as exc:
             watch.log_error = _log_write_error(exc)
     if len(full) > cap:
-        watch.log_over = True
+        if drop:
+            watch.dropped = max(watch.dropped, len(full) - cap)
+        else:
+            watch.log_over = True
 
 
 def _kill(container: Any) -> None:

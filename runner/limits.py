@@ -12,6 +12,8 @@
 | shm_bytes           | bytes | 1 GiB   | ENOSPC on /dev/shm                                        |
 | nofile              | count | 4096    | EMFILE inside the job                                     |
 | log_bytes           | bytes | 16 MiB  | job killed -> verdict `output_limit`; log kept up to cap  |
+| eval_log_bytes      | bytes | 256 KiB | an evaluation's candidate: the rest of what it prints is  |
+|                     |       |         | dropped (not a breach), and the log says how much         |
 | output_bytes        | bytes | 256 MiB | job killed -> verdict `output_limit`; files over budget   |
 |                     |       |         | are not returned                                          |
 | output_files        | count | 1000    | as output_bytes                                           |
@@ -81,6 +83,7 @@ class Limits:
     shm_bytes: int = 1 * GiB
     nofile: int = 4096
     log_bytes: int = 16 * MiB
+    eval_log_bytes: int = 256 * KiB
     output_bytes: int = 256 * MiB
     output_files: int = 1000
     output_depth: int = 32

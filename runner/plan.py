@@ -44,6 +44,9 @@ class ContainerStep:
     share_ipc: bool = False
     #: where the container's output goes (None: the job's log, which the client sees)
     log: Path | None = None
+    #: the most bytes of this step's output that are kept (None: the job's log_bytes, a breach beyond);
+    #: past it the output is dropped, not a breach, and the log ends with a note of how much
+    log_keep: int | None = None
 
 
 @dataclass

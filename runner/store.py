@@ -322,10 +322,19 @@ class JobStore:
             raise NotFound(f"no job {job_id}")
         return rows[0]
 
-    def list(self, owner: str | None = None, limit: int = 50) -> list[JobRecord]:
-        if owner is None:
-            return self._select("ORDER BY seq DESC LIMIT ?", (limit,))
-        return self._select("WHERE owner=? ORDER BY seq DESC LIMIT ?", (owner, limit))
+    def list(self, owner: str | None = None, limit: int = 50, before: str | None = None) -> list[JobRecord]:
+        """The newest ``limit`` jobs (of ``owner``), newest first; with ``before``, those made before
+        that job (nothing when it is unknown)."""
+        where: builtins.list[str] = []
+        args: builtins.list[object] = []
+        if owner is not None:
+            where.append("owner=?")
+            args.append(owner)
+        if before is not None:
+            where.append("seq < (SELECT seq FROM jobs WHERE id=?)")
+            args.append(before)
+        clause = f"WHERE {' AND '.join(where)} " if where else ""
+        return self._select(f"{clause}ORDER BY seq DESC LIMIT ?", (*args, limit))
 
     def in_state(self, state: JobState) -> builtins.list[JobRecord]:
         return self._select("WHERE state=? ORDER BY seq", (state,))

@@ -197,6 +197,7 @@ class _Evaluation:
             name="candidate",
             join=True,
             share_ipc=cuda,
+            log_keep=ctx.settings.limits.eval_log_bytes,
         )
 
     def _snapshot_task(self) -> Task:

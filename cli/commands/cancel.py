@@ -12,6 +12,7 @@ def cancel(
 ) -> None:
     """Cancel a job (queued or running); a finished job stays as it was."""
     with connect(remote, token) as client:
+        job_id = client.resolve(job_id)
         view = client.cancel(job_id)
     if json:
         emit_json(job_json(view))

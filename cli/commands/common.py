@@ -9,6 +9,7 @@ import typer
 from pydantic import ValidationError
 
 from kcoral.cli.client import KcoralClient
+from kcoral.cli.durations import Duration
 from kcoral.cli.envvars import parse_env_options
 from kcoral.cli.errors import UsageError
 from kcoral.runner.models import SpecBase, parse_spec
@@ -22,12 +23,16 @@ TokenOption = Annotated[
     typer.Option("--token", envvar="KCORAL_TOKEN", help="bearer token for the server", show_default=False),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
-JobIdArgument = Annotated[str, typer.Argument(help="the job id", show_default=False)]
+JobIdArgument = Annotated[
+    str, typer.Argument(help="the job id, or an unambiguous start of it or of its last part", show_default=False)
+]
 EnvOption = Annotated[
     list[str] | None,
     typer.Option("--env", "-e", help="NAME=VALUE, or NAME to copy the local value; repeatable"),
 ]
-TimeoutOption = Annotated[float | None, typer.Option("--timeout", help="job wall-clock limit, seconds")]
+TimeoutOption = Annotated[
+    float | None, typer.Option("--timeout", parser=Duration, help="job wall-clock limit: 600, 90s, 10m, 1h")
+]
 ProfilerGpusOption = Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")]
 #: typer context of the commands that pass the rest of their command line on (python, ncu, iket)
 PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}

@@ -16,6 +16,7 @@ import typer
 from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.durations import Duration
 from kcoral.cli.errors import KcoralError, ServerError, UsageError
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
@@ -130,7 +131,9 @@ def evaluate(
     timeout: Annotated[
         float | None,
         typer.Option(
-            "--timeout", min=1, help="wall-clock limit for the evaluation, seconds [default: the task's timeout_s]"
+            "--timeout",
+            parser=Duration,
+            help="wall-clock limit for the evaluation: 600, 90s, 10m [default: the task's timeout_s]",
         ),
     ] = None,
     output_dir: Annotated[
@@ -145,6 +148,7 @@ def evaluate(
             "no score",
         ),
     ] = False,
+    detach: Annotated[bool, typer.Option("--detach", "-d", help="exit after the upload; print the job id")] = False,
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,
@@ -160,7 +164,7 @@ def evaluate(
     if not (submission / SOLUTION_FILE).is_file():
         raise UsageError(f"{submission} has no {SOLUTION_FILE}: the submission must define it")
     spec = build_eval_spec(task, timeout, check)
-    options = RunOptions(spec=spec, send_dir=submission, output_dir=output_dir, json=json)
+    options = RunOptions(spec=spec, send_dir=submission, output_dir=output_dir, json=json, detach=detach)
     with connect(remote, token) as client:
         code = EvalRun(client, options).run()
     raise typer.Exit(code)

@@ -21,6 +21,7 @@ def logs(
     """Print a job's log (Ctrl-C stops following; the job goes on)."""
     sink = LogSink(sys.stdout.buffer)
     with connect(remote, token) as client:
+        job_id = client.resolve(job_id)
         for chunk in client.follow_log(job_id, offset, follow=follow):
             sink.write(chunk)
             if sink.broken_pipe:

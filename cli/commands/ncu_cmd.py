@@ -29,6 +29,7 @@ from kcoral.cli.commands.common import (
     connect,
     job_spec,
 )
+from kcoral.cli.durations import parse_duration
 from kcoral.cli.errors import UsageError
 from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun, RunOptions
@@ -193,6 +194,15 @@ def _float(value: str | None, name: str) -> float | None:
         raise UsageError(f"{name} takes a number, not {value!r}") from None
 
 
+def _duration(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+
+
 def ncu(
     ctx: typer.Context,
     send: Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")] = Path("."),
@@ -221,7 +231,7 @@ def ncu(
     env_all = [*(env or []), *parsed.own.get("-e", []), *parsed.own.get("--env", [])]
     output = parsed.last("-o", "--output") or output
     send = Path(parsed.last("--send") or send)
-    timeout = _float(parsed.last("--timeout"), "--timeout") or timeout
+    timeout = _duration(parsed.last("--timeout")) or timeout
     gpus_text = parsed.last("--gpus")
     gpus = int(_float(gpus_text, "--gpus") or gpus) if gpus_text else gpus
     remote = parsed.last("--remote", "-r") or remote

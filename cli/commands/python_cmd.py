@@ -6,12 +6,13 @@ untouched: ``kcoral python --send d -- bench.py --iters 10``.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kcoral.cli.argv import build_argv
+from kcoral.cli.argv import RAW_ARGV, build_argv, misplaced_options
 from kcoral.cli.commands.common import (
     EnvOption,
     JsonOption,
@@ -45,9 +46,12 @@ def build_spec(
 
 def python(
     ctx: typer.Context,
-    send: Annotated[Path, typer.Option("--send", "-s", help="directory to send (the job's working directory)")] = Path(
-        "."
-    ),
+    send: Annotated[
+        Path | None,
+        typer.Option(
+            "--send", "-s", help="directory to send (the job's working directory) [default: ., nothing for -c]"
+        ),
+    ] = None,
     env: EnvOption = None,
     code: Annotated[str | None, typer.Option("-c", help="program passed in as a string")] = None,
     module: Annotated[str | None, typer.Option("-m", help="run a library module as a script")] = None,
@@ -69,13 +73,37 @@ def python(
     Exit status: the job's own, or 124 timeout, 137 memory limit, 123 output limit, 125 infrastructure
     error, 130 cancelled; 2 bad input, 69 server unreachable, 70 server error, 77 unauthorized.
     """
+    flag = "-c" if code is not None else "-m" if module is not None else None
+    wrong = misplaced_options(RAW_ARGV.get(), ctx.args, flag) if flag else []
+    if wrong:
+        raise UsageError(
+            f"unknown option {wrong[0]!r}",
+            hint=f"kcoral python's options come first (kcoral python --help); the program's go after {flag} ...",
+        )
     spec = build_spec(list(ctx.args), code, module, env or [], timeout, gpus)
+    if send is None and code is not None:
+        with tempfile.TemporaryDirectory(prefix="kcoral-nothing-") as nothing:  # -c CODE: nothing to send
+            _run(spec, Path(nothing), output_dir, json, detach, remote, token)
+    if send is None:
+        send = Path(".")
     if not send.is_dir():
         raise UsageError(f"--send {send}: not a directory")
     script = spec.argv[0]
     if not script.startswith("-") and not Path(script).is_absolute() and not (send / script).exists():
         note(f"kcoral: warning: {script} is not in {send}")
+    _run(spec, send, output_dir, json, detach, remote, token)
+
+
+def _run(
+    spec: PythonSpec,
+    send: Path,
+    output_dir: Path | None,
+    json: bool,
+    detach: bool,
+    remote: str | None,
+    token: str | None,
+) -> None:
     options = RunOptions(spec=spec, send_dir=send, output_dir=output_dir, json=json, detach=detach)
     with connect(remote, token) as client:
-        code_ = PythonRun(client, options).run()
-    raise typer.Exit(code_)
+        code = PythonRun(client, options).run()
+    raise typer.Exit(code)

@@ -178,6 +178,7 @@ def rerun(
     Exit status: the new job's (an evaluation: 0 passed, 1 failed; 124 timeout, 130 cancelled...).
     """
     with connect(remote, token) as client:
+        job_id = client.resolve(job_id)
         old_view = client.status(job_id)
         new_view = client.rerun(job_id)
         pinned = new_view.spec.image or "-"

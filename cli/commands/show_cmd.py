@@ -108,6 +108,7 @@ def show(
     receipt: Receipt | None = None
     report: EvalReport | None = None
     with connect(remote, token) as client:
+        job_id = client.resolve(job_id)
         view = client.status(job_id)
         is_eval = view.spec.kind == "eval"
         if is_eval and view.state == JobState.finished:

@@ -12,6 +12,7 @@ def status(
 ) -> None:
     """Show a job (exit status 0 whatever its verdict)."""
     with connect(remote, token) as client:
+        job_id = client.resolve(job_id)
         view = client.status(job_id)
     if json:
         emit_json(job_json(view))

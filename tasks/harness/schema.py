@@ -167,6 +167,8 @@ class Timing:
     idle_cpu_share: float = 0.0
     early_cpu_ms: float = 0.0
     early_cpu_share: float = 0.0
+    #: a first measurement raised a flag, so these figures are a second, independent one
+    remeasured: bool = False
 
 
 @dataclass
@@ -250,6 +252,7 @@ def _timing(doc: Any) -> Timing:
         stopped_by=_text(obj.get("stopped_by", ""), "stopped_by"),
         warmup_calls=int(_num(obj.get("warmup_calls", 0), "warmup_calls")),
         **{k: _num(obj.get(k, 0.0), k) for k in ("idle_cpu_ms", "idle_cpu_share", "early_cpu_ms", "early_cpu_share")},
+        remeasured=obj.get("remeasured") is True,
     )
 
 

@@ -143,6 +143,15 @@ def test_attack_is_neutralised(server: RunningServer, name: str) -> None:
     assert all(w.get("kernel_ms", floor) >= floor for w in report["workloads"]), describe(job, report)
 
 
+def test_a_flag_from_one_measurement_is_measured_again_before_it_stands(server: RunningServer) -> None:
+    """Issue 11 (no false flags): CPU burnt between calls for a while only, as a busy host's noise would
+    look: the first measurement is flagged, the second is clear, and the evaluation passes."""
+    job, report, log = evaluate(server, "transient_cpu")
+    assert_honest(job, report)
+    standard = next(w for w in report["workloads"] if w["id"] == "standard")
+    assert standard["stopped_by"].endswith(", measured twice"), describe(job, report)
+
+
 def test_early_answer_buys_nothing(server: RunningServer) -> None:
     """Answering "ok" before the work: the outputs are copied at the answer, so either the copy sees
     unfinished outputs (a failure) or the work was already done (no gain)."""

@@ -49,3 +49,14 @@ def test_build_spec_defaults_timeout_from_model() -> None:
 def test_build_spec_refuses_bad_timeout() -> None:
     with pytest.raises(UsageError, match="timeout_s"):
         build_spec(["s.py"], None, None, [], 0.0, 1)
+
+
+def test_an_unknown_option_before_c_or_m_is_found_and_the_programs_own_are_not() -> None:
+    from kcoral.cli.argv import misplaced_options
+
+    assert misplaced_options(["python", "--fooo", "-c", "print(1)"], ["--fooo"], "-c") == ["--fooo"]
+    assert misplaced_options(["python", "--bad", "-mpytest", "-x"], ["--bad", "-x"], "-m") == ["--bad"]
+    assert misplaced_options(["python", "-c", "print(1)", "--flag"], ["--flag"], "-c") == []
+    assert misplaced_options(["python", "-s", "d", "-m", "pytest", "-x", "-k", "t"], ["-x", "-k", "t"], "-m") == []
+    assert misplaced_options(["python", "-cprint(1)", "--bad"], ["--bad"], "-c") == []
+    assert misplaced_options(None, ["--x"], "-c") == []

@@ -62,3 +62,24 @@ def test_every_verdict_has_an_entry() -> None:
 )
 def test_errors(error: BaseException, expected: int) -> None:
     assert exit_code_for_error(error) == expected
+
+
+def test_json_commands_print_an_error_document_when_they_fail_early(tmp_path, capsys) -> None:
+    """An agent reading stdout always gets a JSON document: a failure before the command had its own
+    (a bad option, a missing solution.py, an unreachable server) is one too, with the exit code."""
+    import json
+
+    from kcoral.cli.main import run
+
+    cases = [
+        (["eval", "demo/softmax", str(tmp_path), "--json", "--remote", "http://127.0.0.1:9"], 2, "UsageError"),
+        (["tasks", "--json", "--remote", "http://127.0.0.1:9"], 69, "ServerUnreachable"),
+        (["jobs", "--json", "--limit", "0", "--remote", "http://127.0.0.1:9"], 2, "UsageError"),
+        (["eval", "demo/softmax", str(tmp_path), "--json", "--timeout", "soon"], 2, "UsageError"),
+    ]
+    for argv, code, kind in cases:
+        assert run(argv) == code, argv
+        out = capsys.readouterr().out
+        doc = json.loads(out)
+        assert doc["exit_code"] == code and doc["error"]["type"] == kind and doc["error"]["message"], (argv, doc)
+    assert run(["tasks", "--remote", "http://127.0.0.1:9"]) == 69 and capsys.readouterr().out == ""  # no --json

@@ -80,22 +80,22 @@ def test_content_change_changes_sha256(tmp_path: Path) -> None:
         second.remove()
 
 
-def test_metadata_is_normalised_and_everything_is_included(tmp_path: Path) -> None:
+def test_metadata_is_normalised_and_all_but_the_default_excludes_are_included(tmp_path: Path) -> None:
     src = make_tree(tmp_path / "src")
     tb = build_tarball(src)
     try:
         infos = members(tb.path)
         names = [i.name for i in infos]
         assert names == [
-            ".git", ".git/HEAD", "empty", "main.py", "pkg", "pkg/__init__.py", "pkg/sub", "pkg/sub/data.bin",
-            "run.sh",
+            "empty", "main.py", "pkg", "pkg/__init__.py", "pkg/sub", "pkg/sub/data.bin", "run.sh",
         ]  # fmt: skip
+        assert tb.skipped == (".git/",)
         for info in infos:
             assert (info.mtime, info.uid, info.gid, info.uname, info.gname) == (0, 0, 0, "", "")
             assert info.isdir() or info.isfile()
         modes = {i.name: i.mode for i in infos}
         assert modes["run.sh"] == 0o755 and modes["main.py"] == 0o644 and modes["pkg"] == 0o755
-        assert tb.files == 5 and tb.dirs == 4
+        assert tb.files == 4 and tb.dirs == 3
         assert tb.content_bytes == sum(i.size for i in infos if i.isfile())
     finally:
         tb.remove()
@@ -181,3 +181,31 @@ def test_refusal_leaves_no_temp_file(tmp_path: Path) -> None:
 def test_not_a_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a directory"):
         build_tarball(tmp_path / "missing")
+
+
+def test_default_excludes_and_kcoralignore_decide_what_is_sent(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    for rel in (
+        ".venv/bin/python",
+        "pkg/__pycache__/m.cpython-311.pyc",
+        "pkg/m.py",
+        "stale.pyc",
+        "kcoral-out/j/o.txt",
+        "sub/kcoral-out/kept.txt",
+        "data/big.bin",
+        "data/keep.bin",
+        "notes.md",
+        ".git/HEAD",
+    ):
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(b"x" * (1000 if rel == "data/big.bin" else 10))
+    (src / ".venv" / "lib").symlink_to("/usr/lib")  # a venv's links lead outside: it must not fail the upload
+    (src / ".kcoralignore").write_text("# comments and blanks are fine\n\ndata/*\n!data/keep.bin\n*.md\n!.git/\n")
+    tb = build_tarball(src)
+    try:
+        names = {i.name for i in members(tb.path) if i.isfile()}
+        assert names == {".kcoralignore", "pkg/m.py", "sub/kcoral-out/kept.txt", "data/keep.bin", ".git/HEAD"}
+        assert set(tb.skipped) == {".venv/", "pkg/__pycache__/", "stale.pyc", "kcoral-out/", "data/big.bin", "notes.md"}
+        assert tb.largest[0] == (".kcoralignore", len((src / ".kcoralignore").read_bytes()))
+    finally:
+        tb.remove()

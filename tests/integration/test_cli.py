@@ -213,6 +213,49 @@ def test_detach_prints_the_job_id_and_returns_while_it_runs(remote, senddir, cap
     remote.http.post(f"/v1/jobs/{job['id']}/cancel")
 
 
+def test_detached_work_is_waited_for_and_downloaded_by_a_piece_of_its_id(remote, senddir, capfd, tmp_path) -> None:
+    script = "import os\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/r.txt', 'w').write('done')\nraise SystemExit(3)\n"
+    (senddir / "w.py").write_text(script)
+    ids = []
+    for _ in range(3):
+        assert run(["python", "--send", str(senddir), "--detach", "--timeout", "1m", "w.py"]) == 0
+        ids.append(capfd.readouterr().out.strip())
+    assert remote.http.get(f"/v1/jobs/{ids[0]}").json()["spec"]["timeout_s"] == 60  # "1m"
+    suffix = ids[1].rsplit("-", 1)[1][:6]
+    assert run(["wait", suffix, "--timeout", "90s"]) == 3  # the job's own exit code
+    assert "exit code 3" in capfd.readouterr().err
+    assert run(["download", ids[1][:20], "-o", str(tmp_path / "d")]) == 0  # a prefix of the whole id
+    assert (tmp_path / "d" / "r.txt").read_text() == "done" and "1 output file(s)" in capfd.readouterr().err
+    assert run(["status", ids[1].split("-")[0]]) == 2  # the date alone fits all three
+    assert "matches 3 jobs" in capfd.readouterr().err
+    for job_id in (ids[0], ids[2]):
+        remote.wait(job_id)
+    assert run(["jobs", "--limit", "2", "--json"]) == 0
+    out, err = capfd.readouterr()
+    assert [j["id"] for j in json.loads(out)] == [ids[2], ids[1]] and "--limit N or --all" in err
+    assert run(["jobs", "--all", "--json"]) == 0
+    assert [j["id"] for j in json.loads(capfd.readouterr().out)] == ids[::-1]
+
+
+def test_a_wait_that_runs_out_exits_75_and_the_job_goes_on(remote, senddir, capfd) -> None:
+    (senddir / "slow.py").write_text("import time\ntime.sleep(60)\n")
+    assert run(["python", "--send", str(senddir), "--detach", "slow.py"]) == 0
+    job_id = capfd.readouterr().out.strip()
+    assert run(["wait", job_id, "--timeout", "1s"]) == 75
+    assert "still" in capfd.readouterr().err
+    assert remote.http.get(f"/v1/jobs/{job_id}").json()["state"] in ("queued", "running")
+    remote.http.post(f"/v1/jobs/{job_id}/cancel")
+
+
+def test_an_unknown_option_before_the_program_is_refused(remote, senddir, capfd) -> None:
+    assert run(["python", "--send", str(senddir), "--fooo", "-c", "print(1)"]) == 2
+    assert "unknown option '--fooo'" in capfd.readouterr().err
+    assert run(["python", "--send", str(senddir), "-c", "import sys; print(sys.argv[1:])", "--fooo"]) == 0
+    assert capfd.readouterr().out == "['--fooo']\n"  # after -c CODE: the program's own
+    assert run(["python", "--send", str(senddir), "--timeout", "5x", "-c", "pass"]) == 2
+    assert "not a duration" in capfd.readouterr().err
+
+
 def test_ctrl_c_cancels_the_job_and_exits_130(remote, senddir) -> None:
     (senddir / "slow.py").write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
     env = os.environ | {"KCORAL_REMOTE": remote.url, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -365,10 +408,15 @@ def test_missing_remote_is_a_usage_error(senddir, monkeypatch, capfd) -> None:
 
 
 def test_unknown_job_exits_2(remote, capfd) -> None:
-    for argv in (["status", "nope"], ["logs", "nope"], ["cancel", "nope"]):
-        assert run(argv) == 2
+    unknown = "20990101-000000-deadbeef"
+    for command in ("status", "logs", "cancel", "wait", "download"):
+        assert run([command, unknown]) == 2
         err = capfd.readouterr().err
-        assert "no job nope" in err and "HTTP 404" in err
+        assert f"no job {unknown}" in err and "HTTP 404" in err
+        assert run([command, "nope"]) == 2  # neither an id nor a piece of one
+        assert "'nope' is not a job id" in capfd.readouterr().err
+        assert run([command, "deadbeef"]) == 2  # a piece of none of this caller's jobs
+        assert "no job of yours matches 'deadbeef'" in capfd.readouterr().err
 
 
 def test_bad_usage_exits_2(remote, senddir, capfd) -> None:

@@ -9,6 +9,7 @@ its public workloads are checked untimed, so the whole file takes about a minute
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -149,3 +150,24 @@ def test_a_check_gives_full_tracebacks_and_no_score_in_seconds(server: RunningSe
     job = server.http.get("/v1/jobs").json()[0]
     assert job["spec"]["check"] is True and job["verdict"] == "ok"
     print(f"a passing check took {took:.1f} s")
+
+
+def test_a_chatty_candidate_is_cut_with_a_note_not_stopped(server: RunningServer) -> None:
+    """The candidate's output is capped per evaluation (eval_log_bytes, 256 KiB): the rest is dropped and
+    the log says how much, and the evaluation goes on (a check here: quick)."""
+    chatty = (
+        "import torch\n\nfor _ in range(2048):\n    print('x' * 1023)\n\n"
+        f"def setup(data):\n    x, y = data['x'], data['y']\n    return lambda: {SOFTMAX}\n"
+    )
+    r = server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, "check": True})
+    job_id = r.json()["id"]
+    assert server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": chatty})).status_code == 200
+    job = server.wait(job_id, timeout=300)
+    assert job["verdict"] == "ok", job
+    log = server.log(job_id)
+    kept = server.settings.limits.eval_log_bytes
+    assert log.count("x" * 1023) <= kept // 1024 + 1
+    assert re.search(
+        r"\[kcoral: the candidate printed \d+ bytes more than the 262144 kept here; they were dropped\]", log
+    )
+    assert log.rstrip().endswith("passed: 7/7 (a check: no score)") and kept == 262144

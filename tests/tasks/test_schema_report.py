@@ -228,6 +228,7 @@ def test_phase_times_are_numbers_and_capped_in_count() -> None:
         parse_result(json.dumps({**doc, "phases": {"start": "soon"}}).encode())
     with pytest.raises(SchemaError):
         parse_result(json.dumps({**doc, "phases": [1]}).encode())
-    report = build_report(MANIFEST, cases(), replace(result(), phases={"start": 3.14159, "holdout": 1.0}))
-    assert report["phases"] == {"start": 3.142, "holdout": 1.0}
-    assert report_lines(report)[-2] == "time: start 3.1 s, holdout 1.0 s"
+    phases = {"start": 3.14159, "holdout": 1.0, "check a": 0.25, "timing a": 6.5, "check b": 0.25}
+    report = build_report(MANIFEST, cases(), replace(result(), phases=phases))
+    assert report["phases"] == {"start": 3.142, "holdout": 1.0, "check a": 0.25, "timing a": 6.5, "check b": 0.25}
+    assert report_lines(report)[-2] == "time: start 3.1 s, holdout 1.0 s, checks 0.5 s, timing a 6.5 s"

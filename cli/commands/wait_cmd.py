@@ -1,0 +1,70 @@
+"""``kcoral wait ID`` (until a job has finished) and ``kcoral download ID`` (its outputs): the end of
+work started with ``--detach``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kcoral.cli import output
+from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.durations import Duration
+from kcoral.cli.errors import UsageError
+from kcoral.cli.output import emit_json, job_json, note
+from kcoral.cli.render import summary_line
+from kcoral.runner.models import JobState, JobView
+
+
+def _said(view: JobView) -> None:
+    if view.state == JobState.queued and view.queue_position is not None:
+        note(f"kcoral: job {view.id}: queued, position {view.queue_position}")
+    elif view.state != JobState.finished:
+        note(f"kcoral: job {view.id}: {view.state}")
+
+
+def wait(
+    job_id: JobIdArgument,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", parser=Duration, help="give up after this long (90, 90s, 5m, 1h)")
+    ] = None,
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Wait until a job has finished; print its status line (--json: the job).
+
+    Exit status: the job's, as `kcoral python` or `kcoral eval` would exit; 75 when --timeout passed
+    first (the job goes on)."""
+    with connect(remote, token) as client:
+        job_id = client.resolve(job_id)
+        view = client.wait(job_id, timeout, on_change=None if json else _said)
+    if json:
+        emit_json(job_json(view))
+    else:
+        note(summary_line(view))
+    raise typer.Exit(output.exit_code_for_job(view))
+
+
+def download(
+    job_id: JobIdArgument,
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", "-o", help="where the files go [default: ./kcoral-out/JOB_ID]")
+    ] = None,
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+    json: JsonOption = False,
+) -> None:
+    """Download a finished job's outputs, each checked against its sha256."""
+    with connect(remote, token) as client:
+        job_id = client.resolve(job_id)
+        view = client.status(job_id)
+        if view.state != JobState.finished:
+            raise UsageError(f"job {job_id} is {view.state}: kcoral wait {job_id} first")
+        dest = output_dir or Path("kcoral-out") / view.id
+        files = client.download_outputs(view, dest)
+    if json:
+        emit_json({"job_id": view.id, "output_dir": str(dest), "files": [str(f) for f in files]})
+    else:
+        note(f"kcoral: {len(files)} output file(s) in {dest}" if files else f"kcoral: job {view.id} has no outputs")

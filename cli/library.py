@@ -1,0 +1,206 @@
+"""kcoral for programs: ``from kcoral import Client``.
+
+The same four experiments as the command line (``run``, ``evaluate``, ``ncu``, ``iket``), over the same
+HTTP client (cli.client.KcoralClient), with typed results (the server's own models: JobView,
+EvalReport, Receipt, TaskContract) instead of printed text, and failures as exceptions
+(cli.errors.KcoralError and its subclasses; ``err.exit_code`` is what the CLI would exit with).
+
+    from kcoral import Client
+
+    kc = Client("http://gpu-host:8901")           # or $KCORAL_REMOTE / $KCORAL_TOKEN
+    result = kc.evaluate("demo/softmax", "sub/")
+    if not result.ok:
+        print(result.failure)                      # the first thing to fix, in one line
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kcoral.cli import output
+from kcoral.cli.client import KcoralClient
+from kcoral.cli.commands.eval_cmd import first_failure, load
+from kcoral.cli.errors import KcoralError, UsageError
+from kcoral.cli.tarball import build_tarball
+from kcoral.runner.models import EvalSpec, IketSpec, JobView, NcuSpec, PythonSpec, SpecBase, Verdict
+from kcoral.tasks.documents import EvalReport, Receipt, TaskContract
+
+__all__ = ["Client", "JobResult", "KcoralError"]
+
+
+@dataclass
+class JobResult:
+    """A finished job: its view, its log, where its outputs went, and for an evaluation its report
+    and receipt. ``exit_code`` is the CLI's for this job (0 ok, 1 a rejected evaluation, 124 timeout...)."""
+
+    job: JobView
+    log: str
+    output_dir: Path | None
+    files: list[Path] = field(default_factory=list)
+    report: EvalReport | None = None
+    receipt: Receipt | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.job.verdict == Verdict.ok
+
+    @property
+    def exit_code(self) -> int:
+        return output.exit_code_for_job(self.job)
+
+    @property
+    def failure(self) -> str:
+        """Why it did not pass, in one line ("" when it did): the evaluation's first failure, or the
+        job's verdict and reason."""
+        if self.ok:
+            return ""
+        if self.job.spec.kind == "eval":
+            return first_failure(self.job, self.report)
+        return f"{self.job.verdict}: {self.job.reason}" if self.job.reason else str(self.job.verdict)
+
+
+class Client:
+    """One kcoral server. Every method blocks until its job has finished unless ``wait=False`` (then
+    it returns the JobView of the submitted job; :meth:`wait` and :meth:`result` finish it later)."""
+
+    def __init__(self, remote: str | None = None, token: str | None = None, timeout: float = 60.0) -> None:
+        remote = remote or os.environ.get("KCORAL_REMOTE")
+        if not remote:
+            raise UsageError("no server given: Client(URL) or $KCORAL_REMOTE")
+        self.http = KcoralClient(remote, token or os.environ.get("KCORAL_TOKEN") or None, timeout)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the four experiments -------------------------------------------------------------------
+
+    def run(
+        self,
+        argv: Sequence[str],
+        send: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        gpus: int = 1,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """``python ARGV...`` next to the files of ``send`` (nothing sent when None)."""
+        spec = PythonSpec(argv=list(argv), env=dict(env or {}), gpus=gpus, **_timeout(timeout))
+        return self._submit(spec, send, output_dir, wait)
+
+    def evaluate(
+        self,
+        task: str,
+        submission: str | Path,
+        timeout: float | None = None,
+        check: bool = False,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """The official evaluation of ``submission`` (a folder with solution.py); ``check``: the
+        public workloads' correctness only, no score."""
+        if not (Path(submission) / "solution.py").is_file():
+            raise UsageError(f"{submission} has no solution.py")
+        spec = EvalSpec(task=task, timeout_s=timeout or 0.0, check=check)
+        return self._submit(spec, submission, output_dir, wait)
+
+    def ncu(
+        self,
+        command: Sequence[str],
+        ncu_args: Sequence[str] = ("--set", "full"),
+        send: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """An Nsight Compute report of ``command`` (``ncu_args``: ncu's own options, ``-o`` included)."""
+        return self._profile(NcuSpec, command, ncu_args, send, env, timeout, output_dir, wait)
+
+    def iket(
+        self,
+        command: Sequence[str],
+        iket_args: Sequence[str] = ("profile", "--postprocess", "json"),
+        send: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """IKET in-kernel trace files of ``command`` (``iket_args``: run-iket's own words)."""
+        return self._profile(IketSpec, command, iket_args, send, env, timeout, output_dir, wait)
+
+    def _profile(
+        self,
+        model: type[NcuSpec] | type[IketSpec],
+        command: Sequence[str],
+        args: Sequence[str],
+        send: str | Path | None,
+        env: Mapping[str, str] | None,
+        timeout: float | None,
+        output_dir: str | Path | None,
+        wait: bool,
+    ) -> JobResult | JobView:
+        spec = model(argv=list(args), command=list(command), env=dict(env or {}), **_timeout(timeout))
+        return self._submit(spec, send, output_dir, wait)
+
+    # --- jobs ------------------------------------------------------------------------------------
+
+    def wait(self, job_id: str, timeout: float | None = None) -> JobView:
+        """The job once it has finished (StillRunning after ``timeout`` seconds)."""
+        return self.http.wait(self.http.resolve(job_id), timeout)
+
+    def result(self, job_id: str, output_dir: str | Path | None = None, timeout: float | None = None) -> JobResult:
+        """Wait for the job, download its outputs (into ``output_dir``, default ./kcoral-out/ID) and
+        read its log and documents."""
+        view = self.wait(job_id, timeout)
+        dest = Path(output_dir) if output_dir is not None else Path("kcoral-out") / view.id
+        files = self.http.download_outputs(view, dest) if view.outputs else []
+        log = b"".join(self.http.follow_log(view.id, 0, follow=False)).decode(errors="replace")
+        report = load(EvalReport, dest) if view.spec.kind == "eval" else None
+        receipt = load(Receipt, dest) if view.spec.kind == "eval" else None
+        return JobResult(view, log, dest if files else None, files, report, receipt)
+
+    def download(self, job_id: str, output_dir: str | Path | None = None) -> list[Path]:
+        view = self.http.status(self.http.resolve(job_id))
+        return self.http.download_outputs(view, Path(output_dir or Path("kcoral-out") / view.id))
+
+    def status(self, job_id: str) -> JobView:
+        return self.http.status(self.http.resolve(job_id))
+
+    def cancel(self, job_id: str) -> JobView:
+        return self.http.cancel(self.http.resolve(job_id))
+
+    def jobs(self, limit: int = 50) -> list[JobView]:
+        return self.http.jobs(limit)
+
+    def tasks(self) -> list[dict[str, object]]:
+        return self.http.tasks()
+
+    def task(self, task_id: str) -> TaskContract:
+        """The task's whole contract (shapes, dtypes, tolerances, timing, score, packages, template)."""
+        return self.http.task(task_id)
+
+    def _submit(
+        self, spec: SpecBase, send: str | Path | None, output_dir: str | Path | None, wait: bool
+    ) -> JobResult | JobView:
+        with tempfile.TemporaryDirectory(prefix="kcoral-") as scratch:
+            folder = Path(send) if send is not None else Path(scratch) / "nothing"
+            folder.mkdir(exist_ok=True)
+            tar = build_tarball(folder, scratch)
+            view = self.http.submit(spec, tar.path)
+        return self.result(view.id, output_dir) if wait else view
+
+
+def _timeout(timeout: float | None) -> dict[str, float]:
+    return {} if timeout is None else {"timeout_s": timeout}

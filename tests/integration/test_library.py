@@ -1,0 +1,58 @@
+"""``from kcoral import Client`` against a real server: README's agent loop as written, typed results,
+errors with the CLI's exit codes, and detached jobs finished later."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from kcoral import Client, KcoralError
+from kcoral.cli.errors import ServerUnreachable
+from tests.conftest import RunningServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def readme_loop() -> str:
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## From a program") :]
+    return section[section.index("```python\n") + len("```python\n") : section.index("\n```\n")]
+
+
+def test_the_readme_agent_loop_runs_as_written(
+    server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KCORAL_REMOTE", server.url)
+    monkeypatch.chdir(tmp_path)
+    code = readme_loop()
+    assert len(code.splitlines()) <= 18
+    printed = io.StringIO()
+    names: dict[str, object] = {}
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "README.md", "exec"), names)  # noqa: S102 - README's own code, run as a reader would
+    names["kc"].close()  # type: ignore[attr-defined]  # a script's exit would close it
+    lines = printed.getvalue().splitlines()
+    assert lines[0] == "fix: workload standard: ERROR: AttributeError: module 'solution' has no attribute 'setup'"
+    assert re.fullmatch(r"passed \d+\.\d+", lines[1]), lines
+
+
+def test_results_are_typed_and_errors_carry_the_cli_exit_code(server: RunningServer, tmp_path: Path) -> None:
+    with Client(server.url) as kc:
+        (tmp_path / "s").mkdir()
+        script = "import os, sys\nprint('hi')\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o', 'w').write('1')\n"
+        (tmp_path / "s" / "m.py").write_text(script + "sys.exit(4)\n")
+        result = kc.run(["m.py"], send=tmp_path / "s", output_dir=tmp_path / "out")
+        assert result.log == "hi\n" and result.exit_code == 4 and not result.ok and result.failure.startswith("exit")
+        assert [f.read_text() for f in result.files] == ["1"] and result.job.times.phases["job"] > 0
+        pending = kc.run(["-c", "print(2)"], wait=False)
+        assert kc.result(pending.id).log == "2\n"  # a detached job, finished later
+        with pytest.raises(KcoralError) as info:
+            kc.evaluate("demo/softmax", tmp_path / "s")  # no solution.py
+        assert info.value.exit_code == 2
+    with pytest.raises(ServerUnreachable) as unreachable:
+        Client("http://127.0.0.1:9").tasks()
+    assert unreachable.value.exit_code == 69
