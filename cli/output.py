@@ -46,6 +46,8 @@ EXIT_UNREACHABLE = 69
 EXIT_SERVER_ERROR = 70
 #: sysexits' EX_TEMPFAIL: the server is busy or short of something; the same command may work later
 EXIT_TRY_LATER = 75
+#: an evaluation that passed every check on a host too noisy to time it: no score, evaluate again
+EXIT_INCONCLUSIVE = 3
 EXIT_UNAUTHORIZED = 77
 EXIT_INTERRUPTED = 130
 
@@ -59,6 +61,7 @@ VERDICT_EXIT_CODES: dict[Verdict, int | None] = {
     Verdict.cancelled: 130,
     Verdict.interrupted: EXIT_TRY_LATER,  # the server shut down mid-job: the same job may run later
     Verdict.memory_limit: 137,
+    Verdict.inconclusive: EXIT_INCONCLUSIVE,
 }
 
 # Checked in order: the first class the error is an instance of decides.

@@ -41,6 +41,11 @@ these for its task; the server sends the whole method to the supervisor in the c
 |                   |       |         | over it, flagged                                              |
 | quiet_probe_ms    | ms    | 0.25    | GPU: a probe kernel slower than this means another context    |
 |                   |       |         | has work queued; the call waits for a quiet GPU               |
+| noisy_budget_s    | s     | 120     | when the speedup's interval is still wider than scorable_ratio |
+|                   |       |         | at budget_s (a busy host), sampling goes on up to this long   |
+|                   |       |         | more (and 10x max_reps), until it is not                      |
+| scorable_ratio    | ratio | 2.0     | an interval (hi / lo) this narrow can be scored; the report   |
+|                   |       |         | calls wider than 3 inconclusive (tasks.report)                |
 | connect_timeout_s | s     | 180     | the candidate's worker must connect and set up within this    |
 | call_timeout_s    | s     | 300     | every call must be answered within this                       |
 """
@@ -67,6 +72,8 @@ class EvalTiming:
     idle_cpu_ms: float = 0.25
     idle_cpu_share: float = 0.10
     quiet_probe_ms: float = 0.25
+    noisy_budget_s: float = 120.0
+    scorable_ratio: float = 2.0
     connect_timeout_s: float = 180.0
     call_timeout_s: float = 300.0
 

@@ -45,6 +45,9 @@ class Verdict(StrEnum):
     cancelled = "cancelled"
     #: the server shut down while the job ran (it was stopped after a grace period): run it again
     interrupted = "interrupted"
+    #: an evaluation whose submission passed every check but whose timing the host was too noisy to
+    #: trust: no score, and not the submission's fault (evaluate again)
+    inconclusive = "inconclusive"
     infrastructure_error = "infrastructure_error"
 
 

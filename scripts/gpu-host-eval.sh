@@ -33,7 +33,7 @@ for w in report.get("workloads", []):
                                                 "speedup_hi", "samples", "protocol_ms", "idle_cpu_ms", "reason")})
 print("flags:", report.get("flags"), "holdout:", report.get("holdout"), report.get("holdout_failure", ""))
 ok = {"pass": rc == 0, "fail": bool(failed),
-      "no-gain": bool(failed) or (rc == 0 and speedup is not None and speedup <= limit)}[expect]
+      "no-gain": bool(failed) or rc == 3 or (rc == 0 and speedup is not None and speedup <= limit)}[expect]
 print(f"expected {expect}: {'OK' if ok else 'UNEXPECTED'} (exit {rc}, speedup {speedup})")
 PY
 }

@@ -79,6 +79,8 @@ class EvalReport(Document):
     passed: int
     total: int
     summary: Summary | None = None
+    #: why the timing could not be trusted (the host too noisy): no summary then, and no score
+    inconclusive: list[str] = []
     telemetry: dict[str, Any] = {}
     #: seconds per phase of the supervisor's work, in order (tasks.harness.schema.SupervisorResult.phases)
     phases: dict[str, float] = {}
@@ -87,6 +89,11 @@ class EvalReport(Document):
     @property
     def ok(self) -> bool:
         """The evaluation passed: the holdout (a check has none), every workload, and no flag."""
+        return self.correct and not self.inconclusive
+
+    @property
+    def correct(self) -> bool:
+        """Every check passed and nothing was flagged (the timing may still be inconclusive)."""
         holdout = self.check or self.holdout is Outcome.PASS
         return holdout and self.passed == self.total and not self.flags
 

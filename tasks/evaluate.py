@@ -307,10 +307,16 @@ class _Evaluation:
             timings=sample_times(doc, result),
             finished=time.time(),
         )
+        if report.ok:
+            verdict, reason = Verdict.ok, ""
+        elif report.correct:  # every check passed; the host was too noisy to time it
+            verdict, reason = Verdict.inconclusive, f"no score: {report.inconclusive[0]}"
+        else:
+            verdict, reason = Verdict.rejected, "the evaluation did not pass (see the report)"
         return Finished(
-            Verdict.ok if report.ok else Verdict.rejected,
+            verdict,
             0 if report.ok else None,
-            "" if report.ok else "the evaluation did not pass (see the report)",
+            reason,
             documents={EvalReport.FILE: report.document(), Receipt.FILE: receipt.document()},
             log_lines=report.lines,
         )

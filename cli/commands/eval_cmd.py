@@ -67,6 +67,8 @@ def first_failure(view: JobView, report: EvalReport | None) -> str:
         )
     if report.flags:
         return f"flagged: {report.flags[0]}"
+    if report.inconclusive:
+        return f"inconclusive: {report.inconclusive[0]}"
     return view.reason or f"verdict {view.verdict}"
 
 
@@ -155,9 +157,10 @@ def evaluate(
 ) -> None:
     """Evaluate SUBMISSION_DIR (with solution.py) against TASK on the server; stream the report.
 
-    Exit status: 0 the evaluation passed, 1 it did not (the first failure is printed on stderr);
-    124 timeout, 125 infrastructure error, 130 cancelled; 2 bad input, 69 server unreachable,
-    70 server error, 77 unauthorized.
+    Exit status: 0 the evaluation passed, 1 it did not (the first failure is printed on stderr), 3
+    inconclusive (every check passed but the host was too noisy to time it: no score); 124 timeout,
+    125 infrastructure error, 130 cancelled; 2 bad input, 69 server unreachable, 70 server error,
+    77 unauthorized.
     """
     if not submission.is_dir():
         raise UsageError(f"{submission}: not a directory")

@@ -60,6 +60,8 @@ class TimingMethod:
     idle_cpu_ms: float
     idle_cpu_share: float
     quiet_probe_ms: float
+    noisy_budget_s: float
+    scorable_ratio: float
     connect_timeout_s: float
     call_timeout_s: float
 

@@ -164,11 +164,13 @@ def test_timed_case_without_timing_gets_no_speedup_and_no_summary() -> None:
     assert passed(report)
 
 
-def test_unmeasurable_rows_are_left_out_of_the_summary() -> None:
-    # w1: the kernel is not above the protocol's cost, so it has no speedup and no place in the means
+def test_an_unmeasurable_row_makes_the_evaluation_inconclusive_not_failed() -> None:
+    # w1: the kernel is not above the protocol's cost: no speedup, and no score for the evaluation (the
+    # host's noise, or a call too short to time this way, is not the submission's failure)
     report = build_report({}, two_timed(), all_pass(t1=const_timing(2.0, 0.0)))
-    assert report["summary"]["baseline_ms"] == 4.0 and report["summary"]["speedup"] == 4.0
-    assert report["summary"]["min_speedup"] == report["summary"]["max_speedup"] == 4.0
+    assert "summary" not in report and report["flags"] == []
+    assert report["inconclusive"][0].startswith("large: a median call time is not above the protocol's fixed cost")
+    assert EvalReport.model_validate(report).correct and not passed(report)
 
 
 def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
@@ -178,11 +180,26 @@ def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
     row = report["workloads"][0]
     assert row["speedup"] == 4.5 and row["speedup_lo"] < 4.5 < row["speedup_hi"]
     assert report["summary"]["max_speedup"] == 4.5 and report["summary"]["min_speedup"] == 1.0
-    t1 = Timing(baseline_ms=[2.0, 3.0] * 4, kernel_ms=[3.0] * 8, null_ms=[1.0] * 8, stopped_by="stable", warmup_calls=0)
+    t1 = Timing(baseline_ms=[2.0, 2.5] * 4, kernel_ms=[3.0] * 8, null_ms=[1.0] * 8, stopped_by="stable", warmup_calls=0)
     report = build_report({}, two_timed(), all_pass(t1=t1))
     row = report["workloads"][1]
-    assert row["speedup"] == 0.75 and row["speedup_lo"] < 0.75 < row["speedup_hi"]
-    assert report["summary"]["min_speedup"] == 0.75 and report["summary"]["max_speedup"] == 4.0
+    assert row["speedup"] == 0.625 and row["speedup_lo"] < 0.625 < row["speedup_hi"]
+    assert report["summary"]["min_speedup"] == 0.625 and report["summary"]["max_speedup"] == 4.0
+
+
+def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_failed() -> None:
+    """Net baseline 1 or 4 in turn against a kernel of 2: the interval runs from 0.5 to 2.0, wider than
+    INCONCLUSIVE_RATIO: no score, not the submission's fault."""
+    noisy = Timing(
+        baseline_ms=[2.0, 5.0] * 4, kernel_ms=[3.0] * 8, null_ms=[1.0] * 8, stopped_by="budget", warmup_calls=0
+    )
+    doc = build_report({}, two_timed(), all_pass(t1=noisy))
+    assert "summary" not in doc and len(doc["inconclusive"]) == 1 and doc["inconclusive"][0].startswith("large: ")
+    report = EvalReport.model_validate(doc)
+    assert report.correct and not report.ok
+    lines = report_module.report_lines(report)
+    assert [line for line in lines if line.startswith("inconclusive: ")] == [f"inconclusive: {doc['inconclusive'][0]}"]
+    assert "interval [0.5000, 2.0000]" in doc["inconclusive"][0] and not [x for x in lines if x.startswith("baseline:")]
 
 
 # ----- net samples and the timing row
@@ -198,7 +215,7 @@ def test_timing_row_values() -> None:
         3.0, 1.5, null=0.5, n=4, idle_cpu_ms=0.25, idle_cpu_share=0.125, early_cpu_ms=0.75, early_cpu_share=0.0625
     )
     flags: list[str] = []
-    row = timing_row("w", t, {}, flags)
+    row = timing_row("w", t, {}, flags, [])
     assert flags == []
     assert row == {
         "baseline_ms": 3.0,
@@ -221,20 +238,21 @@ def test_timing_row_needs_three_samples(nb: int, nk: int) -> None:
     t = const_timing(3.0, 1.5, n=5)
     t.baseline_ms, t.kernel_ms = t.baseline_ms[:nb], t.kernel_ms[:nk]
     flags: list[str] = []
-    assert timing_row("w", t, {}, flags) == {}
-    assert flags == [f"w: too few timing samples ({min(nb, nk)})"]
+    unmeasured: list[str] = []
+    assert timing_row("w", t, {}, flags, unmeasured) == {}
+    assert unmeasured == [f"w: too few timing samples ({min(nb, nk)})"] and flags == []
 
 
 def test_timing_row_with_exactly_three_samples_is_measured() -> None:
     flags: list[str] = []
-    row = timing_row("w", const_timing(3.0, 1.5, n=3), {}, flags)
+    row = timing_row("w", const_timing(3.0, 1.5, n=3), {}, flags, [])
     assert flags == [] and row["speedup"] == 2.0 and row["samples"] == 3
 
 
 @pytest.mark.parametrize(("base", "kern"), [(0.0, 1.0), (1.0, 0.0), (-0.5, 1.0), (1.0, -0.5)])
 def test_timing_row_median_not_above_the_protocol_cost(base: float, kern: float) -> None:
     flags: list[str] = []
-    row = timing_row("w", const_timing(base, kern, null=0.5), {}, flags)
+    row = timing_row("w", const_timing(base, kern, null=0.5), {}, [], flags)
     assert row == {"protocol_ms": 0.5}
     assert flags == [
         "w: a median call time is not above the protocol's fixed cost (0.5000 ms): "
@@ -258,7 +276,7 @@ CLEAR_FLAG = "w: the call times do not stand clear of the protocol's fixed cost 
 def test_timing_row_interval_reaching_infinity() -> None:
     # kernel median 0.25 > 0, but many resamples have a median <= 0: the upper bound is infinite
     flags: list[str] = []
-    row = timing_row("w", unclear([0.25] * 6 + [-0.25] * 5), {}, flags)
+    row = timing_row("w", unclear([0.25] * 6 + [-0.25] * 5), {}, [], flags)
     assert row == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
 
 
@@ -268,21 +286,21 @@ def test_timing_row_interval_reaching_zero() -> None:
         baseline_ms=[1.25] * 6 + [0.75] * 5, kernel_ms=[1.5] * 11, null_ms=[1.0] * 11, stopped_by="max", warmup_calls=0
     )
     flags: list[str] = []
-    assert timing_row("w", t, {}, flags) == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
+    assert timing_row("w", t, {}, [], flags) == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
 
 
 def test_timing_row_lower_bound_exactly_zero_is_refused() -> None:
     # baseline median 0.5 > 0; a resample drawing the zero twice or more has a baseline median of 0
     t = Timing(baseline_ms=[1.0, 1.5, 1.5], kernel_ms=[1.5] * 3, null_ms=[1.0] * 3, stopped_by="max", warmup_calls=0)
     flags: list[str] = []
-    assert timing_row("w", t, {}, flags) == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
+    assert timing_row("w", t, {}, [], flags) == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
 
 
 @pytest.mark.parametrize(("floor", "flagged"), [(None, False), (0, False), (0.5, False), (0.5000001, True), (2, True)])
 def test_physical_floor_both_sides(floor: float | None, flagged: bool) -> None:
     flags: list[str] = []
     manifest = {} if floor is None else {"floor_ms": floor}
-    row = timing_row("w", const_timing(1.0, 0.5), manifest, flags)
+    row = timing_row("w", const_timing(1.0, 0.5), manifest, flags, [])
     assert row["kernel_ms"] == 0.5
     assert flags == ([f"w: kernel time 0.5000 ms is below the physical floor {floor} ms"] if flagged else [])
 
@@ -291,14 +309,14 @@ def test_physical_floor_both_sides(floor: float | None, flagged: bool) -> None:
 def test_speedup_limit_both_sides(limit: float | None, flagged: bool) -> None:
     flags: list[str] = []
     manifest = {} if limit is None else {"max_speedup": limit}
-    row = timing_row("w", const_timing(1.0, 0.5), manifest, flags)
+    row = timing_row("w", const_timing(1.0, 0.5), manifest, flags, [])
     assert row["speedup"] == 2.0
     assert flags == ([f"w: speedup 2.00x is above this task's limit of {limit}x"] if flagged else [])
 
 
 def test_floor_and_limit_both_flag_and_keep_the_row() -> None:
     flags: list[str] = []
-    row = timing_row("w", const_timing(1.0, 0.5), {"floor_ms": 1, "max_speedup": 1}, flags)
+    row = timing_row("w", const_timing(1.0, 0.5), {"floor_ms": 1, "max_speedup": 1}, flags, [])
     assert len(flags) == 2 and row["speedup"] == 2.0
 
 
