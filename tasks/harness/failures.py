@@ -21,7 +21,10 @@ def describe(exc: BaseException, inside: str | None = None, full: bool = False) 
     submitter, and the task's files are not its business); ``full`` (a check: public workloads only)
     keeps every frame. Capped."""
     te = traceback.TracebackException.from_exception(exc)
-    head = "".join(te.format_exception_only()).rstrip()
+    only = "".join(te.format_exception_only()).rstrip("\n").split("\n")
+    # "Type: message" first (a SyntaxError's file, line and caret follow it): the first line is what
+    # a one-line summary shows
+    head = "\n".join([only[-1], *only[:-1]])
     if inside is not None:
         head = head.replace(inside.rstrip("/") + "/", "")
     lines = [head[:1500]]

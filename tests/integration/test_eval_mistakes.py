@@ -75,7 +75,7 @@ MISTAKES: dict[str, tuple[str, str, str | None]] = {
     ),
     "syntax_error": (
         "import torch\n\ndef setup(data:\n    return None\n",
-        "ERROR: importing solution.py failed: ",
+        "ERROR: importing solution.py failed: SyntaxError: '(' was never closed",
         None,
     ),
 }

@@ -57,7 +57,7 @@ def test_a_syntax_error_shows_its_line_and_caret_without_the_folder(tmp_path: Pa
     exc = failure(lambda: load(sub, "def setup(data:\n    pass\n"))
     text = describe(exc, str(sub))
     assert 'File "solution.py", line 1' in text and "def setup(data:" in text and "^" in text
-    assert text.splitlines()[-1].startswith("SyntaxError:") and str(sub) not in text
+    assert text.splitlines()[0].startswith("SyntaxError: ") and str(sub) not in text  # the message first
 
 
 def test_deep_recursion_keeps_the_innermost_frames_and_a_cap(tmp_path: Path) -> None:
