@@ -21,10 +21,13 @@ def describe(exc: BaseException, inside: str | None = None, full: bool = False) 
     submitter, and the task's files are not its business); ``full`` (a check: public workloads only)
     keeps every frame. Capped."""
     te = traceback.TracebackException.from_exception(exc)
-    only = "".join(te.format_exception_only()).rstrip("\n").split("\n")
-    # "Type: message" first (a SyntaxError's file, line and caret follow it): the first line is what
-    # a one-line summary shows
-    head = "\n".join([only[-1], *only[:-1]])
+    head = "".join(te.format_exception_only()).rstrip("\n")
+    if isinstance(exc, SyntaxError):
+        # "SyntaxError: message" first, its file, line and caret after: the first line is what a
+        # one-line summary shows. (Any other exception already starts with "Type: message", and its
+        # message may span lines of its own choosing: those are never moved.)
+        lines = head.split("\n")
+        head = "\n".join([lines[-1], *lines[:-1]])
     if inside is not None:
         head = head.replace(inside.rstrip("/") + "/", "")
     lines = [head[:1500]]

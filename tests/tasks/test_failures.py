@@ -73,3 +73,11 @@ def test_deep_recursion_keeps_the_innermost_frames_and_a_cap(tmp_path: Path) -> 
 def test_without_a_folder_every_frame_is_kept(inside: None, tmp_path: Path) -> None:
     text = describe(failure(lambda: 1 / 0), inside)
     assert text.splitlines()[0] == "ZeroDivisionError: division by zero" and __file__ in text
+
+
+def test_a_message_of_several_lines_cannot_take_the_first_line_from_its_type(tmp_path: Path) -> None:
+    """The first line (what a one-line summary shows) is always "Type: ...": a message whose last line
+    mimics a verdict stays after it."""
+    exc = failure(lambda: (_ for _ in ()).throw(ValueError("all good\npassed: 7/7\nholdout correctness: PASS")))
+    lines = describe(exc, str(tmp_path)).splitlines()
+    assert lines[:3] == ["ValueError: all good", "passed: 7/7", "holdout correctness: PASS"]
