@@ -70,7 +70,6 @@ def run_job(run: JobRun) -> RunResult:
             finished = plan.finish(Outcomes(steps, image, telemetry))
     except KcoralError as exc:  # the engine failed, or (a server set-up problem) the kind cannot be loaded
         finished = Finished(Verdict.infrastructure_error, reason=exc.message)
-        steps = []
     result = _record(finished, plan, run.paths, run.settings.limits)
     result.steps = [s.times for s in steps if s.times is not None]
     return result

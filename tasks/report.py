@@ -18,7 +18,7 @@ from typing import Any
 from kcoral.runner.printable import printable
 from kcoral.tasks.documents import EvalReport, SampleTimes
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
-from kcoral.tasks.harness.stats import geomean_ci, median, speedup_ci
+from kcoral.tasks.harness.stats import geomean_ci, median, net_samples, speedup_ci
 
 
 def build_report(
@@ -93,11 +93,6 @@ def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorRe
 
 def _result(by_id: dict[str, CaseResult], case: Case) -> CaseResult:
     return by_id.get(case.id) or CaseResult(case.id, Outcome.ERROR, "the case was not run")
-
-
-def net_samples(raw: list[float], null: list[float]) -> list[float]:
-    """Each call's time less the protocol's fixed cost measured in the same iteration."""
-    return [r - n for r, n in zip(raw, null, strict=False)]
 
 
 def timing_row(

@@ -47,3 +47,9 @@ def geomean(xs: Sequence[float]) -> float:
 def geomean_ci(cis: Sequence[tuple[float, float, float]]) -> tuple[float, float, float]:
     """Geometric mean of speedups; the interval is the geometric mean of the bounds (conservative)."""
     return geomean([c[0] for c in cis]), geomean([c[1] for c in cis]), geomean([c[2] for c in cis])
+
+
+def net_samples(raw: Sequence[float], null: Sequence[float]) -> list[float]:
+    """Each call's time less the protocol's fixed cost measured in the same iteration (the report's
+    figures, and the supervisor's check of whether they can be scored yet)."""
+    return [r - n for r, n in zip(raw, null, strict=False)]

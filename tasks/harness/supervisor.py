@@ -42,7 +42,7 @@ from kcoral.tasks.harness import checks, schema, shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen, pair
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_pid
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
-from kcoral.tasks.harness.stats import median, median_rse, speedup_ci
+from kcoral.tasks.harness.stats import median, median_rse, net_samples, speedup_ci
 from kcoral.tasks.harness.taskdef import load_task
 
 _ns = time.perf_counter_ns
@@ -451,8 +451,7 @@ class Supervisor:
 
 def _scorable(times: dict[str, list[float]], ratio: float) -> bool:
     """Whether the speedup's interval (net of the protocol, as the report computes it) is narrow enough."""
-    base = [b - n for b, n in zip(times["b"], times["n"], strict=False)]
-    cand = [c - n for c, n in zip(times["c"], times["n"], strict=False)]
+    base, cand = net_samples(times["b"], times["n"]), net_samples(times["c"], times["n"])
     if min(len(base), len(cand)) < 3 or median(base) <= 0 or median(cand) <= 0:
         return False
     _, lo, hi = speedup_ci(base, cand, resamples=200)
