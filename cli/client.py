@@ -2,8 +2,8 @@
 
     with KcoralClient("http://127.0.0.1:8901", token="...") as kc:
         view = kc.submit(PythonSpec(argv=["bench.py"]), tarball.path)
-        for chunk in kc.follow_log(view.id):
-            sys.stdout.buffer.write(chunk)
+        for piece in kc.follow_log(view.id):
+            (sys.stderr if piece.stream == STDERR else sys.stdout).buffer.write(piece.data)
         final = kc.status(view.id)
 
 Every HTTP or transport failure becomes a :mod:`cli.errors` class in one place, :meth:`_translated`.
@@ -37,6 +37,7 @@ from kcoral.cli.errors import (
     UsageError,
 )
 from kcoral.cli.paths import output_destination, safe_output_path
+from kcoral.runner.joblog import FrameReader, Piece
 from kcoral.runner.models import JobState, JobView, OutputFile, SpecBase
 from kcoral.tasks.documents import TaskContract
 
@@ -292,8 +293,8 @@ class KcoralClient:
         data = self._call("GET", f"/v1/jobs/{_q(job_id)}/outputs", "outputs")
         return _parse_list(OutputFile, data, "outputs")
 
-    def follow_log(self, job_id: str, offset: int = 0, *, follow: bool = True, reconnects: int = 5) -> Iterator[bytes]:
-        """The job's combined stdout+stderr from byte ``offset``, chunk by chunk.
+    def follow_log(self, job_id: str, offset: int = 0, *, follow: bool = True, reconnects: int = 5) -> Iterator[Piece]:
+        """The job's log from byte ``offset``, piece by piece, each with its stream (stdout, stderr).
 
         With ``follow`` the stream ends when the job has finished and everything was sent; a connection
         that drops midway is reopened at the right offset (up to ``reconnects`` times in a row).
@@ -302,10 +303,10 @@ class KcoralClient:
         opened = [False]  # set once the server has answered 200: only then is a drop worth retrying
         while True:
             try:
-                for chunk in self._log_stream(job_id, offset, follow, opened):
+                for piece in self._log_stream(job_id, offset, follow, opened):
                     left = reconnects
-                    offset += len(chunk)
-                    yield chunk
+                    offset += len(piece.data)
+                    yield piece
                 return
             except ServerUnreachable:
                 if not (follow and opened[0]) or left <= 0:
@@ -313,20 +314,25 @@ class KcoralClient:
                 left -= 1
                 time.sleep(min(2.0 ** (reconnects - left - 1), 10.0))
 
-    def _log_stream(self, job_id: str, offset: int, follow: bool, opened: list[bool]) -> Iterator[bytes]:
-        params = {"offset": str(offset)}
+    def _log_stream(self, job_id: str, offset: int, follow: bool, opened: list[bool]) -> Iterator[Piece]:
+        params = {"offset": str(offset), "frames": "true"}
         if follow:
             params["follow"] = "true"
         kwargs: dict[str, Any] = {"params": params}
         if follow:  # a quiet job sends nothing for a long time: no read timeout
             kwargs["timeout"] = httpx.Timeout(self.timeout, read=None)
+        frames = FrameReader()
         with (
             self._translated("log"),
             self._http.stream("GET", f"/v1/jobs/{_q(job_id)}/log", **kwargs) as response,
         ):
             self._check(response)
             opened[0] = True
-            yield from response.iter_bytes()
+            for chunk in response.iter_bytes():
+                try:
+                    yield from frames.feed(chunk)
+                except ValueError as exc:
+                    raise ServerError(f"log of {job_id}: {exc}") from None
 
     def download(self, job_id: str, path: str, dest_dir: str | Path, expected_sha256: str | None = None) -> Path:
         """Stream output ``path`` to ``dest_dir/path``; verify its sha256 when given. Returns the file.

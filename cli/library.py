@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,9 @@ from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.eval_cmd import first_failure, load
 from kcoral.cli.errors import KcoralError, UsageError
-from kcoral.cli.tarball import build_tarball
+from kcoral.cli.runflow import WARN_SEND_BYTES, human_bytes
+from kcoral.cli.tarball import IGNORE_FILE, build_tarball
+from kcoral.runner.joblog import STDERR
 from kcoral.runner.models import EvalSpec, IketSpec, JobView, NcuSpec, PythonSpec, SpecBase, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt, TaskContract
 
@@ -38,11 +41,14 @@ class JobResult:
     and receipt. ``exit_code`` is the CLI's for this job (0 ok, 1 a rejected evaluation, 124 timeout...)."""
 
     job: JobView
-    log: str
+    log: str  # stdout and stderr in the order the job wrote them
     output_dir: Path | None
     files: list[Path] = field(default_factory=list)
     report: EvalReport | None = None
     receipt: Receipt | None = None
+    stderr: str = ""  # the job's stderr alone
+    #: what was left out of the sent folder (default excludes, .kcoralignore), when this call sent it
+    not_sent: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -166,10 +172,12 @@ class Client:
         view = self.wait(job_id, timeout)
         dest = Path(output_dir) if output_dir is not None else Path("kcoral-out") / view.id
         files = self.http.download_outputs(view, dest) if view.outputs else []
-        log = b"".join(self.http.follow_log(view.id, 0, follow=False)).decode(errors="replace")
+        pieces = list(self.http.follow_log(view.id, 0, follow=False))
+        log = b"".join(p.data for p in pieces).decode(errors="replace")
+        stderr = b"".join(p.data for p in pieces if p.stream == STDERR).decode(errors="replace")
         report = load(EvalReport, dest) if view.spec.kind == "eval" else None
         receipt = load(Receipt, dest) if view.spec.kind == "eval" else None
-        return JobResult(view, log, dest if files else None, files, report, receipt)
+        return JobResult(view, log, dest if files else None, files, report, receipt, stderr)
 
     def download(self, job_id: str, output_dir: str | Path | None = None) -> list[Path]:
         view = self.http.status(self.http.resolve(job_id))
@@ -194,12 +202,24 @@ class Client:
     def _submit(
         self, spec: SpecBase, send: str | Path | None, output_dir: str | Path | None, wait: bool
     ) -> JobResult | JobView:
+        if send is not None and not Path(send).is_dir():
+            raise UsageError(f"{send}: not a directory")
         with tempfile.TemporaryDirectory(prefix="kcoral-") as scratch:
             folder = Path(send) if send is not None else Path(scratch) / "nothing"
             folder.mkdir(exist_ok=True)
             tar = build_tarball(folder, scratch)
+            if tar.content_bytes > WARN_SEND_BYTES:
+                warnings.warn(
+                    f"sending {human_bytes(tar.content_bytes)} from {folder}; list what the job does not need in "
+                    f"{folder / IGNORE_FILE}",
+                    stacklevel=3,
+                )
             view = self.http.submit(spec, tar.path)
-        return self.result(view.id, output_dir) if wait else view
+        if not wait:
+            return view
+        done = self.result(view.id, output_dir)
+        done.not_sent = list(tar.skipped)
+        return done
 
 
 def _timeout(timeout: float | None) -> dict[str, float]:

@@ -1,53 +1,78 @@
-"""Where a job's log bytes go: straight to our stdout, and/or kept (the last ``keep`` bytes) for --json."""
+"""Where a job's log goes: each piece to our stdout or stderr (the stream the job wrote it to),
+and/or kept (the last ``keep`` bytes, both streams in order) for --json."""
 
 from __future__ import annotations
 
 import codecs
 from typing import BinaryIO
 
+from kcoral.runner.joblog import STDERR, STDOUT
 from kcoral.runner.printable import printable
 
 LOG_KEEP_BYTES = 1024 * 1024
 
 
-class LogSink:
-    """Writes chunks through to ``stream`` (flushed at once) and keeps the last ``keep`` bytes.
+class _Destination:
+    """One file we write a job's bytes to, flushed at once; escaped on a terminal."""
 
-    A closed pipe on ``stream`` (``kcoral python ... | head``) stops the pass-through, not the job.
-    On a terminal (``escape``, by default when ``stream`` is one) the job's control characters are
-    shown as ``\\xNN`` (all but newline and tab; runner.printable): a job must not be able to set
-    the user's clipboard (OSC 52), hide what follows (``ESC[8m``) or rewrite a line (``\\r``). A
-    pipe or a file gets the bytes as the job wrote them.
-    """
-
-    def __init__(self, stream: BinaryIO | None, keep: int = 0, escape: bool | None = None) -> None:
+    def __init__(self, stream: BinaryIO | None, escape: bool | None) -> None:
         self.stream = stream
         self.escape = _is_terminal(stream) if escape is None else escape
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
-        self.keep = keep
-        self.total = 0
-        self._kept = bytearray()
         self.broken_pipe = False
 
     def write(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        if self.stream is not None:
-            try:
-                self.stream.write(self._shown(chunk))
-                self.stream.flush()
-            except BrokenPipeError:
-                self.stream = None
-                self.broken_pipe = True
-        if self.keep:
-            self._kept += chunk
-            if len(self._kept) > self.keep:
-                del self._kept[: len(self._kept) - self.keep]
+        if self.stream is None:
+            return
+        try:
+            self.stream.write(self._shown(chunk))
+            self.stream.flush()
+        except BrokenPipeError:
+            self.stream = None
+            self.broken_pipe = True
 
     def _shown(self, chunk: bytes) -> bytes:
         if not self.escape:
             return chunk
         # incremental: a UTF-8 sequence split between two chunks is decoded whole
         return printable(self._decoder.decode(chunk), newlines=True).encode()
+
+
+class LogSink:
+    """Writes a job's stdout through to ``stream`` and its stderr to ``errors`` (to ``stream`` too
+    when no ``errors`` is given), and keeps the last ``keep`` bytes of both.
+
+    A closed pipe (``kcoral python ... | head``) stops the pass-through, not the job.
+    On a terminal (``escape``, by default when a destination is one) the job's control characters are
+    shown as ``\\xNN`` (all but newline and tab; runner.printable): a job must not be able to set
+    the user's clipboard (OSC 52), hide what follows (``ESC[8m``) or rewrite a line (``\\r``). A
+    pipe or a file gets the bytes as the job wrote them.
+    """
+
+    def __init__(
+        self, stream: BinaryIO | None, keep: int = 0, escape: bool | None = None, errors: BinaryIO | None = None
+    ) -> None:
+        self._out = _Destination(stream, escape)
+        self._err = _Destination(errors, escape) if errors is not None else self._out
+        self.escape = self._out.escape
+        self.keep = keep
+        self.total = 0
+        self._kept = bytearray()
+
+    @property
+    def broken_pipe(self) -> bool:
+        """True once our stdout's reader went away."""
+        return self._out.broken_pipe
+
+    def write(self, data: bytes, stream: int = STDOUT) -> None:
+        """A piece of the log, from the job's ``stream``."""
+        target = self._err if stream == STDERR else self._out
+        self.total += len(data)
+        target.write(data)
+        if self.keep:
+            self._kept += data
+            if len(self._kept) > self.keep:
+                del self._kept[: len(self._kept) - self.keep]
 
     @property
     def truncated(self) -> bool:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
@@ -36,15 +36,18 @@ class RunOptions:
     json: bool = False
     detach: bool = False
     poll_s: float = 1.0
-    log: str = "stdout"  # where the job's log goes: stdout | stderr | none (never stdout with --json)
+    log: str = "stdout"  # where the job's log goes: stdout (its stderr on stderr) | stderr | none
 
 
-def _log_stream(options: RunOptions) -> BinaryIO | None:
+def _log_sink(options: RunOptions) -> LogSink:
+    """The job's stdout on ours and its stderr on ours (``log="stdout"``), both on our stderr
+    (``log="stderr"``), or neither; with --json nothing on stdout and the log kept for the document."""
+    keep = LOG_KEEP_BYTES if options.json else 0
     if options.log == "stderr":
-        return sys.stderr.buffer
+        return LogSink(sys.stderr.buffer, keep=keep)
     if options.log == "stdout" and not options.json:
-        return sys.stdout.buffer
-    return None
+        return LogSink(sys.stdout.buffer, keep=keep, errors=sys.stderr.buffer)
+    return LogSink(None, keep=keep)
 
 
 #: above this much content, the client warns before sending (the largest files named)
@@ -81,8 +84,7 @@ class PythonRun:
         self.opts = options
         self.job_id = ""
         self.extra: dict[str, Any] = {}
-        keep = LOG_KEEP_BYTES if options.json else 0
-        self.sink = LogSink(_log_stream(options), keep=keep)
+        self.sink = _log_sink(options)
 
     def run(self) -> int:
         tar = build_tarball(self.opts.send_dir)
@@ -147,13 +149,13 @@ class PythonRun:
     def _follow_log(self) -> JobView:
         """Stream the log until the job has finished; returns the final view."""
         while True:
-            for chunk in self.client.follow_log(self.job_id, self.sink.total):
-                self.sink.write(chunk)
+            for piece in self.client.follow_log(self.job_id, self.sink.total):
+                self.sink.write(piece.data, piece.stream)
             view = self.client.status(self.job_id)
             if view.state == JobState.finished:
                 if view.log_bytes > self.sink.total:  # the stream ended early: fetch the rest
-                    for chunk in self.client.follow_log(self.job_id, self.sink.total, follow=False):
-                        self.sink.write(chunk)
+                    for piece in self.client.follow_log(self.job_id, self.sink.total, follow=False):
+                        self.sink.write(piece.data, piece.stream)
                 return view
             time.sleep(self.opts.poll_s)
 

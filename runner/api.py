@@ -34,6 +34,7 @@ from kcoral.runner.errors import (
 )
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
+from kcoral.runner.joblog import frame, read_pieces
 from kcoral.runner.models import ErrorBody, JobSpec, JobState, JobView, OutputFile
 from kcoral.runner.services import Services
 from kcoral.runner.store import JobRecord
@@ -310,6 +311,12 @@ async def job_log(
     request: Request,
     offset: int = Query(0, ge=0, le=1 << 62, description="the byte of the log to start at"),
     follow: bool = False,
+    frames: bool = Query(
+        False,
+        description="each piece framed as Docker frames an attach stream (an 8-byte header: the stream, "
+        "1 stdout, 2 stderr, 3 both; three zero bytes; the length, 32-bit big-endian), so stdout and "
+        "stderr can be told apart; offsets count the log's bytes, not the headers",
+    ),
     who: str = Depends(owner),
 ) -> StreamingResponse:
     svc = services(request)
@@ -320,28 +327,17 @@ async def job_log(
         pos = offset
         while True:
             finished = svc.store.get(job_id).state == JobState.finished
-            chunk = _read_at(path, pos)
-            while chunk:
-                pos += len(chunk)
-                yield chunk
-                chunk = _read_at(path, pos)
+            pieces = read_pieces(path, pos, _LOG_CHUNK)
+            while pieces:
+                for piece in pieces:
+                    pos += len(piece.data)
+                    yield frame(piece) if frames else piece.data
+                pieces = read_pieces(path, pos, _LOG_CHUNK)
             if finished or not follow:
                 return
             await asyncio.sleep(0.05)
 
     return StreamingResponse(stream(), media_type="application/octet-stream")
-
-
-def _read_at(path: Path, pos: int) -> bytes:
-    """Up to one chunk of the log at ``pos``; nothing past its end (however far past)."""
-    try:
-        with open(path, "rb") as f:
-            if pos >= os.fstat(f.fileno()).st_size:
-                return b""
-            f.seek(pos)
-            return f.read(_LOG_CHUNK)
-    except FileNotFoundError:
-        return b""
 
 
 @router.get("/jobs/{job_id}/outputs", responses=errors(404))

@@ -23,7 +23,9 @@ import docker.errors
 import requests.exceptions
 
 from kcoral.runner.archive import dir_usage
+from kcoral.runner.enginelog import container_output
 from kcoral.runner.errors import DISK_FULL, InfrastructureError
+from kcoral.runner.joblog import STDERR, LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.plan import ContainerStep, StepOutcome
@@ -225,13 +227,17 @@ class DockerExecutor:
         any member (deadline, cancel, a log flood, an output budget) kills them all.
         """
         started: list[_Member] = []
+        logs: dict[Path, LogWriter] = {}
         try:
             for step in steps:
+                path = step.log or job_log
+                if path not in logs:
+                    logs[path] = _open_log(path)
                 if step.output_dir is not None:
                     _prepare_output_dir(step.output_dir, step.uid)
                 leader = started[0].container.id if step.join and started else None
                 options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode(), leader)
-                member = _Member(step, self._api().containers.create(**options), step.log or job_log)
+                member = _Member(step, self._api().containers.create(**options), logs[path])
                 started.append(member)
                 member.container.start()
                 member.watch.started = time.time()
@@ -244,6 +250,8 @@ class DockerExecutor:
             for member in reversed(started):
                 if not _remove(member.container):
                     self.orphans_pending = True
+            for writer in logs.values():
+                writer.close()
 
     def _settle(self, member: _Member, killed: tuple[Verdict, str] | None) -> StepOutcome:
         """How one member ended, once its log is complete."""
@@ -251,9 +259,9 @@ class DockerExecutor:
         watch.exited.wait(30)
         for t in member.threads:
             t.join(10)
-        _catch_up_log(member.container, member.log_path, member.budget, watch, member.drop)
+        _catch_up_log(member.container, member.log, member.budget, watch, member.drop)
         if watch.dropped:
-            _note_dropped(member.log_path, member.step.name, member.budget, watch)
+            _note_dropped(member.log, member.step.name, member.budget, watch)
         killed = settle_breach(killed, watch.log_over, self.settings.limits.log_bytes)
         if killed is None and watch.log_error:
             killed = (Verdict.infrastructure_error, watch.log_error)
@@ -310,7 +318,7 @@ class _Member:
 
     step: ContainerStep
     container: Any
-    log_path: Path
+    log: LogWriter
     watch: _Watch = field(default_factory=lambda: _Watch())
     threads: list[threading.Thread] = field(default_factory=list)
     log_start: int = 0
@@ -319,7 +327,7 @@ class _Member:
     drop: bool = False
 
     def begin(self, log_cap: int) -> None:
-        self.log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.log_start = self.log.size
         self.budget = log_cap - self.log_start
         keep = self.step.log_keep
         if keep is not None and keep < self.budget:
@@ -328,7 +336,7 @@ class _Member:
         self.threads = [
             threading.Thread(target=_wait_exit, args=(self.container, self.watch), daemon=True),
             threading.Thread(
-                target=_copy_log, args=(self.container, self.log_path, self.budget, self.watch, drop), daemon=True
+                target=_copy_log, args=(self.container, self.log, self.budget, self.watch, drop), daemon=True
             ),
         ]
         for t in self.threads:
@@ -368,33 +376,38 @@ def _wait_exit(container: Any, watch: _Watch) -> None:
     watch.exited.set()
 
 
-def _copy_log(container: Any, path: Path, cap: int, watch: _Watch, drop: bool = False) -> None:
-    """The container's output into the log, up to ``cap`` bytes; past it a breach (``log_over``), or
-    with ``drop`` the rest is counted in ``dropped`` and goes nowhere."""
+def _copy_log(container: Any, sink: LogWriter, cap: int, watch: _Watch, drop: bool = False) -> None:
+    """The container's output into the log, each piece with its stream, up to ``cap`` bytes; past
+    it a breach (``log_over``), or with ``drop`` the rest is counted in ``dropped`` and goes nowhere."""
     try:
-        with open(path, "ab") as out:
-            for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
-                room = cap - watch.log_bytes
-                if room <= 0:
-                    if drop:
-                        watch.dropped += len(chunk)
-                    else:
-                        watch.log_over = True
-                    continue
-                piece = chunk[:room]
-                out.write(piece)
-                out.flush()
-                watch.log_bytes += len(piece)
-                if len(chunk) > room:
-                    if drop:
-                        watch.dropped += len(chunk) - room
-                    else:
-                        watch.log_over = True
+        for stream, chunk in container_output(container, follow=True):
+            _keep(sink, stream, chunk, cap, watch, drop)
     except _DOCKER_ERRORS as exc:
         log.warning("log stream of %s ended: %s", container.id[:12], exc)
     except OSError as exc:
         watch.log_error = _log_write_error(exc)
         log.error("job log of %s: %s", container.id[:12], watch.log_error)
+
+
+def _keep(sink: LogWriter, stream: int, chunk: bytes, cap: int, watch: _Watch, drop: bool) -> None:
+    """One piece of output into the log, as far as the cap allows."""
+    room = cap - watch.log_bytes
+    piece = chunk[: max(room, 0)]
+    if piece:
+        sink.append(stream, piece)
+        watch.log_bytes += len(piece)
+    if len(chunk) > len(piece):
+        if drop:
+            watch.dropped += len(chunk) - len(piece)
+        else:
+            watch.log_over = True
+
+
+def _open_log(path: Path) -> LogWriter:
+    try:
+        return LogWriter(path)
+    except OSError as exc:
+        raise InfrastructureError(_log_write_error(exc)) from None
 
 
 def _log_write_error(exc: OSError) -> str:
@@ -403,38 +416,30 @@ def _log_write_error(exc: OSError) -> str:
     return f"the server could not write the job's log ({exc.strerror or exc}), so the job was stopped"
 
 
-def _note_dropped(path: Path, name: str, kept: int, watch: _Watch) -> None:
+def _note_dropped(sink: LogWriter, name: str, kept: int, watch: _Watch) -> None:
     note = f"\n[kcoral: the {name} printed {watch.dropped} bytes more than the {kept} kept here; they were dropped]\n"
     try:
-        with open(path, "ab") as out:
-            out.write(note.encode())
+        sink.append(STDERR, note.encode())
         watch.log_bytes += len(note)
     except OSError as exc:
         watch.log_error = _log_write_error(exc)
 
 
-def _catch_up_log(container: Any, path: Path, cap: int, watch: _Watch, drop: bool = False) -> None:
+def _catch_up_log(container: Any, sink: LogWriter, cap: int, watch: _Watch, drop: bool = False) -> None:
     """Append what the follow stream missed (seen: a last line without a newline) from the stored log."""
-    if watch.log_over:
+    if watch.log_over or watch.log_error:
         return
+    seen, skip = 0, watch.log_bytes + watch.dropped
     try:
-        full = container.logs(stdout=True, stderr=True)
+        for stream, chunk in container_output(container, follow=False):
+            start = max(0, min(len(chunk), skip - seen))
+            seen += len(chunk)
+            if start < len(chunk):
+                _keep(sink, stream, chunk[start:], cap, watch, drop)
     except _DOCKER_ERRORS as exc:
         log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
-        return
-    missing = full[watch.log_bytes : cap]
-    if missing and not watch.log_error:
-        try:
-            with open(path, "ab") as out:
-                out.write(missing)
-            watch.log_bytes += len(missing)
-        except OSError as exc:
-            watch.log_error = _log_write_error(exc)
-    if len(full) > cap:
-        if drop:
-            watch.dropped = max(watch.dropped, len(full) - cap)
-        else:
-            watch.log_over = True
+    except OSError as exc:
+        watch.log_error = _log_write_error(exc)
 
 
 def _kill(container: Any) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kcoral.runner.errors import KcoralError
+from kcoral.runner.joblog import STDOUT, read_pieces
 from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep, Executor
 
@@ -43,7 +44,8 @@ class ImageProbe:
 
     def __init__(self, executor: Executor, python: str, scratch: Path) -> None:
         self.executor, self.python, self.scratch = executor, python, scratch
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the two dicts
+        self._asking: dict[str, threading.Lock] = {}  # one per digest: a burst of requests starts one container
         self._known: dict[str, ImageContents] = {}
 
     def contents(self, ref: str) -> ImageContents:
@@ -52,13 +54,18 @@ class ImageProbe:
         except KcoralError as exc:
             return ImageContents("", {}, exc.message)
         pinned = image.digest or image.ref
-        with self._lock:  # one probe at a time: a burst of requests starts one container
-            if pinned not in self._known:
-                found = self._ask(pinned)
-                if found.error:
-                    return found
-                self._known[pinned] = found
-            return self._known[pinned]
+        with self._lock:
+            asking = self._asking.setdefault(pinned, threading.Lock())
+        with asking:  # another image's probe does not wait for this one
+            with self._lock:
+                known = self._known.get(pinned)
+            if known is not None:
+                return known
+            found = self._ask(pinned)
+            if not found.error:
+                with self._lock:
+                    self._known[pinned] = found
+            return found
 
     def _ask(self, pinned: str) -> ImageContents:
         step = ContainerStep(command=[self.python, "-I", "-c", PROBE], env={}, working_dir="/tmp", name="probe")
@@ -72,7 +79,7 @@ class ImageProbe:
                 )[0]  # fmt: skip
             except KcoralError as exc:
                 return ImageContents("", {}, f"the image could not be asked: {exc.message}")
-            answer = log.read_bytes()[:MAX_ANSWER_BYTES] if log.is_file() else b""
+            answer = b"".join(p.data for p in read_pieces(log, 0, MAX_ANSWER_BYTES) if p.stream == STDOUT)
         if outcome.killed or outcome.exit_code != 0:
             return ImageContents("", {}, f"the image's python did not answer (exit {outcome.exit_code})")
         return parse_answer(answer)

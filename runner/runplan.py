@@ -17,6 +17,7 @@ from kcoral.runner.archive import collect_outputs
 from kcoral.runner.errors import KcoralError, disk_writes
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
+from kcoral.runner.joblog import STDOUT, LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
 from kcoral.runner.models import ImageInfo, OutputFile, Verdict
@@ -89,8 +90,8 @@ def _record(finished: Finished, plan: Plan | None, paths: JobPaths, limits: Limi
             for name, doc in finished.documents.items():
                 outputs.append(_write_json(paths, name, doc))
             if finished.log_lines:
-                with open(paths.log, "ab") as log:
-                    log.write(("\n".join(finished.log_lines) + "\n").encode())
+                with LogWriter(paths.log) as log:
+                    log.append(STDOUT, ("\n".join(finished.log_lines) + "\n").encode())
     except KcoralError as exc:
         remove_tree(paths.outputs)
         finished, outputs, notes = Finished(Verdict.infrastructure_error, reason=exc.message), [], []

@@ -41,6 +41,9 @@ class WorkloadRow(Document):
     speedup_lo: float | None = None
     speedup_hi: float | None = None
     samples: int | None = None
+    #: each side's interquartile range of its call times over their median (how much they vary)
+    baseline_spread: float | None = None
+    kernel_spread: float | None = None
     stopped_by: str | None = None
     protocol_ms: float | None = None
     idle_cpu_ms: float | None = None

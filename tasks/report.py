@@ -71,8 +71,7 @@ def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorRe
     report["passed"] = sum(1 for r in report["workloads"] if r["verdict"] == "PASS")
     report["total"] = len(workloads)
     report["inconclusive"] = unmeasured + [
-        f"{r['id']}: the speedup's 95% interval [{r['speedup_lo']:.4f}, {r['speedup_hi']:.4f}] is wider than "
-        f"x{INCONCLUSIVE_RATIO:g} from end to end: the host was too noisy to time it (evaluate again)"
+        too_uncertain(r)
         for r in report["workloads"]
         if "speedup" in r and r["speedup_hi"] > INCONCLUSIVE_RATIO * r["speedup_lo"]
     ]
@@ -89,6 +88,29 @@ def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorRe
             "max_speedup": max(c[0] for c in cis),
         }
     return report
+
+
+def too_uncertain(row: dict[str, Any]) -> str:
+    """Why a row's speedup cannot be scored, and whose times made it so: the submission's own (they
+    vary far more than the baseline's, timed in the same run on the same host: evaluating again will
+    not help) or the host's (both vary)."""
+    head = (
+        f"{row['id']}: the speedup's 95% interval [{row['speedup_lo']:.4f}, {row['speedup_hi']:.4f}] is wider "
+        f"than x{INCONCLUSIVE_RATIO:g} from end to end: "
+    )
+    mine, theirs = row["kernel_spread"], row["baseline_spread"]
+    spreads = f"interquartile range {mine:.0%} of the median; the baseline's, timed alongside it, {theirs:.0%}"
+    if mine > UNSTEADY_SPREAD and mine > UNSTEADY_FACTOR * theirs:
+        return head + f"the submission's own call times vary too much to score ({spreads})"
+    return head + f"the host was too noisy to time it (the submission's {spreads}; evaluate again)"
+
+
+def spread(xs: list[float]) -> float:
+    """The interquartile range over the median (0 for fewer than 4 samples)."""
+    if len(xs) < 4 or median(xs) <= 0:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(xs, n=4)
+    return (q3 - q1) / median(xs)
 
 
 def _result(by_id: dict[str, CaseResult], case: Case) -> CaseResult:
@@ -127,6 +149,8 @@ def timing_row(
         "speedup_lo": lo,
         "speedup_hi": hi,
         "samples": len(kern),
+        "baseline_spread": spread(base),
+        "kernel_spread": spread(kern),
         "stopped_by": timing.stopped_by + (", measured twice" if timing.remeasured else ""),
         "protocol_ms": protocol,
         "idle_cpu_ms": timing.idle_cpu_ms,
@@ -163,6 +187,10 @@ def with_lines(report: EvalReport) -> EvalReport:
 #: give intervals up to ~x1.6 wide; the supervisor samples on until x2 (TimingMethod.scorable_ratio)
 #: (bench/results/eval-spread-loaded.json)
 INCONCLUSIVE_RATIO = 3.0
+#: a submission whose call times' spread is above this and UNSTEADY_FACTOR times the baseline's (timed
+#: alongside it) is itself what cannot be timed, not the host
+UNSTEADY_SPREAD = 0.25
+UNSTEADY_FACTOR = 3.0
 #: the most lines of one workload's failure that are printed (report.json holds it whole)
 REASON_LINES = 12
 

@@ -11,6 +11,7 @@ import pytest
 
 from kcoral.cli.client import KcoralClient, normalise_base_url
 from kcoral.cli.errors import BadRequest, NotFound, ServerBusy, ServerError, ServerUnreachable, Unauthorized, UsageError
+from kcoral.runner.joblog import STDERR, STDOUT, Piece, frame
 from kcoral.runner.models import PythonSpec
 
 
@@ -127,12 +128,19 @@ def test_job_id_is_quoted() -> None:
     assert paths == ["/v1/jobs/..%2Fx"]
 
 
-def test_follow_log_streams_from_offset() -> None:
+def test_follow_log_streams_from_offset_with_each_pieces_stream() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.url.params["offset"] == "5" and request.url.params["follow"] == "true"
-        return httpx.Response(200, content=b"hello world")
+        assert request.url.params["frames"] == "true"
+        body = frame(Piece(STDOUT, b"hello ")) + frame(Piece(STDERR, b"world"))
+        return httpx.Response(200, content=body)
 
-    assert b"".join(client_for(handler).follow_log("j1", 5)) == b"hello world"
+    assert list(client_for(handler).follow_log("j1", 5)) == [Piece(STDOUT, b"hello "), Piece(STDERR, b"world")]
+
+
+def test_a_log_that_is_not_framed_is_a_server_error() -> None:
+    with pytest.raises(ServerError, match="not a log frame"):
+        list(client_for(lambda r: httpx.Response(200, content=b"hello world")).follow_log("j1"))
 
 
 def test_follow_log_error_is_translated() -> None:

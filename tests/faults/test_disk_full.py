@@ -88,6 +88,7 @@ def test_what_does_not_fit_is_refused_or_ended_clearly_and_the_slots_come_back(
             "input",
             "input.tar",
             "log",
+            "log.streams",
         ]
         assert sorted(free_slots(http)) == ["cpu0", "cpu1"]
 

@@ -20,6 +20,7 @@ import pytest
 
 from kcoral.cli.main import run
 from kcoral.cli.render import summary_line
+from kcoral.runner.joblog import STDERR, STDOUT, FrameReader
 from kcoral.runner.limits import KiB, Limits, MiB
 from kcoral.runner.models import JobView
 from tests.conftest import RunningServer, free_port
@@ -118,8 +119,9 @@ def test_python_streams_log_sends_env_and_files_and_downloads_outputs(remote, se
     assert _line(out, "env") == "1 from-local None"
     assert ast.literal_eval(_line(out, "files")) == ["argv.py", "data/in.txt", "s.py"]
     assert _line(out, "data") == "payload"
-    # the log goes to stdout exactly as the server has it (stderr of the job included)
-    assert out == remote.log(job["id"]) and "to stderr\n" in out
+    # the job's stdout on stdout, its stderr on stderr; the server's log has both, in order
+    assert "to stderr" not in out and "to stderr\n" in err
+    assert remote.log(job["id"]) == out + "to stderr\n"
     # outputs land in ./kcoral-out/JOB_ID
     dest = Path("kcoral-out") / job["id"]
     assert (dest / "res" / "out.txt").read_bytes() == b"42"
@@ -306,6 +308,30 @@ def test_logs_pass_the_servers_bytes_through_exactly(remote, capfdbinary) -> Non
     assert capfdbinary.readouterr().out == payload
     assert run(["logs", job["id"], "--offset", "3"]) == 0
     assert capfdbinary.readouterr().out == payload[3:]
+
+
+INTERLEAVED = (
+    "import sys, time\n"
+    "for i in range(3):\n"
+    "    print('out', i, flush=True); time.sleep(0.05)\n"
+    "    print('err', i, file=sys.stderr, flush=True); time.sleep(0.05)\n"
+)
+
+
+def test_logs_keep_stdout_and_stderr_apart_and_in_order(remote, capfd) -> None:
+    job, log = remote.run({"m.py": INTERLEAVED}, ["m.py"])
+    assert log == "out 0\nerr 0\nout 1\nerr 1\nout 2\nerr 2\n"  # the raw log: both, in order
+    framed = remote.http.get(f"/v1/jobs/{job['id']}/log", params={"frames": "true"}).content
+    pieces = FrameReader().feed(framed)
+    assert [(p.stream, p.data) for p in pieces] == [
+        (s, f"{name} {i}\n".encode()) for i in range(3) for s, name in ((STDOUT, "out"), (STDERR, "err"))
+    ]
+    assert run(["logs", job["id"]]) == 0
+    assert capfd.readouterr() == ("out 0\nout 1\nout 2\n", "err 0\nerr 1\nerr 2\n")
+    assert run(["logs", job["id"], "--stream", "stderr"]) == 0
+    assert capfd.readouterr() == ("err 0\nerr 1\nerr 2\n", "")
+    assert run(["logs", job["id"], "--stream", "stdout", "--offset", "6"]) == 0  # from "err 0"
+    assert capfd.readouterr() == ("out 1\nout 2\n", "")
 
 
 def test_status_jobs_cancel_json_and_human(remote, capfd) -> None:

@@ -44,15 +44,20 @@ def test_results_are_typed_and_errors_carry_the_cli_exit_code(server: RunningSer
     with Client(server.url) as kc:
         (tmp_path / "s").mkdir()
         script = "import os, sys\nprint('hi')\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o', 'w').write('1')\n"
-        (tmp_path / "s" / "m.py").write_text(script + "sys.exit(4)\n")
+        (tmp_path / "s" / "m.py").write_text(script + "print('err', file=sys.stderr)\nsys.exit(4)\n")
+        (tmp_path / "s" / "__pycache__").mkdir()
         result = kc.run(["m.py"], send=tmp_path / "s", output_dir=tmp_path / "out")
-        assert result.log == "hi\n" and result.exit_code == 4 and not result.ok and result.failure.startswith("exit")
+        assert result.log == "hi\nerr\n" and result.stderr == "err\n" and result.not_sent == ["__pycache__/"]
+        assert result.exit_code == 4 and not result.ok and result.failure.startswith("exit")
         assert [f.read_text() for f in result.files] == ["1"] and result.job.times.phases["job"] > 0
         pending = kc.run(["-c", "print(2)"], wait=False)
         assert kc.result(pending.id).log == "2\n"  # a detached job, finished later
         with pytest.raises(KcoralError) as info:
             kc.evaluate("demo/softmax", tmp_path / "s")  # no solution.py
         assert info.value.exit_code == 2
+        with pytest.raises(KcoralError, match="not a directory") as info:
+            kc.run(["m.py"], send=tmp_path / "missing")
+        assert info.value.exit_code == 2 and not (tmp_path / "missing").exists()
     with pytest.raises(ServerUnreachable) as unreachable:
         Client("http://127.0.0.1:9").tasks()
     assert unreachable.value.exit_code == 69

@@ -198,8 +198,23 @@ def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_
     report = EvalReport.model_validate(doc)
     assert report.correct and not report.ok
     lines = report_module.report_lines(report)
-    assert [line for line in lines if line.startswith("inconclusive: ")] == [f"inconclusive: {doc['inconclusive'][0]}"]
-    assert "interval [0.5000, 2.0000]" in doc["inconclusive"][0] and not [x for x in lines if x.startswith("baseline:")]
+    (why,) = doc["inconclusive"]
+    assert [line for line in lines if line.startswith("inconclusive: ")] == [f"inconclusive: {why}"]
+    assert "interval [0.5000, 2.0000]" in why and not [x for x in lines if x.startswith("baseline:")]
+    assert "the host was too noisy to time it (the submission's interquartile range 0% of the median; " in why
+
+
+def test_a_submission_whose_own_times_vary_is_told_so_not_blamed_on_the_host() -> None:
+    """The baseline steady, the submission's net time 1 or 8 in turn: the submission's doing."""
+    unsteady = Timing(
+        baseline_ms=[3.0] * 8, kernel_ms=[2.0, 9.0] * 4, null_ms=[1.0] * 8, stopped_by="budget", warmup_calls=0
+    )
+    doc = build_report({}, two_timed(), all_pass(t1=unsteady))
+    (why,) = doc["inconclusive"]
+    assert "the submission's own call times vary too much to score (interquartile range " in why
+    assert "the baseline's, timed alongside it, 0%" in why and "host" not in why
+    row = doc["workloads"][1]
+    assert row["kernel_spread"] > 1 and row["baseline_spread"] == 0
 
 
 # ----- net samples and the timing row
@@ -224,6 +239,8 @@ def test_timing_row_values() -> None:
         "speedup_lo": 2.0,
         "speedup_hi": 2.0,
         "samples": 4,
+        "baseline_spread": 0.0,
+        "kernel_spread": 0.0,
         "stopped_by": "stable",
         "protocol_ms": 0.5,
         "idle_cpu_ms": 0.25,
@@ -231,6 +248,11 @@ def test_timing_row_values() -> None:
         "early_cpu_ms": 0.75,
         "early_cpu_share": 0.0625,
     }
+
+
+def test_spread_is_the_interquartile_range_over_the_median() -> None:
+    assert report_module.spread([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(3.0 / 3.0)
+    assert report_module.spread([2.0] * 10) == 0.0 and report_module.spread([1.0, 9.0]) == 0.0
 
 
 @pytest.mark.parametrize(("nb", "nk"), [(2, 5), (5, 2), (2, 2)])

@@ -1,0 +1,189 @@
+"""A job's log: the bytes its containers printed, in the order they printed them, and which stream
+(stdout or stderr) each byte came from.
+
+``log`` holds the bytes as one combined stream (what a log offset counts). Beside it, ``log.streams``
+holds one record per change of stream: the stream's id and the offset where it starts. A log without
+that file (made before kcoral kept streams apart) is stdout throughout.
+
+The server sends a log either raw (the combined bytes) or framed the way Docker frames an attach
+stream: an 8-byte header (the stream id, three zero bytes, the length as a 32-bit big-endian number)
+before each piece, so a client can write each piece to its own file descriptor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+#: the stream ids, Docker's
+STDOUT = 1
+STDERR = 2
+#: from here on the two streams are no longer told apart (a job that switched more than
+#: MAX_SWITCHES times); a client shows such bytes on stdout
+MIXED = 3
+STREAMS = (STDOUT, STDERR, MIXED)
+
+MAX_SWITCHES = 1 << 20
+_RECORD = struct.Struct("<BQ")  # stream id, the offset where it starts
+FRAME_HEADER = struct.Struct(">BxxxL")
+
+
+def streams_path(log: Path) -> Path:
+    return log.with_name(log.name + ".streams")
+
+
+class LogWriter:
+    """Appends to one log from any thread (the containers of a group write to the same log).
+    OSError (a full disk) reaches the caller; what was written stays consistent."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._log = _open_append(path)
+        try:
+            self._index = _open_append(streams_path(path))
+        except OSError:
+            os.close(self._log)
+            raise
+        self.size = os.fstat(self._log).st_size
+        self._records = os.fstat(self._index).st_size // _RECORD.size
+        self._last = _last_stream(streams_path(path), self._records, self.size)
+
+    def append(self, stream: int, data: bytes) -> None:
+        if not data:
+            return
+        with self._lock:
+            if stream != self._last and self._last != MIXED:
+                stream = MIXED if self._records >= MAX_SWITCHES else stream
+                try:
+                    _write_all(self._index, _RECORD.pack(stream, self.size))
+                except OSError:
+                    with contextlib.suppress(OSError):  # no half record: the next append tries again
+                        os.ftruncate(self._index, self._records * _RECORD.size)
+                    raise
+                self._records += 1
+                self._last = stream
+            try:
+                _write_all(self._log, data)
+            finally:
+                self.size = os.fstat(self._log).st_size  # what reached the file, a full disk or not
+
+    def close(self) -> None:
+        """Never raises: nothing is buffered here (every append reached the kernel or failed)."""
+        with self._lock:
+            for fd in (self._log, self._index):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def __enter__(self) -> LogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _open_append(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _last_stream(index: Path, records: int, size: int) -> int | None:
+    """The stream the log's last byte came from (None for an empty log; stdout for one without records)."""
+    if records:
+        with open(index, "rb") as f:
+            f.seek((records - 1) * _RECORD.size)
+            return _RECORD.unpack(f.read(_RECORD.size))[0]
+    return STDOUT if size else None
+
+
+@dataclass(frozen=True)
+class Piece:
+    stream: int
+    data: bytes
+
+
+def read_pieces(path: Path, offset: int, limit: int) -> list[Piece]:
+    """Up to ``limit`` bytes of the log from ``offset``, split where the stream changes."""
+    try:
+        with open(path, "rb") as f:
+            if offset >= os.fstat(f.fileno()).st_size:
+                return []
+            f.seek(offset)
+            data = f.read(limit)
+    except FileNotFoundError:
+        return []
+    pieces: list[Piece] = []
+    for stream, start, end in _spans(streams_path(path), offset, offset + len(data)):
+        pieces.append(Piece(stream, data[start - offset : end - offset]))
+    return pieces
+
+
+def _spans(index: Path, begin: int, end: int) -> list[tuple[int, int, int]]:
+    """(stream, start, end) covering [begin, end) from the index: a binary search for the record
+    that holds ``begin``, then the records up to ``end``."""
+    try:
+        f = open(index, "rb")  # noqa: SIM115
+    except FileNotFoundError:
+        return [(STDOUT, begin, end)]
+    with f:
+        count = os.fstat(f.fileno()).st_size // _RECORD.size
+
+        def record(i: int) -> tuple[int, int]:
+            f.seek(i * _RECORD.size)
+            return _RECORD.unpack(f.read(_RECORD.size))
+
+        lo, hi = 0, count  # the last record whose start <= begin
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if record(mid)[1] <= begin:
+                lo = mid + 1
+            else:
+                hi = mid
+        first = lo - 1
+        stream = record(first)[0] if first >= 0 else STDOUT
+        spans: list[tuple[int, int, int]] = []
+        pos = begin
+        for i in range(first + 1, count + 1):
+            if pos >= end:
+                break
+            nxt_stream, nxt_start = record(i) if i < count else (stream, end)
+            stop = min(nxt_start, end)
+            if stop > pos:
+                spans.append((stream, pos, stop))
+                pos = stop
+            stream = nxt_stream
+        return spans
+
+
+def frame(piece: Piece) -> bytes:
+    return FRAME_HEADER.pack(piece.stream, len(piece.data)) + piece.data
+
+
+class FrameReader:
+    """Pieces back out of a framed byte stream that arrives in chunks of any size."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, chunk: bytes) -> list[Piece]:
+        self._buf += chunk
+        pieces: list[Piece] = []
+        while len(self._buf) >= FRAME_HEADER.size:
+            stream, length = FRAME_HEADER.unpack_from(self._buf)
+            if stream not in STREAMS:
+                raise ValueError(f"not a log frame (stream id {stream})")
+            end = FRAME_HEADER.size + length
+            if len(self._buf) < end:
+                break
+            pieces.append(Piece(stream, bytes(self._buf[FRAME_HEADER.size : end])))
+            del self._buf[:end]
+        return pieces

@@ -1,0 +1,95 @@
+"""A job's log keeps which stream each byte came from, read back from any offset."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from kcoral.runner import joblog
+from kcoral.runner.joblog import MIXED, STDERR, STDOUT, FrameReader, LogWriter, Piece, frame, read_pieces
+
+WRITES = [(STDOUT, b"hello "), (STDOUT, b"world\n"), (STDERR, b"oops\n"), (STDOUT, b"more\n"), (STDERR, b"!")]
+
+
+def _streams_of(pieces: list[Piece]) -> list[int]:
+    return [s for p in pieces for s in [p.stream] * len(p.data)]
+
+
+def test_every_offset_and_length_reads_back_the_bytes_with_their_streams(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    with LogWriter(path) as log:
+        for stream, data in WRITES:
+            log.append(stream, data)
+    data = b"".join(d for _, d in WRITES)
+    streams = [s for s, d in WRITES for _ in d]
+    assert path.read_bytes() == data
+    for offset in range(len(data) + 2):
+        for limit in (1, 3, 7, 100):
+            pieces = read_pieces(path, offset, limit)
+            assert b"".join(p.data for p in pieces) == data[offset : offset + limit]
+            assert _streams_of(pieces) == streams[offset : offset + limit]
+            assert all(p.data for p in pieces)  # no empty pieces
+    # a piece per change of stream, not per write
+    assert [p.stream for p in read_pieces(path, 0, 100)] == [STDOUT, STDERR, STDOUT, STDERR]
+
+
+def test_a_writer_opened_again_goes_on_with_the_same_stream(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    with LogWriter(path) as log:
+        log.append(STDERR, b"a")
+    with LogWriter(path) as log:
+        log.append(STDERR, b"b")
+        log.append(STDOUT, b"c")
+    assert read_pieces(path, 0, 10) == [Piece(STDERR, b"ab"), Piece(STDOUT, b"c")]
+
+
+def test_a_log_without_streams_is_stdout_and_a_missing_log_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "log").write_bytes(b"from before\n")
+    assert read_pieces(tmp_path / "log", 5, 100) == [Piece(STDOUT, b"before\n")]
+    assert read_pieces(tmp_path / "none", 0, 100) == []
+
+
+def test_past_the_switch_limit_the_rest_is_marked_mixed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(joblog, "MAX_SWITCHES", 4)
+    path = tmp_path / "log"
+    with LogWriter(path) as log:
+        for i in range(10):
+            log.append(STDOUT if i % 2 == 0 else STDERR, bytes([65 + i]))
+    assert read_pieces(path, 0, 100) == [
+        Piece(STDOUT, b"A"), Piece(STDERR, b"B"), Piece(STDOUT, b"C"), Piece(STDERR, b"D"), Piece(MIXED, b"EFGHIJ"),
+    ]  # fmt: skip
+    assert joblog.streams_path(path).stat().st_size == 5 * 9  # the index stops growing
+
+
+def test_writers_on_many_threads_keep_each_piece_whole(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    with LogWriter(path) as log:
+
+        def write(stream: int, mark: bytes) -> None:
+            for _ in range(300):
+                log.append(stream, mark * 50)
+
+        threads = [threading.Thread(target=write, args=(s, m)) for s, m in ((STDOUT, b"o"), (STDERR, b"e"))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    pieces = read_pieces(path, 0, 1 << 20)
+    assert all(set(p.data) == {ord("o" if p.stream == STDOUT else "e")} for p in pieces)
+    assert sum(len(p.data) for p in pieces) == 2 * 300 * 50
+
+
+def test_frames_survive_any_chunking() -> None:
+    pieces = [Piece(STDOUT, b"x" * 70000), Piece(STDERR, b"err\n"), Piece(STDOUT, b"\x00\x01")]
+    stream = b"".join(frame(p) for p in pieces)
+    for size in (1, 7, 8, 9, 4096):
+        reader = FrameReader()
+        got = [p for i in range(0, len(stream), size) for p in reader.feed(stream[i : i + size])]
+        assert got == pieces
+
+
+def test_bytes_that_are_not_frames_are_refused() -> None:
+    with pytest.raises(ValueError, match="not a log frame"):
+        FrameReader().feed(b"hello world")
