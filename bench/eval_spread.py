@@ -1,5 +1,6 @@
 """Run one candidate through the evaluation N times and report the spread of its speedups, its
-verdicts and its flags, optionally while the host is loaded (every core busy).
+verdicts, its flags and its time end to end (wall, the job's phases, the supervisor's), optionally
+while the host is loaded (every core busy).
 
     python bench/eval_spread.py [--task demo/softmax] [--candidate tasks/demo/softmax] [-n 5]
                                 [--load N] [--json FILE] [--remote URL]
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +37,12 @@ from tests.serverproc import ServerProcess  # noqa: E402
 
 
 def evaluate(client: KcoralClient, task: str, tar: Path) -> dict[str, Any]:
+    began = time.perf_counter()
     job = client.submit(EvalSpec(task=task), tar)
     for _ in client.follow_log(job.id):
         pass
     final = client.status(job.id)
+    wall = round(time.perf_counter() - began, 3)
     try:
         report = json.loads(client.read_output(job.id, "report.json"))
     except Exception as exc:  # noqa: BLE001 - a run without a report is recorded as such
@@ -55,6 +59,9 @@ def evaluate(client: KcoralClient, task: str, tar: Path) -> dict[str, Any]:
         "samples": [w.get("samples") for w in timed],
         "stopped_by": [w.get("stopped_by") for w in timed],
         "flags": report.get("flags", []),
+        "wall_s": wall,
+        "job_phases": {k: round(v, 3) for k, v in final.times.phases.items()},
+        "phases": report.get("phases", {}),
     }
 
 
@@ -121,6 +128,9 @@ def main() -> None:
             speedup_median=statistics.median(speedups),
             speedup_range_of_mean=(max(speedups) - min(speedups)) / mean,
         )
+    walls = [r["wall_s"] for r in runs if "wall_s" in r]
+    if walls:
+        summary.update(wall_s_min=min(walls), wall_s_median=statistics.median(walls), wall_s_max=max(walls))
     print(json.dumps(summary, indent=1))
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "runs": runs, "quiet_reruns": reruns}, indent=1) + "\n")

@@ -322,9 +322,13 @@ class Supervisor:
         stopped = "max_reps"
         self.gaps = []  # only the measured calls count
 
+        spent = {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0}  # for the operator's record
+
         def take_sample(i: int) -> None:
             nonlocal mismatch
+            t0 = time.monotonic()
             drawn = self.mod.make_inputs(params, self._seed(case.id, f"{label}sample/{i}"), self.device)
+            t1 = time.monotonic()
             order = [("b", base), ("c", cand), ("n", null)] if i % 2 == 0 else [("c", cand), ("b", base), ("n", null)]
             outs: dict[str, dict[str, torch.Tensor]] = {}
             for key, side in order:
@@ -332,10 +336,14 @@ class Supervisor:
                 times[key].append(ms)
                 if error and not mismatch:
                     mismatch = f"timed sample {i}: {error}"
+            t2 = time.monotonic()
             if not mismatch:
                 problem, _ = _compare(outs["c"], outs["b"], tol)
                 if problem:
                     mismatch = f"timed sample {i}: {problem}"
+            spent["drawing inputs"] += t1 - t0
+            spent["the calls"] += t2 - t1
+            spent["comparing"] += time.monotonic() - t2
 
         for i in range(self.cfg.max_reps):
             take_sample(i)
@@ -358,6 +366,12 @@ class Supervisor:
                 if i % 10 == 0 and _scorable(times, self.cfg.scorable_ratio):
                     stopped = "noisy, then settled"
                     break
+        print(
+            f"{case.workload}: {len(times['c'])} samples ({stopped}): "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
+            + f"; on the clock {sum(sum(t) for t in times.values()) / 1000:.2f} s",
+            file=sys.stderr,
+        )
         cpu = self._outside_cpu(case.workload, times)
         timing = Timing(
             baseline_ms=times["b"],
