@@ -19,7 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import httpx
@@ -39,7 +39,9 @@ from kcoral.cli.errors import (
 from kcoral.cli.paths import output_destination, safe_output_path
 from kcoral.runner.joblog import FrameReader, Piece
 from kcoral.runner.models import JobState, JobView, OutputFile, SpecBase
-from kcoral.tasks.documents import TaskContract
+
+if TYPE_CHECKING:
+    from kcoral.tasks.documents import TaskContract
 
 #: what the server makes a job id (runner.api.JOB_ID), and what a piece of one may be
 JOB_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{8}")
@@ -50,7 +52,7 @@ __all__ = ["KcoralClient", "ProgressCallback", "normalise_base_url"]
 ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(bytes_sent, bytes_total)`` while the input tar is uploaded."""
 
-CHUNK = 256 * 1024
+CHUNK = 1024 * 1024
 USER_AGENT = "kcoral-cli/0.1"
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -267,6 +269,8 @@ class KcoralClient:
         """GET /v1/tasks/{id}: the task's whole contract."""
         data = self._call("GET", f"/v1/tasks/{quote(task_id, safe='/')}", "task")
         try:
+            from kcoral.tasks.documents import TaskContract
+
             return TaskContract.model_validate(data)
         except ValidationError as exc:
             raise ServerError(f"task {task_id}: not what a kcoral server sends: {exc.errors()[0]['msg']}") from None

@@ -15,22 +15,7 @@ from typing import Annotated
 import typer
 
 from kcoral.cli.argv import RAW_ARGV
-from kcoral.cli.commands.cancel import cancel
 from kcoral.cli.commands.common import PASSTHROUGH_CONTEXT
-from kcoral.cli.commands.eval_cmd import evaluate
-from kcoral.cli.commands.gpus import gpus
-from kcoral.cli.commands.iket_cmd import OPTIONS_METAVAR as IKET_METAVAR
-from kcoral.cli.commands.iket_cmd import iket
-from kcoral.cli.commands.jobs import jobs
-from kcoral.cli.commands.logs import logs
-from kcoral.cli.commands.ncu_cmd import OPTIONS_METAVAR as NCU_METAVAR
-from kcoral.cli.commands.ncu_cmd import ncu
-from kcoral.cli.commands.python_cmd import OPTIONS_METAVAR, python
-from kcoral.cli.commands.rerun_cmd import rerun
-from kcoral.cli.commands.show_cmd import show
-from kcoral.cli.commands.status import status
-from kcoral.cli.commands.tasks_cmd import init, tasks_app
-from kcoral.cli.commands.wait_cmd import download, wait
 from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.output import (
     EXIT_INTERRUPTED,
@@ -43,7 +28,7 @@ from kcoral.cli.output import (
     print_error,
 )
 
-__all__ = ["app", "main", "register_optional_commands", "run"]
+__all__ = ["app", "main", "register_commands", "register_optional_commands", "run"]
 
 VERSION = "0.1.0"
 
@@ -74,41 +59,48 @@ def _root(
     """
 
 
-app.command("python", context_settings=PASSTHROUGH_CONTEXT, options_metavar=OPTIONS_METAVAR)(python)
-app.command("jobs")(jobs)
-app.command("status")(status)
-app.command("logs")(logs)
-app.command("cancel")(cancel)
-app.command("gpus")(gpus)
-app.command("ncu", context_settings=PASSTHROUGH_CONTEXT, options_metavar=NCU_METAVAR)(ncu)
-app.command("iket", context_settings=PASSTHROUGH_CONTEXT, options_metavar=IKET_METAVAR)(iket)
-app.command("eval")(evaluate)
-app.add_typer(tasks_app, name="tasks")
-app.command("init")(init)
-app.command("show")(show)
-app.command("rerun")(rerun)
-app.command("wait")(wait)
-app.command("download")(download)
+#: each command: its module under kcoral.cli.commands, the function (or typer app, for a group), and the
+#: name of the module's OPTIONS_METAVAR for commands that pass the rest of their line on. A command's
+#: module is imported only when that command runs (or for the list in --help): start-up is paid per
+#: command, not for all of them.
+COMMANDS: dict[str, tuple[str, str, bool]] = {
+    "python": ("python_cmd", "python", True),
+    "jobs": ("jobs", "jobs", False),
+    "status": ("status", "status", False),
+    "logs": ("logs", "logs", False),
+    "cancel": ("cancel", "cancel", False),
+    "gpus": ("gpus", "gpus", False),
+    "ncu": ("ncu_cmd", "ncu", True),
+    "iket": ("iket_cmd", "iket", True),
+    "eval": ("eval_cmd", "evaluate", False),
+    "tasks": ("tasks_cmd", "tasks_app", False),
+    "init": ("tasks_cmd", "init", False),
+    "show": ("show_cmd", "show", False),
+    "rerun": ("rerun_cmd", "rerun", False),
+    "wait": ("wait_cmd", "wait", False),
+    "download": ("wait_cmd", "download", False),
+}
+CORE_COMMANDS = frozenset(COMMANDS)
+_registered: set[str] = set()
 
-CORE_COMMANDS = frozenset(
-    {
-        "python",
-        "jobs",
-        "status",
-        "logs",
-        "cancel",
-        "gpus",
-        "ncu",
-        "iket",
-        "eval",
-        "tasks",
-        "init",
-        "show",
-        "rerun",
-        "wait",
-        "download",
-    }
-)
+
+def register_commands(names: Sequence[str] = tuple(COMMANDS)) -> None:
+    """Add these core commands to the app (each once), importing their modules."""
+    for name in names:
+        if name in _registered:
+            continue
+        module_name, attr, passthrough = COMMANDS[name]
+        module = importlib.import_module(f"kcoral.cli.commands.{module_name}")
+        target = getattr(module, attr)
+        if isinstance(target, typer.Typer):
+            app.add_typer(target, name=name)
+        elif passthrough:
+            app.command(name, context_settings=PASSTHROUGH_CONTEXT, options_metavar=module.OPTIONS_METAVAR)(target)
+        else:
+            app.command(name)(target)
+        _registered.add(name)
+
+
 _optional_registered = False
 
 
@@ -169,7 +161,10 @@ def _is_parse_error(err: Exception) -> bool:
 def run(argv: Sequence[str] | None = None) -> int:
     """Run kcoral with ``argv`` (default: sys.argv[1:]) and return the exit code; never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in CORE_COMMANDS:  # importing the server side costs time: only when needed
+    if args and args[0] in CORE_COMMANDS:
+        register_commands([args[0]])
+    else:  # --help, a server command, a mistake: every command (the server side costs time: only here)
+        register_commands()
         register_optional_commands()
     RAW_ARGV.set(args)
     JSON_EMITTED.set(False)

@@ -6,8 +6,6 @@ import contextlib
 import sys
 from collections.abc import Iterator
 
-from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
 from kcoral.cli.client import ProgressCallback
 from kcoral.cli.output import stderr
 
@@ -20,6 +18,8 @@ def upload_progress(total: int, label: str = "uploading") -> Iterator[ProgressCa
     if total <= PROGRESS_MIN_BYTES or not sys.stderr.isatty():
         yield None
         return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),

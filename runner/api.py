@@ -351,4 +351,10 @@ def get_output(job_id: str, path: str, request: Request, who: str = Depends(owne
     job = _own_job(svc, job_id, who)
     if path not in {o.path for o in job.outputs}:
         raise NotFound(f"job {job_id} has no output file {path!r}")
-    return FileResponse(safe_output_path(svc.store.paths(job_id).outputs, path), media_type="application/octet-stream")
+    return _OutputFile(safe_output_path(svc.store.paths(job_id).outputs, path), media_type="application/octet-stream")
+
+
+class _OutputFile(FileResponse):
+    """A file sent in 1 MiB reads (Starlette's 64 KiB make a thread hop per 64 KiB: ~330 MB/s)."""
+
+    chunk_size = 1 << 20

@@ -7,6 +7,7 @@ before anything is written, and output files are opened with O_NOFOLLOW after an
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import stat
@@ -85,8 +86,9 @@ def extract_upload(tar_path: Path, dest: Path, limits: Limits) -> int:
         with tarfile.open(tar_path, "r:*") as tar, disk_writes("cannot unpack the upload"):
             members = _checked_members(tar, limits)
             dest.mkdir(parents=True, exist_ok=True)
+            plain = _plain_fd(tar)
             for name, member in members:
-                _extract_one(tar, member, dest / name)
+                _extract_one(tar, member, dest / name, plain)
     except tarfile.TarError as exc:
         raise BadRequest(f"the upload is not a readable tar archive: {exc}") from None
     return sum(1 for _, m in members if m.isfile())
@@ -132,7 +134,22 @@ def _checked_members(tar: tarfile.TarFile, limits: Limits) -> list[tuple[str, ta
     return members
 
 
-def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
+def _plain_fd(tar: tarfile.TarFile) -> int | None:
+    """The file descriptor of an uncompressed tar (its members' data copied from it by the kernel)."""
+    fileobj = tar.fileobj  # a compressed tar's is its decompressor (gzip.GzipFile, ...)
+    return fileobj.fileno() if isinstance(fileobj, io.BufferedReader) else None
+
+
+def _copy_range(src: int, offset: int, size: int, dst: int) -> None:
+    while size > 0:
+        n = os.copy_file_range(src, dst, min(size, 1 << 30), offset)
+        if n == 0:
+            raise BadRequest("the upload is truncated: the archive ends inside a member")
+        offset += n
+        size -= n
+
+
+def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, plain: int | None = None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     if member.isdir():
         target.mkdir(exist_ok=True, mode=0o755)
@@ -141,11 +158,17 @@ def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) ->
         os.symlink(member.linkname, target)
     else:
         mode = 0o755 if member.mode & 0o111 else 0o644
-        src = tar.extractfile(member)
-        assert src is not None
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-        with src, os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(src, out, _CHUNK)
+        if plain is not None and not member.issparse():
+            try:
+                _copy_range(plain, member.offset_data, member.size, fd)
+            finally:
+                os.close(fd)
+        else:
+            src = tar.extractfile(member)
+            assert src is not None
+            with src, os.fdopen(fd, "wb") as out:
+                shutil.copyfileobj(src, out, _CHUNK)
         os.chmod(target, mode)
 
 

@@ -9,11 +9,19 @@ A job's life: ``created`` (spec accepted, waiting for the sent directory) -> ``q
 
 from __future__ import annotations
 
+import functools
 import shlex
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, computed_field, model_validator
+
+
+class Model(BaseModel):
+    """Every model here: its validator is built when first used, not on import (a CLI command that
+    needs two of them does not pay for all of them at start-up)."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class JobState(StrEnum):
@@ -51,17 +59,17 @@ class Verdict(StrEnum):
     infrastructure_error = "infrastructure_error"
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(Model):
     """Every error answer of the API, whatever the route or the cause."""
 
     error: str = Field(description="a stable code: bad_request, unauthorized, not_found, too_many_jobs, ...")
     message: str = Field(description="what went wrong, for a person (control characters escaped)")
 
 
-class SpecBase(BaseModel):
+class SpecBase(Model):
     """What every kind of job asks for. Unknown fields are refused (a typo must not be ignored)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: JobKindName
     image: str | None = Field(None, description="set by the server on a rerun: the image digest to run again")
@@ -183,17 +191,19 @@ JobSpec = Annotated[
         custom_error_message=f"unknown job kind; a server runs: {', '.join(JobKindName)}",
     ),
 ]
-_SPEC: TypeAdapter[PythonSpec | EvalSpec | NcuSpec | IketSpec] = TypeAdapter(JobSpec)
+@functools.cache
+def _spec_adapter() -> TypeAdapter[PythonSpec | EvalSpec | NcuSpec | IketSpec]:
+    return TypeAdapter(JobSpec)
 
 
 def parse_spec(data: str | bytes | dict[str, Any]) -> PythonSpec | EvalSpec | NcuSpec | IketSpec:
     """A JobSpec from JSON text or a dict; pydantic.ValidationError when it is not one."""
     if isinstance(data, dict):
-        return _SPEC.validate_python(data)
-    return _SPEC.validate_json(data)
+        return _spec_adapter().validate_python(data)
+    return _spec_adapter().validate_json(data)
 
 
-class GpuInfo(BaseModel):
+class GpuInfo(Model):
     index: int
     minor: int = Field(-1, description="N of /dev/nvidiaN (differs from the NVML index on some hosts)")
     uuid: str
@@ -202,18 +212,18 @@ class GpuInfo(BaseModel):
     driver: str = ""
 
 
-class ImageInfo(BaseModel):
+class ImageInfo(Model):
     ref: str
     digest: str = ""
 
 
-class OutputFile(BaseModel):
+class OutputFile(Model):
     path: str
     size: int
     sha256: str
 
 
-class StepTimes(BaseModel):
+class StepTimes(Model):
     """When one of a job's containers ran (Unix seconds, the server's clock)."""
 
     name: str
@@ -221,7 +231,7 @@ class StepTimes(BaseModel):
     ended: float
 
 
-class JobTimes(BaseModel):
+class JobTimes(Model):
     """Unix timestamps (seconds), and when each container ran."""
 
     created: float
@@ -253,7 +263,7 @@ class JobTimes(BaseModel):
         return out
 
 
-class JobView(BaseModel):
+class JobView(Model):
     """A job as the API shows it (GET /v1/jobs/{id}): what its owner may see. The server keeps its
     own record (runner.store.JobRecord); environment values never come back, only their names."""
 

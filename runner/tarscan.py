@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
+import os
 import zlib
 from pathlib import Path
 from typing import BinaryIO
@@ -61,8 +63,14 @@ def _checksum_ok(header: bytes) -> bool:
     return stored == unsigned
 
 
-def _skip(stream: BinaryIO, size: int) -> None:
+def _skip(stream: BinaryIO, size: int, end: int | None) -> None:
+    """Past a member's data: by seeking in a plain file (``end``: its size), else by reading."""
     left = size + (-size % BLOCK)
+    if end is not None:
+        if stream.tell() + left > end:
+            raise BadRequest("the upload is truncated: the archive ends inside a member")
+        stream.seek(left, 1)
+        return
     while left:
         chunk = stream.read(min(left, _READ))
         if not chunk:
@@ -77,6 +85,7 @@ def scan(path: Path, limits: Limits) -> None:
     data = headers = 0
     try:
         with _open(path) as stream:
+            end = os.fstat(stream.fileno()).st_size if isinstance(stream, io.BufferedReader) else None
             while True:
                 header = stream.read(BLOCK)
                 if len(header) < BLOCK:
@@ -100,7 +109,7 @@ def scan(path: Path, limits: Limits) -> None:
                         raise PayloadTooLarge(f"the upload unpacks to more than {limits.unpacked_bytes} bytes")
                 if headers > 2 * limits.upload_files + 2:  # each entry may have one metadata header
                     raise PayloadTooLarge(f"the upload has more than {limits.upload_files} entries")
-                _skip(stream, size)
+                _skip(stream, size, end)
     except (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as exc:
         raise BadRequest(f"the upload is truncated or its compression is corrupt: {exc}") from None
     except OSError as exc:  # bz2 and gzip report a corrupt stream as a plain OSError

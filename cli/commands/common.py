@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 
-from kcoral.cli.client import KcoralClient
 from kcoral.cli.durations import Duration
-from kcoral.cli.envvars import parse_env_options
 from kcoral.cli.errors import UsageError
-from kcoral.runner.models import SpecBase, parse_spec
+
+if TYPE_CHECKING:  # imported where used: `kcoral --help` and every command's start-up need neither
+    from kcoral.cli.client import KcoralClient
+    from kcoral.runner.models import SpecBase
 
 RemoteOption = Annotated[
     str | None,
@@ -40,6 +40,11 @@ PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
 
 def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> SpecBase:
     """A JobSpec from a command's pieces, with -e options resolved; UsageError for what the spec refuses."""
+    from pydantic import ValidationError
+
+    from kcoral.cli.envvars import parse_env_options
+    from kcoral.runner.models import parse_spec
+
     fields = {**fields, "env": parse_env_options(env_options or [], os.environ)}
     if timeout is not None:
         fields["timeout_s"] = timeout
@@ -53,6 +58,8 @@ def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: 
 
 def connect(remote: str | None, token: str | None, timeout: float = 30.0) -> KcoralClient:
     """The client for ``--remote``/``$KCORAL_REMOTE``; a clear UsageError when there is none."""
+    from kcoral.cli.client import KcoralClient
+
     if not remote:
         raise UsageError("no server given: pass --remote URL or set KCORAL_REMOTE")
     return KcoralClient(remote, token or None, timeout)

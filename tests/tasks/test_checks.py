@@ -126,3 +126,35 @@ def test_tolerance_is_immutable() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         tol.atol = 0.0  # type: ignore[misc]
     assert hash(tol) == hash(Tolerance(1.0, 2.0, 3.0))
+
+
+def oracle(out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> tuple[bool, int]:
+    """The rule as the module docstring states it, all in float64: (passes, failed elements)."""
+    o, r = out.to(torch.float64), ref.to(torch.float64)
+    if not bool(torch.isfinite(o).all()):
+        return False, -1
+    err = (o - r).abs()
+    rms_ref = float(r.pow(2).mean().sqrt()) or 1e-30
+    fails = (err > tol.atol * rms_ref) & (err / (r.abs() + 1e-8) > tol.rtol)
+    rms_ok = float((o - r).pow(2).mean().sqrt()) / rms_ref < tol.rms
+    return int(fails.sum()) == 0 and rms_ok, int(fails.sum())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+def test_the_fast_rule_gives_the_float64_rules_verdict(dtype: torch.dtype) -> None:
+    """Random outputs around a reference, some near each threshold, with a NaN now and then: the verdict
+    and the count of failed elements are the float64 rule's."""
+    gen = torch.Generator().manual_seed(7)
+    tol = Tolerance(atol=1e-2, rtol=1e-2, rms=5e-3)
+    for trial in range(200):
+        ref = torch.randn(64, 33, generator=gen) * 10 ** float(torch.randint(-3, 4, (1,), generator=gen))
+        scale = float(tol.atol * ref.pow(2).mean().sqrt()) * [0.0, 0.5, 0.99, 1.5, 4.0][trial % 5]
+        noise = torch.randn(ref.shape, generator=gen) * scale
+        out = (ref + noise).to(dtype)
+        if trial % 23 == 0:
+            out.view(-1)[trial % out.numel()] = float("nan")
+        reason, stats = compare("y", out, ref.to(dtype), tol)
+        passes, n_fail = oracle(out, ref.to(dtype), tol)
+        assert (reason is None) == passes, (trial, reason)
+        if n_fail >= 0:
+            assert stats["failed_elements"] == n_fail, trial

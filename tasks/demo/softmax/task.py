@@ -28,7 +28,7 @@ def make_inputs(params: dict[str, Any], seed: int, device: str) -> dict[str, Any
         x = torch.randint(0, 2, (rows, cols), generator=gen, device=device).float() * 2 - 1
     else:
         x = torch.randn(rows, cols, generator=gen, device=device)
-    x = x * float(params.get("scale", 1.0)) + float(params.get("loc", 0.0))
+    x.mul_(float(params.get("scale", 1.0))).add_(float(params.get("loc", 0.0)))  # in place: one tensor per draw
     frac = float(params.get("neg_inf_fraction", 0.0))
     if frac > 0 and cols > 1:
         mask = torch.rand(rows, cols, generator=gen, device=device) < frac

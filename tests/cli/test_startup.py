@@ -1,0 +1,51 @@
+"""A command imports what it needs and no more: start-up is paid per command (issue 12)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import contextlib, io, json, sys
+from kcoral.cli.main import run
+with contextlib.redirect_stdout(io.StringIO()):
+    run(sys.argv[1:])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+#: never needed to start a client command: the server side, the task documents, torch
+HEAVY = ("fastapi", "uvicorn", "docker", "starlette", "kcoral.tasks.documents", "kcoral.tasks.harness", "torch")
+
+
+def loaded(*argv: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+NOWHERE = "http://127.0.0.1:9"  # nothing answers: the command runs as far as its first request
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["python", "--remote", NOWHERE, "-c", "pass"],
+        ["status", "--remote", NOWHERE, "job"],
+        ["logs", "--remote", NOWHERE, "job"],
+        ["jobs", "--remote", NOWHERE],
+    ],
+)
+def test_a_command_loads_only_its_own_module(argv: list[str]) -> None:
+    modules = loaded(*argv)
+    commands = {m for m in modules if m.startswith("kcoral.cli.commands.") and m != "kcoral.cli.commands.common"}
+    assert len(commands) == 1, commands
+    assert not [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
+
+
+def test_the_help_lists_every_command() -> None:
+    from kcoral.cli.main import COMMANDS
+
+    out = subprocess.run([sys.executable, "-m", "kcoral", "--help"], capture_output=True, text=True).stdout
+    assert all(name in out for name in COMMANDS) and "serve" in out
