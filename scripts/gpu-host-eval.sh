@@ -2,11 +2,13 @@
 # `kcoral eval` on the GPU host: the KDA tasks with the FLA-wrapping candidate (expect 10/10 and
 # ~1.0x), candidates that must fail, and the GPU-only attacks (each must fail, or pass with no gain).
 # Writes reports under $OUT; every evaluation ends with an `expected ...: OK|UNEXPECTED` line.
-# Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASE: a|b|c|all]
+# Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASES: all, or some of
+#        a,b,c,w separated by commas; w: the template on the pinned task three more times, for the spread]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
 source scripts/gpu-host-serve.sh "$1" "$2" "$3" "$out"
 phase=${4:-all}
+has() { [ "$phase" = all ] || [[ ",$phase," == *",$1,"* ]]; }
 #: an attack that passes must not beat the honest FLA wrapper by more than this (its 95% CI spans ~±4%)
 NO_GAIN=1.05
 ev() {  # ev NAME TASK DIR EXPECT (pass | fail | no-gain): one evaluation, its report kept in $out/NAME/
@@ -44,24 +46,27 @@ cp tasks/kda/forward_b1_t8192_h96/template.py "$template/solution.py"
 attacks=tests/attacks_gpu
 small=kda/forward_b1_t512_h8
 pinned=kda/forward_b1_t8192_h96
-if [ "$phase" = all ] || [ "$phase" = a ]; then
+if has a; then
   ev small-fla $small $template pass
   ev pinned-fla-1 $pinned $template pass
   ev pinned-twice $pinned $cands/fla_twice pass
   ev pinned-fla-2 $pinned $template pass
 fi
-if [ "$phase" = all ] || [ "$phase" = b ]; then
+if has b; then
   ev attack-side-stream $small $attacks/side_stream no-gain
   ev attack-early-answer $small $attacks/early_answer no-gain
   ev attack-replay $small $attacks/replay_by_pointer fail
   ev attack-stale $small $attacks/stale_allocator fail
   ev attack-gpu-hog $small $attacks/gpu_hog fail
 fi
-if [ "$phase" = all ] || [ "$phase" = c ]; then
+if has c; then
   ev pinned-clone $pinned $cands/baseline_clone pass
   ev pinned-fla-3 $pinned $template pass
   ev pinned-standard-only $pinned $cands/standard_only fail
   ev attack-l2-persist $pinned $attacks/l2_persist no-gain
+fi
+if has w; then
+  for i in 3 4 5; do ev pinned-fla-w$i $pinned $template pass; done
 fi
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv
 kc gpus --json | python3 -c 'import json,sys; print("drained:", json.load(sys.stdin)["leases"]["drained"])'
