@@ -191,6 +191,8 @@ JobSpec = Annotated[
         custom_error_message=f"unknown job kind; a server runs: {', '.join(JobKindName)}",
     ),
 ]
+
+
 @functools.cache
 def _spec_adapter() -> TypeAdapter[PythonSpec | EvalSpec | NcuSpec | IketSpec]:
     return TypeAdapter(JobSpec)
