@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from kcoral.tasks.harness import checks, schema, shared
+from kcoral.tasks.harness import checks, pinning, schema, shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen, pair
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_pid
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
@@ -293,6 +293,32 @@ class Supervisor:
         return elapsed, side.snapshot, error
 
     def time_case(
+        self,
+        case: schema.Case,
+        cand: Side,
+        inputs: dict[str, Any],
+        specs: dict[str, tuple[tuple[int, ...], str]],
+        tol: checks.Tolerance,
+        label: str = "",
+    ) -> tuple[Timing, str]:
+        """:meth:`_time_case` with the three processes on one core for a CPU task (tasks.harness.pinning)."""
+        core = pinning.timing_core() if self.device == "cpu" else None
+        if core is None:
+            return self._time_case(case, cand, inputs, specs, tol, label)
+        self._pin(frozenset({core}))
+        try:
+            return self._time_case(case, cand, inputs, specs, tol, label)
+        finally:
+            self._pin(None)
+
+    def _pin(self, cpus: frozenset[int] | None) -> None:
+        pinning.pin(cpus)
+        message = {"op": "pin", "cpus": sorted(cpus) if cpus else None}
+        if self.baseline is not None:
+            self.baseline.ask(message)
+        self.candidate.ask(message)  # a candidate that does not answer ok only keeps its own placement
+
+    def _time_case(
         self,
         case: schema.Case,
         cand: Side,

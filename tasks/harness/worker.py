@@ -5,6 +5,7 @@ A worker does only what the supervisor tells it, on buffers the supervisor owns:
     setup {case, scalars, buffers}   map the buffers, build the case's data dict, call the factory
                                      (the submission's ``setup`` through the task, or the baseline)
     call {case}                      call that case's callable once, synchronise the device, answer
+    pin {cpus}                       every thread onto these cores (none: back to where it started)
     quit                             leave
 Every answer is ``{"ok": true}`` or ``{"ok": false, "error": "..."}``. Nothing a worker says is a
 measurement: the supervisor times each call with its own clock and checks its outputs itself.
@@ -24,7 +25,7 @@ from typing import Any
 
 import torch
 
-from kcoral.tasks.harness import shared
+from kcoral.tasks.harness import pinning, shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, connect
 from kcoral.tasks.harness.failures import describe
 from kcoral.tasks.harness.taskdef import load_task
@@ -66,6 +67,9 @@ def serve(
                 calls[message["case"]] = (lambda: None) if message.get("null") else factory(data)
                 if not callable(calls[message["case"]]):
                     raise TypeError(f"setup returned {type(calls[message['case']]).__name__}, not a callable")
+            elif op == "pin":  # the supervisor times a CPU case: every thread onto its core (or back)
+                cpus = message.get("cpus")
+                pinning.pin(frozenset(int(c) for c in cpus) if cpus else None)
             elif op == "call":
                 calls[message["case"]]()
                 if device == "cuda":
