@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,7 +189,8 @@ class Supervisor:
         self._progress(phase="workload", workload=case.workload, step="timing")
         began = time.monotonic()
         flags = len(self.interference)
-        timing, mismatch = self.time_case(case, cand, inputs, specs, tol)
+        with self._pinned():
+            timing, mismatch = self.time_case(case, cand, inputs, specs, tol)
         if len(self.interference) > flags and not mismatch:
             # A flag from one measurement may be the host's noise: measure once more, independently
             # (a fresh setup on fresh buffers, samples from other labels of the secret key: nothing
@@ -200,7 +202,8 @@ class Supervisor:
             error = self._setup(again_side, params, case)
             if error:
                 return CaseResult(case.id, Outcome.ERROR, error)
-            timing, mismatch = self.time_case(case, again_side, inputs, specs, tol, label="again/")
+            with self._pinned():
+                timing, mismatch = self.time_case(case, again_side, inputs, specs, tol, label="again/")
             again = self.interference[flags:]
             self.interference[flags:] = [f"{f} (measured twice, flagged both times)" for f in again]
             print(
@@ -292,22 +295,16 @@ class Supervisor:
             self.last_cpu = cpu_c
         return elapsed, side.snapshot, error
 
-    def time_case(
-        self,
-        case: schema.Case,
-        cand: Side,
-        inputs: dict[str, Any],
-        specs: dict[str, tuple[tuple[int, ...], str]],
-        tol: checks.Tolerance,
-        label: str = "",
-    ) -> tuple[Timing, str]:
-        """:meth:`_time_case` with the three processes on one core for a CPU task (tasks.harness.pinning)."""
+    @contextlib.contextmanager
+    def _pinned(self) -> Iterator[None]:
+        """For a CPU task, the three processes on one core while a case is timed (tasks.harness.pinning)."""
         core = pinning.timing_core() if self.device == "cpu" else None
         if core is None:
-            return self._time_case(case, cand, inputs, specs, tol, label)
+            yield
+            return
         self._pin(frozenset({core}))
         try:
-            return self._time_case(case, cand, inputs, specs, tol, label)
+            yield
         finally:
             self._pin(None)
 
@@ -318,7 +315,7 @@ class Supervisor:
             self.baseline.ask(message)
         self.candidate.ask(message)  # a candidate that does not answer ok only keeps its own placement
 
-    def _time_case(
+    def time_case(
         self,
         case: schema.Case,
         cand: Side,
