@@ -122,9 +122,8 @@ def timing_row(
 ) -> dict[str, Any]:
     """A timed workload's figures. What the submission did wrong goes to ``flags`` (a kernel time below
     the physical floor, a speedup above the task's limit: the evaluation fails); what made the times
-    unusable goes to ``unmeasured`` (too few samples, times not clear of the protocol's fixed cost, a
-    speedup that drifted between the first and the second half of the samples: the host's noise or a
-    call too short to time, and the evaluation is inconclusive, not failed)."""
+    unusable goes to ``unmeasured`` (too few samples, times not clear of the protocol's fixed cost:
+    the host's noise or a call too short to time, and the evaluation is inconclusive, not failed)."""
     base, kern = net_samples(timing.baseline_ms, timing.null_ms), net_samples(timing.kernel_ms, timing.null_ms)
     if min(len(base), len(kern)) < 3:
         unmeasured.append(f"{name}: too few timing samples ({min(len(base), len(kern))})")
@@ -143,16 +142,6 @@ def timing_row(
             "no speedup can be given"
         )
         return {"protocol_ms": protocol}
-    if len(kern) >= 2 * DRIFT_MIN_HALF:
-        half = len(kern) // 2
-        first, second = speedup_ci(base[:half], kern[:half]), speedup_ci(base[half:], kern[half:])
-        apart = first[2] < second[1] or second[2] < first[1]
-        if apart and max(first[0], second[0]) > DRIFT_RATIO * min(first[0], second[0]):
-            unmeasured.append(
-                f"{name}: the speedup drifted while it was measured (first half of the samples "
-                f"{first[0]:.4f}x [95% CI {first[1]:.4f}, {first[2]:.4f}], second half {second[0]:.4f}x "
-                f"[{second[1]:.4f}, {second[2]:.4f}]): the host changed under the measurement (evaluate again)"
-            )
     row = {
         "baseline_ms": median(base),
         "kernel_ms": median(kern),
@@ -198,14 +187,6 @@ def with_lines(report: EvalReport) -> EvalReport:
 #: give intervals up to ~x1.6 wide; the supervisor samples on until x2 (TimingMethod.scorable_ratio)
 #: (bench/results/eval-spread-loaded.json)
 INCONCLUSIVE_RATIO = 3.0
-#: a timed workload with at least twice this many samples is checked for drift: when the speedup's
-#: intervals of its first and second half of samples (in time order) do not overlap, the host changed
-#: during the measurement and the evaluation is inconclusive. Seen on the H200: a no-gain candidate measured 1.225x
-#: [1.116, 1.301] (halves 1.011x [0.949, 1.129] and 1.346x [1.274, 1.402]; bench/results/gpu-host-issue12)
-DRIFT_MIN_HALF = 5
-#: ... and their point speedups may differ by at most this factor (a tight GPU timing's halves may be
-#: apart by a percent: no drift worth refusing a score for)
-DRIFT_RATIO = 1.10
 #: a submission whose call times' spread is above this and UNSTEADY_FACTOR times the baseline's (timed
 #: alongside it) is itself what cannot be timed, not the host
 UNSTEADY_SPREAD = 0.25
