@@ -27,7 +27,9 @@ STDERR = 2
 MIXED = 3
 STREAMS = (STDOUT, STDERR, MIXED)
 
-MAX_SWITCHES = 1 << 20
+#: at most this many records (9 bytes each: 576 KiB, a few percent of the 16 MiB log budget, which
+#: the index is not charged to); a job that alternates 1-byte writes reaches it after 64 Ki bytes
+MAX_SWITCHES = 1 << 16
 _RECORD = struct.Struct("<BQ")  # stream id, the offset where it starts
 FRAME_HEADER = struct.Struct(">BxxxL")
 
@@ -50,7 +52,7 @@ class LogWriter:
             os.close(self._log)
             raise
         self.size = os.fstat(self._log).st_size
-        self._records = os.fstat(self._index).st_size // _RECORD.size
+        self._records = _drop_dangling(self._index, streams_path(path), self.size)
         self._last = _last_stream(streams_path(path), self._records, self.size)
 
     def append(self, stream: int, data: bytes) -> None:
@@ -94,6 +96,21 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _drop_dangling(fd: int, index: Path, size: int) -> int:
+    """The index's whole records, less those at or past the log's end (a writer stopped between a
+    record and its bytes, or a half record): the next append starts clean. Returns how many remain."""
+    records = os.fstat(fd).st_size // _RECORD.size
+    with open(index, "rb") as f:
+        while records:
+            f.seek((records - 1) * _RECORD.size)
+            if _RECORD.unpack(f.read(_RECORD.size))[1] < size:
+                break
+            records -= 1
+    if os.fstat(fd).st_size != records * _RECORD.size:
+        os.ftruncate(fd, records * _RECORD.size)
+    return records
 
 
 def _last_stream(index: Path, records: int, size: int) -> int | None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+from kcoral.runner import joblog
+
 SCRIPT = """
 import os, sys
 print("args", sys.argv[1:])
@@ -66,3 +68,19 @@ def test_log_is_byte_exact_including_an_unterminated_last_line(server):
         raw = server.http.get(f"/v1/jobs/{job['id']}/log").content
         assert raw == b"a\xff\xfe\x00b\r\n\xe2\x82\xac no newline"
         assert job["log_bytes"] == len(raw)
+
+
+def test_a_job_switching_streams_on_every_line_keeps_its_bytes_and_a_bounded_index(server, monkeypatch):
+    # the engine cuts a log at newlines (a partial line waits for its end), so a switch per line is
+    # the most a job can make
+    monkeypatch.setattr(joblog, "MAX_SWITCHES", 16)
+    script = "import os\nfor i in range(2000):\n    os.write(1 + i % 2, b'oe'[i % 2:i % 2 + 1] + b'\\n')\n"
+    job, _ = server.run({"m.py": script}, ["m.py"])
+    assert job["verdict"] == "ok" and job["log_bytes"] == 4000, job
+    framed = server.http.get(f"/v1/jobs/{job['id']}/log", params={"frames": "true"}).content
+    pieces = joblog.FrameReader().feed(framed)
+    assert b"".join(p.data for p in pieces).count(b"o\n") == 1000 and len(pieces) == 17
+    assert all(set(p.data) == {ord("o" if p.stream == joblog.STDOUT else "e"), 10} for p in pieces[:-1])
+    assert pieces[-1].stream == joblog.MIXED  # past the cap the rest is one piece, shown on stdout
+    index = joblog.streams_path(server.services.store.paths(job["id"]).log)
+    assert index.stat().st_size == 17 * 9

@@ -93,3 +93,25 @@ def test_frames_survive_any_chunking() -> None:
 def test_bytes_that_are_not_frames_are_refused() -> None:
     with pytest.raises(ValueError, match="not a log frame"):
         FrameReader().feed(b"hello world")
+
+
+def test_a_record_whose_bytes_never_came_is_harmless(tmp_path: Path) -> None:
+    """A server killed between an index record and its data leaves a record at the log's end."""
+    path = tmp_path / "log"
+    with LogWriter(path) as log:
+        log.append(STDOUT, b"out")
+    with open(joblog.streams_path(path), "ab") as index:  # the record of a stderr write that never landed
+        index.write(joblog._RECORD.pack(STDERR, 3))
+    assert read_pieces(path, 0, 100) == [Piece(STDOUT, b"out")]
+    with LogWriter(path) as log:  # the next server goes on from there, in either stream
+        log.append(STDOUT, b"!")
+        log.append(STDERR, b"err")
+    assert read_pieces(path, 0, 100) == [Piece(STDOUT, b"out!"), Piece(STDERR, b"err")]
+    assert read_pieces(path, 3, 2) == [Piece(STDOUT, b"!"), Piece(STDERR, b"e")]
+
+
+def test_the_index_a_job_can_force_is_small_beside_its_log_budget() -> None:
+    """The index is not charged to the log budget: the most a job can make it grow stays small."""
+    from kcoral.runner.limits import Limits
+
+    assert Limits().log_bytes // 16 >= (joblog.MAX_SWITCHES + 1) * 9
