@@ -10,10 +10,11 @@ import pytest
 
 PROBE = """
 import contextlib, io, json, sys
-from kcoral.cli.main import run
-with contextlib.redirect_stdout(io.StringIO()):
-    run(sys.argv[1:])
-print(json.dumps(sorted(sys.modules)))
+from kcoral.cli.main import main
+sys.argv[0] = "kcoral"
+with contextlib.redirect_stdout(io.TextIOWrapper(io.BytesIO())), contextlib.suppress(SystemExit):
+    main()
+print(json.dumps(sorted(m for m, module in sys.modules.items() if module is not None)))
 """
 
 #: never needed to start a client command: the server side, the task documents, torch
@@ -42,6 +43,19 @@ def test_a_command_loads_only_its_own_module(argv: list[str]) -> None:
     commands = {m for m in modules if m.startswith("kcoral.cli.commands.") and m != "kcoral.cli.commands.common"}
     assert len(commands) == 1, commands
     assert not [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
+    assert not modules & {"trio", "anyio", "httpx._main", "click"}  # the HTTP client's unused parts
+
+
+def test_a_plain_http_client_loads_no_certificates_and_https_still_verifies() -> None:
+    import ssl
+
+    from kcoral.cli.client import KcoralClient
+
+    with KcoralClient("https://kcoral.example") as client:
+        context = client._http._transport._pool._ssl_context  # type: ignore[attr-defined]
+        assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    with KcoralClient("http://127.0.0.1:9") as client:
+        assert client._http.follow_redirects is False  # nothing can lead it to a TLS host unverified
 
 
 def test_the_help_lists_every_command() -> None:
