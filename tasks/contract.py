@@ -37,7 +37,9 @@ TIMING_METHOD = (
 )
 SCORE = (
     "speedup = the baseline's median time / the submission's median time per timed workload, with a "
-    "95% interval; the score is their geometric mean. The evaluation passes (exit 0) only when the "
+    "95% interval (a paired bootstrap, widened to cover each time-ordered half's own interval: a host "
+    "whose speed changed while it was timed gets a wider interval, never a false gain); the score is "
+    "their geometric mean. The evaluation passes (exit 0) only when the "
     "holdout passes, every workload passes and nothing is flagged: CPU work between or before calls, "
     "a kernel time below floor_ms, a speedup above max_speedup, the GPU busy with other work."
 )

@@ -41,6 +41,10 @@ class WorkloadRow(Document):
     speedup_lo: float | None = None
     speedup_hi: float | None = None
     samples: int | None = None
+    #: the speedups of the samples' first and second halves in time order (the interval covers both)
+    speedup_halves: list[float] | None = None
+    #: the halves differ by more than 5%: the host's speed changed during the measurement
+    drifted: bool | None = None
     #: each side's interquartile range of its call times over their median (how much they vary)
     baseline_spread: float | None = None
     kernel_spread: float | None = None

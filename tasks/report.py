@@ -18,7 +18,7 @@ from typing import Any
 from kcoral.runner.printable import printable
 from kcoral.tasks.documents import EvalReport, SampleTimes
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
-from kcoral.tasks.harness.stats import geomean_ci, median, net_samples, speedup_ci
+from kcoral.tasks.harness.stats import geomean_ci, median, net_samples, speedup_interval
 
 
 def build_report(
@@ -135,7 +135,8 @@ def timing_row(
             "the call is too short to measure this way"
         )
         return {"protocol_ms": protocol}
-    s, lo, hi = speedup_ci(base, kern)
+    estimate = speedup_interval(base, kern)
+    s, lo, hi = estimate.speedup, estimate.lo, estimate.hi
     if lo <= 0 or not math.isfinite(hi):
         unmeasured.append(
             f"{name}: the call times do not stand clear of the protocol's fixed cost ({protocol:.4f} ms): "
@@ -149,6 +150,8 @@ def timing_row(
         "speedup_lo": lo,
         "speedup_hi": hi,
         "samples": len(kern),
+        "speedup_halves": list(estimate.halves) if estimate.halves else None,
+        "drifted": estimate.drifted,
         "baseline_spread": spread(base),
         "kernel_spread": spread(kern),
         "stopped_by": timing.stopped_by + (", measured twice" if timing.remeasured else ""),
@@ -241,6 +244,12 @@ def report_lines(report: EvalReport) -> list[str]:
                 f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]"
                 f"  n={row.samples} ({row.stopped_by}; protocol {row.protocol_ms:.4f} ms per call "
                 f"subtracted)"
+            )
+        if row.drifted and row.speedup_halves:
+            first, second = row.speedup_halves
+            lines.append(
+                f"    the host's speed changed while it was timed: the first half of the samples gave "
+                f"{first:.4f}x, the second {second:.4f}x (the interval covers both)"
             )
         if row.reason and row.reason in shown:
             lines.append(f"    the same failure as workload {shown[row.reason]}")

@@ -43,7 +43,7 @@ from kcoral.tasks.harness import checks, pinning, schema, shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen, pair
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_pid
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
-from kcoral.tasks.harness.stats import median, median_rse, net_samples, speedup_ci
+from kcoral.tasks.harness.stats import median, median_rse, net_samples, speedup_interval
 from kcoral.tasks.harness.taskdef import load_task
 
 _ns = time.perf_counter_ns
@@ -491,8 +491,8 @@ def _scorable(times: dict[str, list[float]], ratio: float) -> bool:
     base, cand = net_samples(times["b"], times["n"]), net_samples(times["c"], times["n"])
     if min(len(base), len(cand)) < 3 or median(base) <= 0 or median(cand) <= 0:
         return False
-    _, lo, hi = speedup_ci(base, cand, resamples=200)
-    return lo > 0 and hi <= ratio * lo
+    estimate = speedup_interval(base, cand, resamples=200)
+    return estimate.lo > 0 and estimate.hi <= ratio * estimate.lo
 
 
 def _poison(tensors: dict[str, torch.Tensor]) -> None:

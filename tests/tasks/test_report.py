@@ -239,6 +239,8 @@ def test_timing_row_values() -> None:
         "speedup_lo": 2.0,
         "speedup_hi": 2.0,
         "samples": 4,
+        "speedup_halves": None,  # too few samples for halves of their own
+        "drifted": False,
         "baseline_spread": 0.0,
         "kernel_spread": 0.0,
         "stopped_by": "stable",
@@ -499,3 +501,22 @@ def test_a_check_reports_the_workloads_without_a_holdout_or_a_score() -> None:
     lines = report_module.report_lines(report)
     assert lines[0] == "check: the public workloads' correctness only (no holdout, nothing timed, no score)"
     assert lines[-1] == "passed: 3/3 (a check: no score)"
+
+
+def test_a_measurement_that_drifted_says_so_and_its_interval_covers_both_halves() -> None:
+    null = [1.0] * 20
+    steady = Timing([3.0, 3.02] * 10, [2.0, 2.02] * 10, null, "stable", 3)
+    drifted = Timing([3.0, 3.02] * 10, [3.0, 3.02] * 5 + [1.5, 1.52] * 5, null, "max_reps", 3)
+    report = build_report({}, two_timed(), all_pass(steady, drifted))
+    rows = {r["id"]: r for r in report["workloads"]}
+    assert rows["small"]["drifted"] is False and rows["small"]["speedup_halves"] == [pytest.approx(2.0, rel=0.01)] * 2
+    large = rows["large"]
+    assert large["drifted"] is True and large["speedup_halves"] == [1.0, pytest.approx(2.01 / 0.51)]
+    assert large["speedup_lo"] <= 1.0 and large["speedup_hi"] >= 3.9
+    lines = report_lines(report)
+    at = lines.index(next(line for line in lines if line.startswith("workload large")))
+    assert lines[at + 2] == (
+        "    the host's speed changed while it was timed: the first half of the samples gave 1.0000x, "
+        "the second 3.9412x (the interval covers both)"
+    )
+    assert not any("speed changed" in line for line in lines[:at])

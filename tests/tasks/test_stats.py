@@ -114,3 +114,36 @@ def test_geomean_and_interval_use_each_bound() -> None:
     assert math.isnan(geomean([]))
     g, lo, hi = geomean_ci([(4.0, 1.0, 9.0), (1.0, 4.0, 1.0)])
     assert (g, lo, hi) == (pytest.approx(2.0), pytest.approx(2.0), pytest.approx(3.0))
+
+
+def _noisy(n: int, centre: float, seed: int) -> list[float]:
+    import random
+
+    rng = random.Random(seed)
+    return [centre * (1 + rng.gauss(0, 0.01)) for _ in range(n)]
+
+
+def test_a_measurement_whose_host_changed_half_way_gets_an_interval_covering_both_halves() -> None:
+    """The H200 case: the pooled interval claimed a gain ([1.116, 1.301]) neither half agreed on."""
+    base = _noisy(60, 1.0, 1)
+    cand = _noisy(30, 1.0, 2) + _noisy(30, 0.75, 3)  # the candidate's side sped up at sample 30
+    pooled = speedup_ci(base, cand)
+    widened = stats.speedup_interval(base, cand)
+    assert widened.speedup == pooled[0]
+    assert pooled[1] > 1.0  # alone it excludes "no gain"
+    assert widened.lo <= 1.0 < 1.3 <= widened.hi  # the first half's ~1.0x and the second's ~1.33x
+    assert widened.halves == (pytest.approx(1.0, abs=0.02), pytest.approx(1 / 0.75, rel=0.02))
+    assert widened.drifted
+
+
+def test_a_steady_measurement_keeps_its_interval_about_as_it_was() -> None:
+    base, cand = _noisy(60, 1.0, 4), _noisy(60, 0.5, 5)
+    pooled, widened = speedup_ci(base, cand), stats.speedup_interval(base, cand)
+    assert not widened.drifted and widened.halves is not None
+    assert widened.lo <= pooled[1] and widened.hi >= pooled[2]
+    assert (widened.hi - widened.lo) < 2 * (pooled[2] - pooled[1])  # each half has half the samples
+
+
+def test_too_few_samples_for_halves_leave_the_pooled_interval() -> None:
+    base, cand = _noisy(9, 1.0, 6), _noisy(9, 0.5, 7)
+    assert stats.speedup_interval(base, cand) == stats.Speedup(*speedup_ci(base, cand))
