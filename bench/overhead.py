@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -34,9 +35,11 @@ from tests.serverproc import ServerProcess  # noqa: E402
 COMMAND = ["python3", "-c", "pass"]
 
 
-def bare_run(image: str) -> float:
+def bare_run(image: str, docker_args: list[str], python: str) -> float:
     t0 = time.perf_counter()
-    subprocess.run(["docker", "run", "--rm", image, *COMMAND], check=True, capture_output=True)
+    subprocess.run(
+        ["docker", "run", "--rm", *docker_args, image, python, *COMMAND[1:]], check=True, capture_output=True
+    )
     return time.perf_counter() - t0
 
 
@@ -59,7 +62,7 @@ def cli_run(url: str, send: Path) -> float:
         check=True,
         capture_output=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])},
     )
     return time.perf_counter() - t0
 
@@ -106,7 +109,15 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=4, help="server CPU slots (concurrent jobs)")
     parser.add_argument("--remote", help="use a running server instead of starting one")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--bare-args",
+        default="",
+        help="more `docker run` options for the bare run, so that it starts what the server's job starts "
+        "(on a host-toolchain GPU host: its read-only mounts and the GPU's device nodes)",
+    )
+    parser.add_argument("--python", default="python3", help="the interpreter the bare run starts")
     args = parser.parse_args()
+    bare_args = shlex.split(args.bare_args)
 
     with tempfile.TemporaryDirectory() as tmp:
         send = Path(tmp) / "send"
@@ -116,11 +127,11 @@ def main() -> None:
         url = args.remote or server.url
         try:
             with KcoralClient(url, timeout=120) as client:
-                bare_run(args.image)
+                bare_run(args.image, bare_args, args.python)
                 library_run(client, tarball.path)
                 bare, library, cli = [], [], []
                 for _ in range(args.runs):  # interleaved, so drift hits all three alike
-                    bare.append(bare_run(args.image))
+                    bare.append(bare_run(args.image, bare_args, args.python))
                     library.append(library_run(client, tarball.path))
                     cli.append(cli_run(url, send))
             jobs_per_s = throughput(url, tarball.path, args.clients, args.jobs_per_client)
@@ -130,6 +141,7 @@ def main() -> None:
 
     result = {
         "image": args.image,
+        "bare_args": bare_args,
         "bare": summary(bare),
         "library": summary(library),
         "cli": summary(cli),

@@ -3,7 +3,8 @@
 # ~1.0x), candidates that must fail, and the GPU-only attacks (each must fail, or pass with no gain).
 # Writes reports under $OUT; every evaluation ends with an `expected ...: OK|UNEXPECTED` line.
 # Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASES: all, or some of
-#        a,b,c,w separated by commas; w: the template on the pinned task three more times, for the spread]
+#        a,b,c,p,o,w separated by commas; w: the template on the pinned task three more times, for the spread;
+#        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
 source scripts/gpu-host-serve.sh "$1" "$2" "$3" "$out"
@@ -64,6 +65,19 @@ if has c; then
   ev pinned-fla-3 $pinned $template pass
   ev pinned-standard-only $pinned $cands/standard_only fail
   ev attack-l2-persist $pinned $attacks/l2_persist no-gain
+fi
+if has p; then  # the pinned task only: the template three times (the spread) and the work-twice candidate
+  ev pinned-fla-1 $pinned $template pass
+  ev pinned-twice $pinned $cands/fla_twice pass
+  ev pinned-fla-2 $pinned $template pass
+  ev pinned-fla-3 $pinned $template pass
+fi
+if has o; then  # per-job overhead: a trivial job through the library and the CLI against a bare `docker run`
+  # of the same image, interpreter, read-only host mounts and GPU device nodes
+  mounts=""; for d in /usr /lib /lib64 /bin /sbin /opt /etc; do [ -d $d ] && mounts+=" -v $d:$d:ro"; done
+  devs=""; for d in /dev/nvidia0 /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-uvm-tools; do [ -e $d ] && devs+=" --device $d"; done
+  python3 bench/overhead.py --remote "$KCORAL_REMOTE" --image kcoral-toolchain:latest --python "$(command -v python3)" \
+    --bare-args "--network none$mounts$devs" --runs 10 --clients 2 --jobs-per-client 3 --json "$out/overhead.json"
 fi
 if has w; then
   for i in 3 4 5; do ev pinned-fla-w$i $pinned $template pass; done
