@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Collection
@@ -22,6 +23,7 @@ import docker
 import docker.errors
 import requests.exceptions
 
+from kcoral.runner import standby
 from kcoral.runner.archive import dir_usage
 from kcoral.runner.enginelog import container_output
 from kcoral.runner.errors import DISK_FULL, InfrastructureError
@@ -29,8 +31,10 @@ from kcoral.runner.joblog import STDERR, LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.plan import ContainerStep, StepOutcome
-from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, container_options
+from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, LABEL_STEP, container_options
 from kcoral.runner.settings import Settings
+from kcoral.runner.standby import Fit, Standby, StandbyPool
+from kcoral.runner.store import jobs_dir
 
 log = logging.getLogger("kcoral.executor")
 _DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
@@ -73,7 +77,16 @@ class DockerExecutor:
         self._retry_at = 0.0
         #: containers were left behind (the engine was gone when they should have been removed)
         self.orphans_pending = False
+        #: containers started ahead of time for the next job of each lease (runner.standby)
+        self.standbys = StandbyPool(settings.data_dir / "standby") if settings.standby else None
+        if self.standbys is not None:
+            self.standbys.clear_folders()
         self._connect()
+
+    def close(self) -> None:
+        """The server stops: the standby containers go (running jobs' containers are the scheduler's)."""
+        if self.standbys is not None:
+            self.standbys.close(self._discard)
 
     # --- engine facts ---------------------------------------------------------------------------
 
@@ -201,7 +214,7 @@ class DockerExecutor:
         try:
             label = f"{LABEL_INSTANCE}={self.settings.instance}"
             found = self._api().containers.list(all=True, filters={"label": label})
-            gone = [c for c in found if c.labels.get(LABEL_JOB) not in keep]
+            gone = [c for c in found if _job_of(c) not in keep]
             for c in gone:
                 c.remove(force=True)
             return len(gone)
@@ -228,18 +241,27 @@ class DockerExecutor:
         """
         started: list[_Member] = []
         logs: dict[Path, LogWriter] = {}
+        refill: tuple[Fit, dict[str, object]] | None = None
         try:
             for step in steps:
                 path = step.log or job_log
                 if path not in logs:
                     logs[path] = _open_log(path)
-                if step.output_dir is not None:
-                    _prepare_output_dir(step.output_dir, step.uid)
                 leader = started[0].container.id if step.join and started else None
                 options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode(), leader)
-                member = _Member(step, self._api().containers.create(**options), logs[path])
-                started.append(member)
-                member.container.start()
+                fits = self._fit(job_id, options) if len(steps) == 1 else None
+                taken = self._take_standby(job_id, lease, fits, options) if fits is not None else None
+                if taken is None:
+                    if step.output_dir is not None:
+                        _prepare_output_dir(step.output_dir, step.uid)
+                    member = _Member(step, self._api().containers.create(**options), logs[path])
+                    started.append(member)
+                    member.container.start()
+                else:
+                    member = _Member(step, taken.container, logs[path], standby=(fits, taken))
+                    started.append(member)
+                if fits is not None:
+                    refill = (fits, options)
                 member.watch.started = time.time()
                 member.begin(self.settings.limits.log_bytes)
             killed = self._watch(started, deadline, cancel)
@@ -250,8 +272,93 @@ class DockerExecutor:
             for member in reversed(started):
                 if not _remove(member.container):
                     self.orphans_pending = True
+                if member.standby is not None:
+                    self._return_folders(*member.standby)
             for writer in logs.values():
                 writer.close()
+            if refill is not None and self.standbys is not None:
+                fits, options = refill
+                self.standbys.refill(
+                    lease.name, fits.key, lambda folder: self._make_standby(folder, options, fits), self._discard
+                )
+
+    # --- standby containers (runner.standby) ---------------------------------------------------------
+
+    def _fit(self, job_id: str, options: dict[str, object]) -> Fit | None:
+        if self.standbys is None:
+            return None
+        return standby.fit(options, jobs_dir(self.settings.data_dir) / job_id, self.settings.python)
+
+    def _take_standby(self, job_id: str, lease: Lease, fits: Fit, options: dict[str, object]) -> Standby | None:
+        """The lease's standby, now running this job; None when there is none that fits (or the
+        hand-over failed: the job's folders are back where they were, the standby is gone)."""
+        assert self.standbys is not None
+        ready = self.standbys.take(lease.name, fits.key)
+        if ready is None:
+            return None
+        try:
+            standby.swap_in(fits.folders, ready.folders)
+            ready.container.rename(f"kcoral-{job_id}")  # the job's name on the engine (no label can be added)
+            socket = self._api().api.attach_socket(ready.container.id, params={"stdin": 1, "stream": 1})
+            raw = getattr(socket, "_sock", socket)
+            try:
+                raw.sendall(standby.hand_over_message(options))
+            finally:
+                raw.close()  # the end of the attach stream: the engine closes the container's stdin
+                socket.close()
+            return ready
+        except (OSError, *_DOCKER_ERRORS) as exc:
+            log.warning("the standby for %s could not take job %s (%s): it starts its own", lease.name, job_id, exc)
+            _remove(ready.container)
+            try:
+                standby.undo_swap_in(fits.folders, ready.folders)
+            except OSError as undo:
+                raise InfrastructureError(f"the job's files could not be moved back from a standby: {undo}") from None
+            self._discard(ready)
+            return None
+
+    def _make_standby(self, folder: Path, options: dict[str, object], fits: Fit) -> Standby:
+        """A container with ``options`` but its own folders, waiting for a job on its stdin."""
+        folder.mkdir(parents=True)
+        own = []
+        volumes = {k: v for k, v in dict(options["volumes"]).items() if Path(k) not in fits.folders}  # type: ignore[call-overload]
+        for i, (target, mode) in enumerate(zip(fits.targets, fits.modes, strict=True)):
+            mine = folder / f"m{i}"
+            mine.mkdir()
+            if mode == "rw":
+                _prepare_output_dir(mine, int(str(options["user"]).split(":")[0]))
+            volumes[str(mine)] = {"bind": target, "mode": mode}
+            own.append(mine)
+        labels = {LABEL_INSTANCE: self.settings.instance, LABEL_STEP: "standby", standby.LABEL_STANDBY: fits.key}
+        made = dict(options)
+        made.update(
+            command=[self.settings.python, "-I", "-S", "-c", standby.LAUNCHER],
+            environment={},
+            labels=labels,
+            volumes=volumes,
+            stdin_open=True,
+            detach=False,  # docker-py: with stdin_open, the container's stdin closes after the hand-over
+        )
+        container = self._api().containers.create(**made)
+        try:
+            container.start()
+        except _DOCKER_ERRORS:
+            _remove(container)
+            raise
+        return Standby(container, fits.key, folder, tuple(own))
+
+    def _return_folders(self, fits: Fit, taken: Standby) -> None:
+        """After the job's container is gone: its folders back in the job's place."""
+        try:
+            standby.swap_back(fits.folders, taken.folders)
+        except OSError as exc:
+            log.error("the folders of job container %s could not be put back: %s", taken.container.id[:12], exc)
+        shutil.rmtree(taken.root, ignore_errors=True)
+
+    def _discard(self, waiting: Standby) -> None:
+        if not _remove(waiting.container):
+            self.orphans_pending = True
+        shutil.rmtree(waiting.root, ignore_errors=True)
 
     def _settle(self, member: _Member, killed: tuple[Verdict, str] | None) -> StepOutcome:
         """How one member ended, once its log is complete."""
@@ -300,9 +407,9 @@ class DockerExecutor:
                 return (Verdict.infrastructure_error, m.watch.log_error)
             if m.watch.log_over:
                 return (Verdict.output_limit, f"the job printed more than {limits.log_bytes} bytes and was killed")
-            if m.step.output_dir is not None:
+            if m.output_dir is not None:
                 budget = m.step.output_budget or limits.output_bytes
-                usage = dir_usage(m.step.output_dir, limits.output_files * 2, limits.output_depth)
+                usage = dir_usage(m.output_dir, limits.output_files * 2, limits.output_depth)
                 if usage.bytes > budget or usage.entries > limits.output_files * 2 or usage.too_deep:
                     return (
                         Verdict.output_limit,
@@ -325,6 +432,17 @@ class _Member:
     budget: int = 0
     #: past its budget the output is dropped (the step's own log_keep), not a breach
     drop: bool = False
+    #: the standby this member runs in, and how the job's folders map onto its own
+    standby: tuple[Fit, Standby] | None = None
+
+    @property
+    def output_dir(self) -> Path | None:
+        """Where the step's output is while it runs (a standby's own folder, for one in a standby)."""
+        out = self.step.output_dir
+        if out is None or self.standby is None:
+            return out
+        fits, taken = self.standby
+        return taken.folders[fits.folders.index(out)] if out in fits.folders else out
 
     def begin(self, log_cap: int) -> None:
         self.log_start = self.log.size
@@ -440,6 +558,12 @@ def _catch_up_log(container: Any, sink: LogWriter, cap: int, watch: _Watch, drop
         log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
     except OSError as exc:
         watch.log_error = _log_write_error(exc)
+
+
+def _job_of(container: Any) -> str:
+    """The job a container runs: its label, or for a standby that took a job, its name."""
+    name = getattr(container, "name", "") or ""
+    return container.labels.get(LABEL_JOB) or (name[len("kcoral-") :] if name.startswith("kcoral-") else "")
 
 
 def _kill(container: Any) -> None:

@@ -163,6 +163,9 @@ class Executor(EngineFacts, Protocol):
 
     def engine(self) -> dict[str, Any]: ...
 
+    def close(self) -> None:
+        """The server stops: what the executor keeps ready for later jobs goes."""
+
 
 def judge(outcome: StepOutcome, limits: Limits) -> Finished:
     """The verdict of a step: the breach it was killed for, the OOM killer, or its exit code."""

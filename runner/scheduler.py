@@ -119,6 +119,7 @@ class Scheduler:
             log.warning("interrupting %d running job(s): %s", len(left), ", ".join(left))
         for worker in self._running_workers():
             worker.join(60)
+        self.executor.close()
         self._record_pending()
 
     def _running_workers(self) -> list[threading.Thread]:

@@ -60,6 +60,9 @@ def serve(
     shutdown_grace: float = typer.Option(
         30.0, min=0, help="on SIGTERM: seconds running jobs get to finish before they are interrupted"
     ),
+    standby: bool = typer.Option(
+        True, help="keep a container started ahead of time per slot, for the next python job (runner.standby)"
+    ),
 ) -> None:
     """Run the kcoral job server."""
     if gpu_mode not in ("auto", "runtime", "devices"):
@@ -81,6 +84,7 @@ def serve(
         ncu_image=ncu_image,
         iket_image=iket_image,
         shutdown_grace_s=shutdown_grace,
+        standby=standby,
     )
     exposed = settings.exposed_secrets()
     if exposed:

@@ -62,6 +62,8 @@ class Settings:
     driver_mounts: tuple[str, ...] = ()
     #: the interpreter run inside the job container
     python: str = "python3"
+    #: keep a container started ahead of time per slot for the next job that fits (runner.standby)
+    standby: bool = True
     #: operator-chosen additions to every job's environment (may set what clients cannot)
     job_env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)

@@ -174,13 +174,18 @@ class JobPaths:
         return earlier if earlier.is_dir() else self.root / "snapshot"
 
 
+def jobs_dir(data_dir: Path) -> Path:
+    """Where the job folders of a data dir are (``JOB_ID/`` each)."""
+    return data_dir / "jobs"
+
+
 class JobStore:
     """One server's jobs. It holds ``kcoral.lock`` in its data dir for as long as it is open, so a
     second server on the same data dir refuses to start instead of failing the first one's jobs."""
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.jobs_dir = data_dir / "jobs"
+        self.jobs_dir = jobs_dir(data_dir)
         with disk_writes(f"cannot use the data dir {data_dir}"):
             self.jobs_dir.mkdir(parents=True, exist_ok=True)
         self._release = weakref.finalize(self, os.close, _lock_data_dir(data_dir))

@@ -89,6 +89,9 @@ class FakeExecutor:
     def tidy(self, running: set[str]) -> None:
         self.tidied.append(set(running))
 
+    def close(self) -> None:
+        self.closed = True
+
     def run_group(
         self,
         job_id: str,

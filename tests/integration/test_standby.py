@@ -1,0 +1,108 @@
+"""Containers started ahead of time (runner.standby) on the real engine: a job that runs in one sees
+what it would have seen in a container of its own, and no standby ever serves a second job."""
+
+from __future__ import annotations
+
+import time
+
+import docker
+import pytest
+
+from kcoral.runner.sandbox import LABEL_INSTANCE
+from kcoral.runner.standby import LABEL_STANDBY
+
+PROBE = """
+import json, os, sys
+out = os.environ["KCORAL_OUTPUT_DIR"]
+seen = {
+    "argv": sys.argv, "cwd": os.getcwd(), "uid": os.getuid(), "files": sorted(os.listdir(".")),
+    "foo": os.environ.get("FOO"), "stdin": os.read(0, 10).decode(), "tmp": sorted(os.listdir("/tmp")),
+    "mounts": sorted(line.split()[4] for line in open("/proc/self/mountinfo")),
+    "env": sorted(os.environ), "pid": os.getpid(),
+}
+open("/tmp/left-by-an-earlier-job", "w").write("x")
+with open(os.path.join(out, "seen.json"), "w") as f:
+    json.dump(seen, f)
+print("done")
+"""
+
+
+def _standbys(engine: docker.DockerClient, instance: str) -> list:
+    return engine.containers.list(filters={"label": [f"{LABEL_INSTANCE}={instance}", LABEL_STANDBY]})
+
+
+def _wait_for_standby(engine: docker.DockerClient, instance: str, timeout: float = 20) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [c for c in _standbys(engine, instance) if not c.name.startswith("kcoral-")]
+        if found:
+            return found[0].id
+        time.sleep(0.05)
+    raise AssertionError("no standby container was started")
+
+
+def _seen(server, job_id: str) -> dict:
+    return server.http.get(f"/v1/jobs/{job_id}/outputs/seen.json").json()
+
+
+@pytest.fixture
+def both(server_factory):
+    """A server with standbys and one without, on the same engine."""
+    return server_factory(), server_factory(standby=False)
+
+
+def test_a_job_in_a_standby_sees_what_it_would_see_in_a_container_of_its_own(both, docker_client) -> None:
+    warm, cold = both
+    files = {"probe.py": PROBE, "data/x.txt": "1"}
+    first, _ = warm.run(files, ["probe.py", "a b"], env={"FOO": "bar"})  # starts the first standby
+    standby_id = _wait_for_standby(docker_client, warm.settings.instance)
+    job, log = warm.run(files, ["probe.py", "a b"], env={"FOO": "bar"})
+    assert job["verdict"] == "ok" and log == "done\n", (job, log)
+    reference, _ = cold.run(files, ["probe.py", "a b"], env={"FOO": "bar"})
+    got, want = _seen(warm, job["id"]), _seen(cold, reference["id"])
+    for key in ("argv", "cwd", "uid", "files", "foo", "stdin", "tmp", "env"):
+        assert got[key] == want[key], key
+    assert got["files"] == ["data", "probe.py"] and got["stdin"] == "" and got["tmp"] == []
+    assert [m for m in got["mounts"] if m.startswith("/job")] == [m for m in want["mounts"] if m.startswith("/job")]
+    assert job["times"]["phases"]["start"] < reference["times"]["phases"]["start"]
+    with pytest.raises(docker.errors.NotFound):  # the standby was the job's container, and went with it
+        docker_client.containers.get(standby_id)
+    # the job's folders are back in its own place: outputs collected, input kept for a rerun
+    assert [o["path"] for o in job["outputs"]] == ["seen.json"]
+    assert sorted(p.name for p in warm.services.store.paths(job["id"]).input.iterdir()) == ["data", "probe.py"]
+    assert first["verdict"] == "ok"
+
+
+def test_every_job_gets_a_fresh_container(server, docker_client) -> None:
+    files = {"probe.py": PROBE}
+    pids, containers = [], set()
+    for _ in range(3):
+        if pids:
+            _wait_for_standby(docker_client, server.settings.instance)
+        job, _ = server.run(files, ["probe.py"])
+        seen = _seen(server, job["id"])
+        assert seen["tmp"] == [], "a file an earlier job left in /tmp"
+        pids.append(seen["pid"])
+        containers.add(job["id"])
+    assert len(containers) == 3
+
+
+def test_a_failing_hand_over_runs_the_job_in_a_container_of_its_own(server, docker_client) -> None:
+    server.run({"m.py": "pass"}, ["m.py"])
+    standby_id = _wait_for_standby(docker_client, server.settings.instance)
+    docker_client.containers.get(standby_id).remove(force=True)  # gone behind the server's back
+    job, log = server.run({"m.py": "print('still ran')"}, ["m.py"])
+    assert job["verdict"] == "ok" and log == "still ran\n", job["reason"]
+
+
+def test_the_timeout_counts_from_the_hand_over_and_stop_removes_the_standbys(server_factory, docker_client) -> None:
+    srv = server_factory()
+    srv.run({"m.py": "pass"}, ["m.py"])
+    _wait_for_standby(docker_client, srv.settings.instance)
+    time.sleep(1.5)  # the standby waits longer than the job's whole timeout
+    job, log = srv.run({"m.py": "import time; time.sleep(0.5); print('in time')"}, ["m.py"], timeout_s=1.2)
+    assert job["verdict"] == "ok" and log == "in time\n", job
+    _wait_for_standby(docker_client, srv.settings.instance)
+    srv.stop()
+    assert _standbys(docker_client, srv.settings.instance) == []
+    assert not (srv.settings.data_dir / "standby").exists() or not any((srv.settings.data_dir / "standby").iterdir())

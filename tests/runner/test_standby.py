@@ -1,0 +1,83 @@
+"""Which containers a standby can run (runner.standby.fit), and the folder swap; pure, no Docker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kcoral.runner import standby
+
+
+def _options(job: Path, **over: object) -> dict[str, object]:
+    options: dict[str, object] = {
+        "image": "sha256:abc",
+        "command": ["python3", "main.py"],
+        "environment": {"FOO": "1"},
+        "working_dir": "/job/input",
+        "labels": {"kcoral.job": job.name},
+        "volumes": {
+            str(job / "input"): {"bind": "/job/input", "mode": "ro"},
+            str(job / "out"): {"bind": "/job/out", "mode": "rw"},
+            "/data/code/h/tasks": {"bind": "/kcoral/kcoral/tasks", "mode": "ro"},
+        },
+        "mem_limit": 1 << 30,
+        "cpuset_cpus": "0",
+    }
+    options.update(over)
+    return options
+
+
+def test_jobs_that_differ_only_in_what_is_handed_over_share_a_standby(tmp_path: Path) -> None:
+    a, b = tmp_path / "jobs" / "A", tmp_path / "jobs" / "B"
+    fa = standby.fit(_options(a), a, "python3")
+    fb = standby.fit(_options(b, command=["python3", "-c", "x"], environment={}, labels={}), b, "python3")
+    assert fa is not None and fb is not None and fa.key == fb.key
+    assert fa.folders == (a / "input", a / "out") and fa.targets == ("/job/input", "/job/out")
+    assert fa.modes == ("ro", "rw")
+
+
+def test_anything_the_standby_was_started_with_is_in_the_key(tmp_path: Path) -> None:
+    job = tmp_path / "jobs" / "A"
+    key = standby.fit(_options(job), job, "python3").key  # type: ignore[union-attr]
+    for change in ({"image": "sha256:def"}, {"mem_limit": 2 << 30}, {"cpuset_cpus": "1"}):
+        assert standby.fit(_options(job, **change), job, "python3").key != key, change  # type: ignore[union-attr]
+    moved = _options(job)
+    moved["volumes"] = {**moved["volumes"], "/data/code/other/tasks": {"bind": "/kcoral/x", "mode": "ro"}}  # type: ignore[dict-item]
+    assert standby.fit(moved, job, "python3").key != key  # type: ignore[union-attr]
+
+
+def test_a_container_that_does_not_run_the_interpreter_or_mounts_a_file_of_the_job_does_not_fit(
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "jobs" / "A"
+    assert standby.fit(_options(job, command=["ncu", "python3"]), job, "python3") is None
+    job.mkdir(parents=True)
+    (job / "input").write_text("a file, not a folder")
+    assert standby.fit(_options(job), job, "python3") is None
+
+
+def test_the_swap_moves_entries_in_and_puts_the_folders_back(tmp_path: Path) -> None:
+    job_in, job_out = tmp_path / "job" / "input", tmp_path / "job" / "out"
+    job_in.mkdir(parents=True)
+    (job_in / "a.py").write_text("x")
+    (job_in / ".hidden").mkdir()
+    theirs = (tmp_path / "s" / "m0", tmp_path / "s" / "m1")
+    for t in theirs:
+        t.mkdir(parents=True)
+    standby.swap_in((job_in, job_out), theirs)
+    assert sorted(p.name for p in theirs[0].iterdir()) == [".hidden", "a.py"] and list(job_in.iterdir()) == []
+    (theirs[1] / "result.txt").write_text("42")  # what the job wrote
+    standby.swap_back((job_in, job_out), theirs)
+    assert sorted(p.name for p in job_in.iterdir()) == [".hidden", "a.py"]
+    assert (job_out / "result.txt").read_text() == "42" and not theirs[0].exists()
+
+
+def test_a_failed_hand_over_moves_the_entries_back(tmp_path: Path) -> None:
+    job_in, job_out = tmp_path / "job" / "input", tmp_path / "job" / "out"
+    job_in.mkdir(parents=True)
+    (job_in / "a.py").write_text("x")
+    theirs = (tmp_path / "s" / "m0", tmp_path / "s" / "m1")
+    for t in theirs:
+        t.mkdir(parents=True)
+    standby.swap_in((job_in, job_out), theirs)
+    standby.undo_swap_in((job_in, job_out), theirs)
+    assert [p.name for p in job_in.iterdir()] == ["a.py"] and not job_out.exists()
