@@ -6,6 +6,7 @@ extra); on a client-only install they say so, and the client works without the s
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -222,10 +223,23 @@ def _skip_unused_imports(args: Sequence[str]) -> None:
 
 def main() -> None:
     """Console-script entry point (``kcoral = "kcoral.cli.main:main"``)."""
-    _skip_unused_imports(sys.argv[1:])
+    args = sys.argv[1:]
+    _skip_unused_imports(args)
     code = run()
     _quiet_broken_stdout()
+    if args and args[0] in CORE_COMMANDS:
+        _exit_now(code)
     sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """End a client command without the interpreter's teardown (freeing every module's objects:
+    ~0.1-0.2 s on the dev VM). Nothing is lost: the commands close their files and remove their
+    temporary ones themselves, and the standard streams are flushed here."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ class PythonRun:
 
     def _wait_until_started(self, view: JobView) -> JobView:
         shown: int | None = None
-        delay = 0.02  # short jobs start within tens of ms: poll fast first, then back off to poll_s
+        delay = 0.005  # short jobs start within ms: poll fast first, then back off to poll_s
         while view.state in WAITING:
             position = view.queue_position
             if view.state == JobState.queued and position is not None and position != shown:

@@ -305,6 +305,12 @@ def cancel_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobV
     return _view(svc, svc.scheduler.cancel(job_id))
 
 
+#: a followed log is read again after this pause, growing to the most: a short job's end reaches
+#: its client within ~10 ms, a long one's costs a read of the store per 50 ms
+_FOLLOW_FIRST_S = 0.005
+_FOLLOW_MAX_S = 0.05
+
+
 @router.get("/jobs/{job_id}/log", response_class=StreamingResponse, responses={**BYTES, **errors(404)})
 async def job_log(
     job_id: str,
@@ -324,7 +330,7 @@ async def job_log(
     path = svc.store.paths(job_id).log
 
     async def stream() -> AsyncIterator[bytes]:
-        pos = offset
+        pos, pause = offset, _FOLLOW_FIRST_S
         while True:
             finished = svc.store.get(job_id).state == JobState.finished
             pieces = read_pieces(path, pos, _LOG_CHUNK)
@@ -335,7 +341,8 @@ async def job_log(
                 pieces = read_pieces(path, pos, _LOG_CHUNK)
             if finished or not follow:
                 return
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(pause)
+            pause = min(pause * 1.5, _FOLLOW_MAX_S)
 
     return StreamingResponse(stream(), media_type="application/octet-stream")
 

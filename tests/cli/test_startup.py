@@ -9,12 +9,19 @@ import sys
 import pytest
 
 PROBE = """
-import contextlib, io, json, sys
+import contextlib, io, json, os, sys
 from kcoral.cli.main import main
 sys.argv[0] = "kcoral"
-with contextlib.redirect_stdout(io.TextIOWrapper(io.BytesIO())), contextlib.suppress(SystemExit):
+real_stdout, real_exit = sys.stdout, os._exit
+
+def exit_now(code):  # the command's end, as the console script has it: the modules it loaded
+    real_stdout.write(json.dumps(sorted(m for m, module in sys.modules.items() if module is not None)) + "\\n")
+    real_stdout.flush()
+    real_exit(0)
+
+os._exit = exit_now
+with contextlib.redirect_stdout(io.TextIOWrapper(io.BytesIO())):
     main()
-print(json.dumps(sorted(m for m, module in sys.modules.items() if module is not None)))
 """
 
 #: never needed to start a client command: the server side, the task documents, torch
