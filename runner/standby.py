@@ -29,6 +29,8 @@ from typing import Any
 log = logging.getLogger("kcoral.standby")
 
 LABEL_STANDBY = "kcoral.standby"
+#: how long a job waits for its slot's standby that is still starting, before it starts its own
+MAKING_WAIT_S = 1.0
 
 #: what a standby runs (``python -I -S -c``: no site, no user paths, nothing read from the image's
 #: folders): one JSON document on stdin, then the job in its place; an empty stdin (the server
@@ -118,12 +120,14 @@ class StandbyPool:
     root: Path
     _ready: dict[str, Standby] = field(default_factory=dict)
     _making: set[str] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Condition = field(default_factory=threading.Condition)
     _closed: bool = False
 
-    def take(self, lease: str, key: str) -> Standby | None:
-        """The lease's standby if it fits ``key`` (it is the caller's from here on)."""
+    def take(self, lease: str, key: str, wait_s: float = MAKING_WAIT_S) -> Standby | None:
+        """The lease's standby if it fits ``key`` (it is the caller's from here on). One still
+        being started is waited for, up to ``wait_s``: it is ready sooner than a new container."""
         with self._lock:
+            self._lock.wait_for(lambda: lease not in self._making, wait_s)
             ready = self._ready.get(lease)
             if ready is None or ready.key != key:
                 return None
@@ -154,9 +158,11 @@ class StandbyPool:
             shutil.rmtree(folder, ignore_errors=True)
             with self._lock:
                 self._making.discard(lease)
+                self._lock.notify_all()
             return
         with self._lock:
             self._making.discard(lease)
+            self._lock.notify_all()
             if not self._closed:
                 self._ready[lease] = standby
                 return
