@@ -251,15 +251,15 @@ class DockerExecutor:
                 options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode(), leader)
                 fits = self._fit(job_id, options) if len(steps) == 1 else None
                 taken = self._take_standby(job_id, lease, fits, options) if fits is not None else None
-                if taken is None:
+                if fits is not None and taken is not None:
+                    member = _Member(step, taken.container, logs[path], standby=(fits, taken))
+                    started.append(member)
+                else:
                     if step.output_dir is not None:
                         _prepare_output_dir(step.output_dir, step.uid)
                     member = _Member(step, self._api().containers.create(**options), logs[path])
                     started.append(member)
                     member.container.start()
-                else:
-                    member = _Member(step, taken.container, logs[path], standby=(fits, taken))
-                    started.append(member)
                 if fits is not None:
                     refill = (fits, options)
                 member.watch.started = time.time()
