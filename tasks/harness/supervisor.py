@@ -297,8 +297,8 @@ class Supervisor:
 
     @contextlib.contextmanager
     def _pinned(self) -> Iterator[None]:
-        """For a CPU task, the three processes on one core while a case is timed (tasks.harness.pinning)."""
-        core = pinning.timing_core() if self.device == "cpu" else None
+        """The three processes on one core while a case is timed (tasks.harness.pinning)."""
+        core = pinning.timing_core()
         if core is None:
             yield
             return
