@@ -73,7 +73,10 @@ if has p; then  # the pinned task only: the template three times (the spread) an
   ev pinned-fla-3 $pinned $template pass
 fi
 if has o; then  # per-job overhead: a trivial job through the library and the CLI against a bare `docker run`
-  # of the same image, interpreter, read-only host mounts and GPU device nodes
+  # of the same image, interpreter, read-only host mounts and GPU device nodes. The wheels went in
+  # with --no-compile and this host does not write bytecode on import: compile them first, as
+  # `pip install` does on a user's machine (or every command compiles pydantic & co. again)
+  python3 -m compileall -q -j 0 /tmp/site cli runner tasks profiling images >/dev/null
   mounts=""; for d in /usr /lib /lib64 /bin /sbin /opt /etc; do [ -d $d ] && mounts+=" -v $d:$d:ro"; done
   devs=""; for d in /dev/nvidia0 /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-uvm-tools; do [ -e $d ] && devs+=" --device $d"; done
   python3 bench/overhead.py --remote "$KCORAL_REMOTE" --image kcoral-toolchain:latest --python "$(command -v python3)" \
