@@ -276,13 +276,26 @@ class DockerExecutor:
                     self._return_folders(*member.standby)
             for writer in logs.values():
                 writer.close()
-            if refill is not None and self.standbys is not None:
-                fits, options = refill
-                self.standbys.refill(
-                    lease.name, fits.key, lambda folder: self._make_standby(folder, options, fits), self._discard
-                )
+            if refill is not None:
+                self._refill(lease, *refill)
 
     # --- standby containers (runner.standby) ---------------------------------------------------------
+
+    def prewarm(self, job_id: str, image: str, step: ContainerStep, lease: Lease) -> None:
+        """Start ``lease``'s standby for containers like ``step`` (of a job ``job_id`` that need not
+        exist: its folders are only the shape), in the background."""
+        if self.standbys is None:
+            return
+        options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode())
+        fits = self._fit(job_id, options)
+        if fits is not None:
+            self._refill(lease, fits, options)
+
+    def _refill(self, lease: Lease, fits: Fit, options: dict[str, object]) -> None:
+        assert self.standbys is not None
+        self.standbys.refill(
+            lease.name, fits.key, lambda folder: self._make_standby(folder, options, fits, lease), self._discard
+        )
 
     def _fit(self, job_id: str, options: dict[str, object]) -> Fit | None:
         if self.standbys is None:
@@ -317,7 +330,7 @@ class DockerExecutor:
             self._discard(ready)
             return None
 
-    def _make_standby(self, folder: Path, options: dict[str, object], fits: Fit) -> Standby:
+    def _make_standby(self, folder: Path, options: dict[str, object], fits: Fit, lease: Lease) -> Standby:
         """A container with ``options`` but its own folders, waiting for a job on its stdin."""
         folder.mkdir(parents=True)
         own = []
@@ -329,7 +342,12 @@ class DockerExecutor:
                 _prepare_output_dir(mine, int(str(options["user"]).split(":")[0]))
             volumes[str(mine)] = {"bind": target, "mode": mode}
             own.append(mine)
-        labels = {LABEL_INSTANCE: self.settings.instance, LABEL_STEP: "standby", standby.LABEL_STANDBY: fits.key}
+        labels = {
+            LABEL_INSTANCE: self.settings.instance,
+            LABEL_STEP: "standby",
+            standby.LABEL_STANDBY: fits.key,
+            standby.LABEL_SLOT: lease.name,
+        }
         made = dict(options)
         made.update(
             command=[self.settings.python, "-I", "-S", "-c", standby.LAUNCHER],

@@ -18,7 +18,8 @@ from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.errors import BadRequest, InfrastructureError
 from kcoral.runner.models import JobKindName, PythonSpec, SpecBase
 from kcoral.runner.plan import ContainerStep, JobContext, Plan
-from kcoral.runner.settings import INPUT_MOUNT
+from kcoral.runner.settings import INPUT_MOUNT, Settings
+from kcoral.runner.store import JobPaths
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
@@ -76,13 +77,18 @@ class PythonKind:
     def plan(self, ctx: JobContext) -> Plan:
         settings, job, paths = ctx.settings, ctx.job, ctx.paths
         spec = spec_as(job.spec, PythonSpec)
-        step = ContainerStep(
-            command=[settings.python, *spec.argv],
-            env=job_environment(settings.job_env, spec.env, job.id),
-            mounts={str(paths.input): (INPUT_MOUNT, "ro")},
-            output_dir=paths.raw_out,
-        )
+        step = python_step(settings, paths, spec.argv, job_environment(settings.job_env, spec.env, job.id))
         return Plan(image=spec.image or settings.image, steps=[step], collect=paths.raw_out)
+
+
+def python_step(settings: Settings, paths: JobPaths, argv: list[str], env: dict[str, str]) -> ContainerStep:
+    """The container of a python job (and the shape a slot's standby is started in, runner.standby)."""
+    return ContainerStep(
+        command=[settings.python, *argv],
+        env=env,
+        mounts={str(paths.input): (INPUT_MOUNT, "ro")},
+        output_dir=paths.raw_out,
+    )
 
 
 #: kinds living in other packages, imported when first needed: name -> "module:attribute"

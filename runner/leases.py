@@ -59,6 +59,7 @@ class Placement(Protocol):
     def release(self, lease: Lease) -> None: ...
     def drain(self, slot_name: str, reason: str) -> None: ...
     def describe(self) -> dict[str, object]: ...
+    def slot_leases(self) -> list[Lease]: ...
 
 
 @dataclass
@@ -103,6 +104,11 @@ class LeasePool:
     def release(self, lease: Lease) -> None:
         with self._lock:
             self._free |= {s.name for s in lease.slots}
+
+    def slot_leases(self) -> list[Lease]:
+        """Each slot that is not drained as a lease of its own (what a one-slot job would get)."""
+        with self._lock:
+            return [Lease((slot,)) for name, slot in sorted(self._slots.items()) if name not in self._drained]
 
     def drain(self, slot_name: str, reason: str) -> None:
         with self._lock:

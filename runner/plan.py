@@ -166,6 +166,9 @@ class Executor(EngineFacts, Protocol):
     def close(self) -> None:
         """The server stops: what the executor keeps ready for later jobs goes."""
 
+    def prewarm(self, job_id: str, image: str, step: ContainerStep, lease: Lease) -> None:
+        """Get ready, in the background, for a later container like ``step`` on ``lease``."""
+
 
 def judge(outcome: StepOutcome, limits: Limits) -> Finished:
     """The verdict of a step: the breach it was killed for, the OOM killer, or its exit code."""

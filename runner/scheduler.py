@@ -16,6 +16,7 @@ from typing import Protocol
 from kcoral.runner.errors import KcoralError
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.jobfs import remove_tree
+from kcoral.runner.jobkinds import python_step
 from kcoral.runner.leases import Lease, Placement
 from kcoral.runner.models import JobState, Verdict
 from kcoral.runner.plan import Executor, RunResult
@@ -25,6 +26,8 @@ from kcoral.runner.store import JobRecord, JobStore
 
 log = logging.getLogger("kcoral.scheduler")
 
+#: the job id whose folders a warm-up standby takes its shape from (no job has it: ids are dated)
+WARM_UP_JOB = "warm-up"
 UPLOAD_CUT = "the server stopped before this job's upload was complete; its partial upload was removed: submit again"
 INTERRUPTED = "the server shut down while this job ran; its container was removed: run it again"
 
@@ -91,8 +94,22 @@ class Scheduler:
 
     def start(self) -> None:
         self.recover()
+        self._warm_up()
         self._thread = threading.Thread(target=self._loop, name="kcoral-scheduler", daemon=True)
         self._thread.start()
+
+    def _warm_up(self) -> None:
+        """Each slot's standby for a python job on the default image (runner.standby), so the first
+        job after a start does not wait for its container either. Nothing when the image is absent."""
+        if not self.settings.standby:
+            return
+        try:
+            image = self.executor.image_info(self.settings.image)
+        except KcoralError:
+            return
+        step = python_step(self.settings, self.store.paths(WARM_UP_JOB), [], {})
+        for lease in self.placement.slot_leases():
+            self.executor.prewarm(WARM_UP_JOB, image.digest or image.ref, step, lease)
 
     @property
     def accepting(self) -> bool:

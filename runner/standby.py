@@ -29,6 +29,8 @@ from typing import Any
 log = logging.getLogger("kcoral.standby")
 
 LABEL_STANDBY = "kcoral.standby"
+#: the slot (lease) a standby was started for
+LABEL_SLOT = "kcoral.slot"
 #: how long a job waits for its slot's standby that is still starting, before it starts its own
 MAKING_WAIT_S = 1.0
 
@@ -161,20 +163,26 @@ class StandbyPool:
                 self._lock.notify_all()
             return
         with self._lock:
-            self._making.discard(lease)
-            self._lock.notify_all()
             if not self._closed:
+                self._making.discard(lease)
+                self._lock.notify_all()
                 self._ready[lease] = standby
                 return
         discard(standby)
+        with self._lock:
+            self._making.discard(lease)
+            self._lock.notify_all()
 
-    def close(self, discard: Callable[[Standby], None]) -> None:
-        """No more standbys; those waiting are discarded."""
+    def close(self, discard: Callable[[Standby], None], wait_s: float = 30.0) -> None:
+        """No more standbys: those waiting are discarded, those still starting (waited for, up to
+        ``wait_s``) discard themselves when they are up."""
         with self._lock:
             self._closed = True
             waiting, self._ready = list(self._ready.values()), {}
         for standby in waiting:
             discard(standby)
+        with self._lock:
+            self._lock.wait_for(lambda: not self._making, wait_s)
 
     def clear_folders(self) -> None:
         """Remove what earlier servers' standbys left (at start, before any is made)."""

@@ -9,7 +9,7 @@ import docker
 import pytest
 
 from kcoral.runner.sandbox import LABEL_INSTANCE
-from kcoral.runner.standby import LABEL_STANDBY
+from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY
 
 PROBE = """
 import json, os, sys
@@ -31,10 +31,15 @@ def _standbys(engine: docker.DockerClient, instance: str) -> list:
     return engine.containers.list(filters={"label": [f"{LABEL_INSTANCE}={instance}", LABEL_STANDBY]})
 
 
-def _wait_for_standby(engine: docker.DockerClient, instance: str, timeout: float = 20) -> str:
+def _wait_for_standby(engine: docker.DockerClient, instance: str, slot: str = "cpu0", timeout: float = 20) -> str:
+    """The waiting standby of ``slot`` (a job on an idle server takes the first free slot: cpu0)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = [c for c in _standbys(engine, instance) if not c.name.startswith("kcoral-")]
+        found = [
+            c
+            for c in _standbys(engine, instance)
+            if not c.name.startswith("kcoral-") and c.labels.get(LABEL_SLOT) == slot
+        ]
         if found:
             return found[0].id
         time.sleep(0.05)
@@ -105,4 +110,21 @@ def test_the_timeout_counts_from_the_hand_over_and_stop_removes_the_standbys(ser
     _wait_for_standby(docker_client, srv.settings.instance)
     srv.stop()
     assert _standbys(docker_client, srv.settings.instance) == []
-    assert not (srv.settings.data_dir / "standby").exists() or not any((srv.settings.data_dir / "standby").iterdir())
+    left = srv.settings.data_dir / "standby"
+    assert not left.exists() or not list(left.iterdir()), list(left.rglob("*"))
+
+
+def test_the_first_job_after_a_start_runs_in_a_standby_made_at_the_start(server, docker_client) -> None:
+    standby_id = _wait_for_standby(docker_client, server.settings.instance)  # before any job
+    job, log = server.run({"m.py": "print('first')"}, ["m.py"])
+    assert job["verdict"] == "ok" and log == "first\n"
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.containers.get(standby_id)
+
+
+def test_a_server_without_standbys_starts_none(server_factory, docker_client) -> None:
+    srv = server_factory(standby=False)
+    job, _ = srv.run({"m.py": "pass"}, ["m.py"])
+    assert job["verdict"] == "ok"
+    time.sleep(0.5)
+    assert _standbys(docker_client, srv.settings.instance) == []

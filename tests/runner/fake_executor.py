@@ -63,6 +63,8 @@ class FakeExecutor:
     down: bool = False  # the engine does not answer: the scheduler holds the queue
     tidied: list[set[str]] = field(default_factory=list)
     asked: int = 0  # times the scheduler asked whether the engine answers
+    prewarmed: list[str] = field(default_factory=list)  # the leases asked to keep a standby
+    closed: bool = False
 
     def image_info(self, ref: str) -> ImageInfo:
         if self.images is not None and ref not in self.images:
@@ -91,6 +93,9 @@ class FakeExecutor:
 
     def close(self) -> None:
         self.closed = True
+
+    def prewarm(self, job_id: str, image: str, step: ContainerStep, lease: Lease) -> None:
+        self.prewarmed.append(lease.name)
 
     def run_group(
         self,

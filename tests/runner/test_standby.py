@@ -81,3 +81,40 @@ def test_a_failed_hand_over_moves_the_entries_back(tmp_path: Path) -> None:
     standby.swap_in((job_in, job_out), theirs)
     standby.undo_swap_in((job_in, job_out), theirs)
     assert [p.name for p in job_in.iterdir()] == ["a.py"] and not job_out.exists()
+
+
+def test_a_pool_closed_while_a_standby_starts_waits_for_it_and_discards_it(tmp_path: Path) -> None:
+    import threading
+
+    pool = standby.StandbyPool(tmp_path / "standby")
+    release, discarded = threading.Event(), []
+
+    def make(folder: Path) -> standby.Standby:
+        release.wait(5)
+        return standby.Standby(object(), "k", folder, ())
+
+    pool.refill("cpu0", "k", make, discarded.append)
+    closer = threading.Thread(target=pool.close, args=(discarded.append,))
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive()  # close waits for the standby that is still starting
+    release.set()
+    closer.join(5)
+    assert not closer.is_alive() and len(discarded) == 1 and pool.take("cpu0", "k", wait_s=0) is None
+
+
+def test_a_job_waits_for_its_slots_standby_that_is_still_starting(tmp_path: Path) -> None:
+    import threading
+
+    pool = standby.StandbyPool(tmp_path / "standby")
+    release = threading.Event()
+
+    def make(folder: Path) -> standby.Standby:
+        release.wait(5)
+        return standby.Standby(object(), "k", folder, ())
+
+    pool.refill("cpu0", "k", make, lambda s: None)
+    threading.Timer(0.2, release.set).start()
+    assert pool.take("cpu0", "k") is not None  # waited for it (up to MAKING_WAIT_S)
+    assert pool.take("cpu0", "k", wait_s=0) is None  # one job per standby
+    assert pool.take("cpu0", "other", wait_s=0) is None
