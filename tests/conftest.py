@@ -30,6 +30,7 @@ from kcoral.runner.limits import Limits  # noqa: E402
 from kcoral.runner.sandbox import LABEL_INSTANCE  # noqa: E402
 from kcoral.runner.services import Services  # noqa: E402
 from kcoral.runner.settings import Settings  # noqa: E402
+from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY  # noqa: E402
 from tests.serverproc import free_port
 
 JOB_IMAGE = os.environ.get("KCORAL_TEST_IMAGE", "kcoral-job:cpu")
@@ -172,3 +173,23 @@ def remove_containers(client: docker.DockerClient, instance: str) -> None:
 @pytest.fixture
 def server(server_factory: Callable[..., RunningServer]) -> RunningServer:
     return server_factory()
+
+
+def standbys(engine: docker.DockerClient, instance: str) -> list:
+    """The standby containers (runner.standby) of a server instance, running."""
+    return engine.containers.list(filters={"label": [f"{LABEL_INSTANCE}={instance}", LABEL_STANDBY]})
+
+
+def wait_for_standby(engine: docker.DockerClient, instance: str, slot: str = "cpu0", timeout: float = 20) -> str:
+    """The waiting standby of ``slot`` (a job on an idle server takes the first free slot: cpu0)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [
+            c
+            for c in standbys(engine, instance)
+            if not c.name.startswith("kcoral-") and c.labels.get(LABEL_SLOT) == slot
+        ]
+        if found:
+            return found[0].id
+        time.sleep(0.05)
+    raise AssertionError("no standby container was started")

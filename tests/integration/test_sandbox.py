@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 from testcontainers.core.container import DockerContainer
 
 from kcoral.runner.limits import Limits, MiB
-from tests.conftest import mounted_tmpfs
+from tests.conftest import mounted_tmpfs, wait_for_standby
 
 
 def test_uid_capabilities_and_hardening(server):
@@ -27,17 +28,25 @@ for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Secco
     assert "NoNewPrivs 1" in log and "Seccomp 2" in log
 
 
-def test_mount_table_shows_no_host_path(server_factory, tmp_path):
+@pytest.mark.parametrize("standby", [False, True])
+def test_mount_table_shows_no_host_path(server_factory, tmp_path, docker_client, standby):
     """A job reads its /proc/self/mountinfo: with the data dir a filesystem of its own, its folders
-    show as paths inside it (its own job id, which it is told anyway), nothing of the host's layout."""
+    show as paths inside it (its own job id, which it is told anyway, or in a standby container its
+    folders' random name), nothing of the host's layout."""
     script = "for line in open('/proc/self/mountinfo'):\n    f = line.split()\n    print('MOUNT', f[3], f[4])\n"
     with mounted_tmpfs(tmp_path / "own", 1024) as own:
-        server = server_factory(data_dir=own / "data")
+        server = server_factory(data_dir=own / "data", standby=standby)
+        if standby:  # the slot's standby, started with the server
+            wait_for_standby(docker_client, server.settings.instance)
         job, log = server.run({"m.py": script}, ["m.py"])
     assert job["verdict"] == "ok", (job, log)
     roots = dict(reversed(line.split()[1:3]) for line in log.splitlines() if line.startswith("MOUNT "))
-    assert roots["/job/input"] == f"/data/jobs/{job['id']}/input"
-    assert roots["/job/out"] == f"/data/jobs/{job['id']}/out"
+    if standby:
+        assert re.fullmatch(r"/data/standby/[0-9a-f]{16}/m0", roots["/job/input"]), roots
+        assert roots["/job/out"] == roots["/job/input"][: -len("m0")] + "m1"
+    else:
+        assert roots["/job/input"] == f"/data/jobs/{job['id']}/input"
+        assert roots["/job/out"] == f"/data/jobs/{job['id']}/out"
     assert not [r for r in roots.values() if r.startswith((str(tmp_path), "/root", "/home"))], roots
 
 

@@ -8,8 +8,7 @@ import time
 import docker
 import pytest
 
-from kcoral.runner.sandbox import LABEL_INSTANCE
-from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY
+from tests.conftest import standbys, wait_for_standby
 
 PROBE = """
 import json, os, sys
@@ -27,25 +26,6 @@ print("done")
 """
 
 
-def _standbys(engine: docker.DockerClient, instance: str) -> list:
-    return engine.containers.list(filters={"label": [f"{LABEL_INSTANCE}={instance}", LABEL_STANDBY]})
-
-
-def _wait_for_standby(engine: docker.DockerClient, instance: str, slot: str = "cpu0", timeout: float = 20) -> str:
-    """The waiting standby of ``slot`` (a job on an idle server takes the first free slot: cpu0)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [
-            c
-            for c in _standbys(engine, instance)
-            if not c.name.startswith("kcoral-") and c.labels.get(LABEL_SLOT) == slot
-        ]
-        if found:
-            return found[0].id
-        time.sleep(0.05)
-    raise AssertionError("no standby container was started")
-
-
 def _seen(server, job_id: str) -> dict:
     return server.http.get(f"/v1/jobs/{job_id}/outputs/seen.json").json()
 
@@ -60,7 +40,7 @@ def test_a_job_in_a_standby_sees_what_it_would_see_in_a_container_of_its_own(bot
     warm, cold = both
     files = {"probe.py": PROBE, "data/x.txt": "1"}
     first, _ = warm.run(files, ["probe.py", "a b"], env={"FOO": "bar"})  # starts the first standby
-    standby_id = _wait_for_standby(docker_client, warm.settings.instance)
+    standby_id = wait_for_standby(docker_client, warm.settings.instance)
     job, log = warm.run(files, ["probe.py", "a b"], env={"FOO": "bar"})
     assert job["verdict"] == "ok" and log == "done\n", (job, log)
     reference, _ = cold.run(files, ["probe.py", "a b"], env={"FOO": "bar"})
@@ -83,7 +63,7 @@ def test_every_job_gets_a_fresh_container(server, docker_client) -> None:
     pids, containers = [], set()
     for _ in range(3):
         if pids:
-            _wait_for_standby(docker_client, server.settings.instance)
+            wait_for_standby(docker_client, server.settings.instance)
         job, _ = server.run(files, ["probe.py"])
         seen = _seen(server, job["id"])
         assert seen["tmp"] == [], "a file an earlier job left in /tmp"
@@ -94,28 +74,28 @@ def test_every_job_gets_a_fresh_container(server, docker_client) -> None:
 
 def test_a_failing_hand_over_runs_the_job_in_a_container_of_its_own(server, docker_client) -> None:
     server.run({"m.py": "pass"}, ["m.py"])
-    standby_id = _wait_for_standby(docker_client, server.settings.instance)
+    standby_id = wait_for_standby(docker_client, server.settings.instance)
     docker_client.containers.get(standby_id).remove(force=True)  # gone behind the server's back
     job, log = server.run({"m.py": "print('still ran')"}, ["m.py"])
     assert job["verdict"] == "ok" and log == "still ran\n", job["reason"]
 
 
-def test_the_timeout_counts_from_the_hand_over_and_stop_removes_the_standbys(server_factory, docker_client) -> None:
+def test_the_timeout_counts_from_the_hand_over_and_stop_removes_thestandbys(server_factory, docker_client) -> None:
     srv = server_factory()
     srv.run({"m.py": "pass"}, ["m.py"])
-    _wait_for_standby(docker_client, srv.settings.instance)
+    wait_for_standby(docker_client, srv.settings.instance)
     time.sleep(1.5)  # the standby waits longer than the job's whole timeout
     job, log = srv.run({"m.py": "import time; time.sleep(0.5); print('in time')"}, ["m.py"], timeout_s=1.2)
     assert job["verdict"] == "ok" and log == "in time\n", job
-    _wait_for_standby(docker_client, srv.settings.instance)
+    wait_for_standby(docker_client, srv.settings.instance)
     srv.stop()
-    assert _standbys(docker_client, srv.settings.instance) == []
+    assert standbys(docker_client, srv.settings.instance) == []
     left = srv.settings.data_dir / "standby"
     assert not left.exists() or not list(left.iterdir()), list(left.rglob("*"))
 
 
 def test_the_first_job_after_a_start_runs_in_a_standby_made_at_the_start(server, docker_client) -> None:
-    standby_id = _wait_for_standby(docker_client, server.settings.instance)  # before any job
+    standby_id = wait_for_standby(docker_client, server.settings.instance)  # before any job
     job, log = server.run({"m.py": "print('first')"}, ["m.py"])
     assert job["verdict"] == "ok" and log == "first\n"
     with pytest.raises(docker.errors.NotFound):
@@ -127,4 +107,4 @@ def test_a_server_without_standbys_starts_none(server_factory, docker_client) ->
     job, _ = srv.run({"m.py": "pass"}, ["m.py"])
     assert job["verdict"] == "ok"
     time.sleep(0.5)
-    assert _standbys(docker_client, srv.settings.instance) == []
+    assert standbys(docker_client, srv.settings.instance) == []
