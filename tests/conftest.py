@@ -27,7 +27,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 from kcoral.runner.app import create_app  # noqa: E402
 from kcoral.runner.limits import Limits  # noqa: E402
-from kcoral.runner.sandbox import LABEL_INSTANCE  # noqa: E402
+from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB  # noqa: E402
 from kcoral.runner.services import Services  # noqa: E402
 from kcoral.runner.settings import Settings  # noqa: E402
 from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY  # noqa: E402
@@ -193,3 +193,11 @@ def wait_for_standby(engine: docker.DockerClient, instance: str, slot: str = "cp
             return found[0].id
         time.sleep(0.05)
     raise AssertionError("no standby container was started")
+
+
+def job_containers(engine: docker.DockerClient, job_id: str) -> list:
+    """A job's containers as the engine lists them (sparse: no inspect of each, which would race with
+    the server removing one): those labelled with the job, and the standby renamed for it."""
+    labelled = engine.containers.list(all=True, sparse=True, filters={"label": f"{LABEL_JOB}={job_id}"})
+    named = engine.containers.list(all=True, sparse=True, filters={"name": f"kcoral-{job_id}"})
+    return list({c.id: c for c in [*labelled, *named]}.values())

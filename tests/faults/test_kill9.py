@@ -7,8 +7,7 @@ import time
 
 import httpx
 
-from kcoral.runner.sandbox import LABEL_JOB
-from tests.conftest import make_tar
+from tests.conftest import job_containers, make_tar
 from tests.serverproc import ServerProcess, serving
 
 
@@ -28,18 +27,18 @@ def test_restart_keeps_queued_jobs_and_reports_the_running_one(tmp_path, job_ima
             while http.get(f"/v1/jobs/{running}").json()["state"] != "running":
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
-            while not docker_client.containers.list(filters={"label": f"{LABEL_JOB}={running}"}):
+            while not job_containers(docker_client, running):
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
             server.kill()
-            orphans = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"})
+            orphans = job_containers(docker_client, running)
             assert len(orphans) == 1, "the killed server left its job container behind"
 
             server.start()
             lost = http.get(f"/v1/jobs/{running}").json()
             assert lost["state"] == "finished" and lost["verdict"] == "infrastructure_error"
             assert "server stopped while this job was running" in lost["reason"]
-            assert docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"}) == []
+            assert job_containers(docker_client, running) == []
             deadline = time.monotonic() + 60
             while (job := http.get(f"/v1/jobs/{queued}").json())["state"] != "finished":
                 assert time.monotonic() < deadline
@@ -47,5 +46,5 @@ def test_restart_keeps_queued_jobs_and_reports_the_running_one(tmp_path, job_ima
             assert job["verdict"] == "ok"
             assert http.get(f"/v1/jobs/{queued}/log").text == "ran after the restart\n"
     finally:
-        for c in docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB}={running}"}):
+        for c in job_containers(docker_client, running):
             c.remove(force=True)

@@ -14,8 +14,7 @@ from typing import Any
 import docker
 import httpx
 
-from kcoral.runner.sandbox import LABEL_JOB
-from tests.conftest import make_tar
+from tests.conftest import job_containers, make_tar
 from tests.serverproc import ROOT, ServerProcess, serving
 
 
@@ -36,9 +35,7 @@ def wait_for(http: httpx.Client, job_id: str, state: str, timeout: float = 60) -
 
 
 def containers(engine: docker.DockerClient, job_id: str) -> list[Any]:
-    """The job's containers as the engine lists them (sparse: no inspect of each, which would race
-    with the server removing one)."""
-    return list(engine.containers.list(all=True, sparse=True, filters={"label": f"{LABEL_JOB}={job_id}"}))
+    return job_containers(engine, job_id)
 
 
 #: how a server that stopped on SIGTERM exits (uvicorn re-raises the signal once it has shut down)
