@@ -123,6 +123,7 @@ class StandbyPool:
     _ready: dict[str, Standby] = field(default_factory=dict)
     _making: set[str] = field(default_factory=set)
     _lock: threading.Condition = field(default_factory=threading.Condition)
+    _closing: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
 
     def take(self, lease: str, key: str, wait_s: float = MAKING_WAIT_S) -> Standby | None:
@@ -175,14 +176,16 @@ class StandbyPool:
 
     def close(self, discard: Callable[[Standby], None], wait_s: float = 30.0) -> None:
         """No more standbys: those waiting are discarded, those still starting (waited for, up to
-        ``wait_s``) discard themselves when they are up."""
-        with self._lock:
-            self._closed = True
-            waiting, self._ready = list(self._ready.values()), {}
-        for standby in waiting:
-            discard(standby)
-        with self._lock:
-            self._lock.wait_for(lambda: not self._making, wait_s)
+        ``wait_s``) discard themselves when they are up. A second caller returns when the first is
+        done (a server's shutdown may call it from two threads; the process ends after the last)."""
+        with self._closing:
+            with self._lock:
+                self._closed = True
+                waiting, self._ready = list(self._ready.values()), {}
+            for standby in waiting:
+                discard(standby)
+            with self._lock:
+                self._lock.wait_for(lambda: not self._making, wait_s)
 
     def clear_folders(self) -> None:
         """Remove what earlier servers' standbys left (at start, before any is made)."""

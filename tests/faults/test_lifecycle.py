@@ -14,7 +14,8 @@ from typing import Any
 import docker
 import httpx
 
-from tests.conftest import job_containers, make_tar
+from kcoral.runner.settings import Settings
+from tests.conftest import job_containers, make_tar, standbys, wait_for_standby
 from tests.serverproc import ROOT, ServerProcess, serving
 
 
@@ -123,3 +124,20 @@ def test_a_container_killed_from_outside_is_not_called_the_memory_limit(
     assert job["reason"] == (
         "killed by SIGKILL (exit 137), not at the memory limit: by something outside the job, or itself"
     )
+
+
+def test_a_server_stopped_by_sigterm_leaves_no_standby_container(
+    tmp_path: Path, job_image: str, docker_client: docker.DockerClient
+) -> None:
+    """uvicorn's shutdown stops the scheduler from two threads; the process must not end while one of
+    them still removes the standbys (seen: one left per `bash scripts/demo.sh`)."""
+    server = ServerProcess(tmp_path / "data", job_image, 2)
+    instance = Settings(data_dir=tmp_path / "data").instance
+    with serving(server) as http:
+        for slot in ("cpu0", "cpu1"):  # the standbys made at the start
+            wait_for_standby(docker_client, instance, slot)
+        job = submit(http, "print('x')\n")
+        wait_for(http, job, "finished")
+        server.signal(signal.SIGTERM)  # while cpu0's next standby is still starting
+        assert server.proc is not None and server.proc.wait(40) in STOPPED
+        assert standbys(docker_client, instance) == []

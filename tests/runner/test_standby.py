@@ -118,3 +118,25 @@ def test_a_job_waits_for_its_slots_standby_that_is_still_starting(tmp_path: Path
     assert pool.take("cpu0", "k") is not None  # waited for it (up to MAKING_WAIT_S)
     assert pool.take("cpu0", "k", wait_s=0) is None  # one job per standby
     assert pool.take("cpu0", "other", wait_s=0) is None
+
+
+def test_a_second_close_returns_only_when_the_first_has_discarded_everything(tmp_path: Path) -> None:
+    """A server's shutdown closes the pool from two threads; the process ends after the second."""
+    import threading
+    import time
+
+    pool = standby.StandbyPool(tmp_path / "standby")
+    pool.refill("cpu0", "k", lambda folder: standby.Standby(object(), "k", folder, ()), lambda s: None)
+    assert pool.take("cpu0", "other") is None  # waits until it is made; then it is ready, unused
+    discarded: list[object] = []
+
+    def slow_discard(s: standby.Standby) -> None:
+        time.sleep(0.3)
+        discarded.append(s)
+
+    first = threading.Thread(target=pool.close, args=(slow_discard,))
+    first.start()
+    time.sleep(0.05)
+    pool.close(slow_discard)  # the second caller
+    assert len(discarded) == 1
+    first.join(5)
