@@ -56,8 +56,9 @@ except OSError as exc:
     sys.exit(127)
 """
 
-#: options that differ from job to job and are handed over on stdin (or set at the hand-over)
-_PER_JOB = ("command", "environment", "labels", "volumes", "name", "detach", "working_dir")
+#: options that differ from job to job and are handed over on stdin or set at the hand-over (the
+#: working directory is handed over too, but kept in the key: every job that fits has the same)
+_PER_JOB = ("command", "environment", "labels", "volumes", "name", "detach")
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,7 @@ def fit(options: dict[str, Any], job_root: Path, python: str) -> Fit | None:
     if any(path.exists() and not path.is_dir() for path, _, _ in own):
         return None
     fixed = {k: v for k, v in options.items() if k not in _PER_JOB}
-    doc = {
-        "options": fixed,
-        "shared": shared,
-        "own": [(bind, mode) for _, bind, mode in own],
-        "working_dir": options.get("working_dir"),
-    }
+    doc = {"options": fixed, "shared": shared, "own": [(bind, mode) for _, bind, mode in own]}
     key = hashlib.sha256(json.dumps(doc, sort_keys=True, default=repr).encode()).hexdigest()[:16]
     return Fit(key, tuple(p for p, _, _ in own), tuple(b for _, b, _ in own), tuple(m for _, _, m in own))
 
@@ -159,19 +155,21 @@ class StandbyPool:
         except Exception as exc:  # noqa: BLE001 - no standby: the next job starts its own container
             log.warning("no standby container for %s: %s", lease, exc)
             shutil.rmtree(folder, ignore_errors=True)
-            with self._lock:
-                self._making.discard(lease)
-                self._lock.notify_all()
+            self._made(lease, None)
             return
         with self._lock:
             if not self._closed:
-                self._making.discard(lease)
-                self._lock.notify_all()
-                self._ready[lease] = standby
+                self._made(lease, standby)
                 return
         discard(standby)
+        self._made(lease, None)
+
+    def _made(self, lease: str, standby: Standby | None) -> None:
+        """``lease``'s standby is no longer being started (``standby``: it is ready); waiters wake."""
         with self._lock:
             self._making.discard(lease)
+            if standby is not None:
+                self._ready[lease] = standby
             self._lock.notify_all()
 
     def close(self, discard: Callable[[Standby], None], wait_s: float = 30.0) -> None:
