@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import httpx
-from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from kcoral.cli.errors import (
     BadRequest,
@@ -38,7 +37,7 @@ from kcoral.cli.errors import (
 )
 from kcoral.cli.paths import output_destination, safe_output_path
 from kcoral.runner.joblog import FrameReader, Piece
-from kcoral.runner.models import JobState, JobView, OutputFile, SpecBase
+from kcoral.runner.models import DataError, JobState, JobView, OutputFile, SpecBase, from_data, to_data
 
 if TYPE_CHECKING:
     from kcoral.tasks.documents import TaskContract
@@ -54,7 +53,7 @@ ProgressCallback = Callable[[int, int], None]
 
 CHUNK = 1024 * 1024
 USER_AGENT = "kcoral-cli/0.1"
-_M = TypeVar("_M", bound=BaseModel)
+_M = TypeVar("_M")
 
 
 def normalise_base_url(url: str) -> str:
@@ -153,7 +152,7 @@ class KcoralClient:
 
     def create_job(self, spec: SpecBase) -> JobView:
         """POST /v1/jobs: the job exists in state ``created``, waiting for its input."""
-        data = self._call("POST", "/v1/jobs", "submit", json=spec.model_dump(mode="json"))
+        data = self._call("POST", "/v1/jobs", "submit", json=to_data(spec))
         return _parse(JobView, data, "submit")
 
     def upload_input(self, job_id: str, tar_path: str | Path, progress: ProgressCallback | None = None) -> JobView:
@@ -278,9 +277,11 @@ class KcoralClient:
     def task(self, task_id: str) -> TaskContract:
         """GET /v1/tasks/{id}: the task's whole contract."""
         data = self._call("GET", f"/v1/tasks/{quote(task_id, safe='/')}", "task")
-        try:
-            from kcoral.tasks.documents import TaskContract
+        from pydantic import ValidationError  # the evaluation's documents only (not every command's start-up)
 
+        from kcoral.tasks.documents import TaskContract
+
+        try:
             return TaskContract.model_validate(data)
         except ValidationError as exc:
             raise ServerError(f"task {task_id}: not what a kcoral server sends: {exc.errors()[0]['msg']}") from None
@@ -416,13 +417,10 @@ def _seconds(header: str | None) -> float | None:
 
 def _parse(model: type[_M], data: Any, what: str) -> _M:
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ServerError(f"{what}: unexpected answer from the server: {exc.errors()[0]['msg']}") from None
+        return from_data(model, data)
+    except DataError as exc:
+        raise ServerError(f"{what}: unexpected answer from the server: {exc}") from None
 
 
 def _parse_list(model: type[_M], data: Any, what: str) -> list[_M]:
-    try:
-        return TypeAdapter(list[model]).validate_python(data)  # type: ignore[valid-type]
-    except ValidationError as exc:
-        raise ServerError(f"{what}: unexpected answer from the server: {exc.errors()[0]['msg']}") from None
+    return _parse(list[model], data, what)  # type: ignore[valid-type]

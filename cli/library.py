@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
@@ -222,5 +223,5 @@ class Client:
         return done
 
 
-def _timeout(timeout: float | None) -> dict[str, float]:
+def _timeout(timeout: float | None) -> dict[str, Any]:
     return {} if timeout is None else {"timeout_s": timeout}

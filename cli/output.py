@@ -23,9 +23,7 @@ import json
 import os
 import sys
 from contextvars import ContextVar
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from kcoral.cli.errors import (
     BadRequest,
@@ -37,7 +35,10 @@ from kcoral.cli.errors import (
     Unauthorized,
     UsageError,
 )
-from kcoral.runner.models import JobView, Verdict
+from kcoral.runner.models import JobView, Verdict, to_data
+
+if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not at every start-up
+    from rich.console import Console
 from kcoral.runner.printable import printable
 
 EXIT_OK = 0
@@ -106,6 +107,8 @@ def stdout() -> Console:
 
     Not a terminal: 200 columns rather than rich's 80, so piped tables keep one row per line.
     """
+    from rich.console import Console
+
     console = Console(file=sys.stdout, highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 200
@@ -113,22 +116,37 @@ def stdout() -> Console:
 
 
 def stderr() -> Console:
+    from rich.console import Console
+
     return Console(file=sys.stderr, highlight=False)
 
 
 def note(message: str) -> None:
-    """A line for the user on stderr (never markup-interpreted)."""
-    stderr().print(printable(message, newlines=True), markup=False, soft_wrap=True)
+    """A line for the user on stderr, as it is (no markup, no emoji codes, no wrapping)."""
+    _line(printable(message, newlines=True))
 
 
 def print_error(err: KcoralError | str) -> None:
-    """``kcoral: error: MESSAGE`` (+ a hint line) on stderr."""
-    console = stderr()
+    """``kcoral: error: MESSAGE`` (red on a terminal) (+ a hint line) on stderr."""
     message = err.message if isinstance(err, KcoralError) else err
-    console.print(f"kcoral: error: {printable(message, newlines=True)}", style="red", markup=False, soft_wrap=True)
+    _line(f"kcoral: error: {printable(message, newlines=True)}", red=True)
     hint = err.hint if isinstance(err, KcoralError) else ""
     if hint:
-        console.print(f"kcoral: hint: {printable(hint, newlines=True)}", markup=False, soft_wrap=True)
+        _line(f"kcoral: hint: {printable(hint, newlines=True)}")
+
+
+def _line(text: str, red: bool = False) -> None:
+    stream = sys.stderr
+    if red and _colour(stream):
+        text = f"\x1b[31m{text}\x1b[0m"
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def _colour(stream: Any) -> bool:
+    """Colour for a terminal, unless NO_COLOR is set or TERM is dumb (as rich decides)."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
 #: a --json command has printed its document (cli.main prints an error document only when none was)
@@ -151,4 +169,4 @@ def error_document(message: str, code: int, kind: str, hint: str = "") -> dict[s
 
 
 def job_json(view: JobView) -> dict[str, Any]:
-    return view.model_dump(mode="json")
+    return to_data(view)

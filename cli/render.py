@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import time
-from typing import Any
-
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from kcoral.runner.models import JobView
 from kcoral.runner.printable import printable
+
+if TYPE_CHECKING:  # rich is imported by what draws, not by the one-line summaries every job prints
+    from rich.console import RenderableType
+    from rich.table import Table
+    from rich.text import Text
 
 
 def cell(value: str, **style: Any) -> Text:
     """Server- or job-chosen text for the terminal: control characters shown as \\xNN (runner.printable),
     never taken as markup. Every table cell and line of text the CLI renders goes through here."""
+    from rich.text import Text
+
     return Text(printable(value, newlines=True), **style)
 
 
@@ -83,6 +86,8 @@ def summary_line(view: JobView) -> str:
 
 
 def jobs_table(views: list[JobView]) -> Table:
+    from rich.table import Table
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "STATE", "CREATED", "RAN", "GPUS", "COMMAND"):
         table.add_column(column, no_wrap=True, overflow="ellipsis")
@@ -100,6 +105,8 @@ def jobs_table(views: list[JobView]) -> Table:
 
 
 def job_details(view: JobView) -> Table:
+    from rich.table import Table
+
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
@@ -150,6 +157,8 @@ def _dict_table(rows: list[dict[str, Any]]) -> Table:
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
+    from rich.table import Table
+
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in columns:
         table.add_column(column.upper())
@@ -160,6 +169,8 @@ def _dict_table(rows: list[dict[str, Any]]) -> Table:
 
 def health_view(health: dict[str, Any]) -> RenderableType:
     """The /v1/health object: scalars as ``key: value`` lines, lists of objects as tables."""
+    from rich.console import Group
+
     parts: list[RenderableType] = []
     for key, value in health.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):

@@ -6,16 +6,19 @@ Every error a route can meet is a runner.errors.KcoralError, turned into JSON by
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 import re
 import shutil
+import typing
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import FileResponse, StreamingResponse
+from pydantic import PlainValidator
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
@@ -35,7 +38,17 @@ from kcoral.runner.errors import (
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.joblog import frame, read_pieces
-from kcoral.runner.models import ErrorBody, JobSpec, JobState, JobView, OutputFile
+from kcoral.runner.models import (
+    ErrorBody,
+    JobSpec,
+    JobState,
+    JobView,
+    OutputFile,
+    ProfileSpec,
+    PythonSpec,
+    from_data,
+    to_data,
+)
 from kcoral.runner.services import Services
 from kcoral.runner.store import JobRecord
 
@@ -50,6 +63,15 @@ ERROR_STATUSES = {
     503: "the engine is unavailable, or the server is shutting down; see Retry-After",
     507: "the server's disk is full; see Retry-After",
 }
+
+
+def _spec(body: object) -> JobSpec:
+    return from_data(JobSpec, body)  # type: ignore[arg-type]
+
+
+#: the body of POST /v1/jobs: made by runner.models.from_data (THE parser: its DataError is our 400),
+#: shown in the OpenAPI schema as the union of the specs
+SubmittedSpec = Annotated[JobSpec, PlainValidator(_spec, json_schema_input_type=JobSpec)]
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -92,9 +114,9 @@ def _view(svc: Services, job: JobRecord, order: list[str] | None = None) -> JobV
     if job.state == JobState.queued:
         order = order if order is not None else [j.id for j in svc.scheduler.queue_order()]
         position = order.index(job.id) + 1 if job.id in order else None
-    spec = job.spec
-    if "env" in type(spec).model_fields:
-        spec = spec.model_copy(update={"env": {}})
+    spec = typing.cast(JobSpec, job.spec)
+    if isinstance(spec, PythonSpec | ProfileSpec):
+        spec = dataclasses.replace(spec, env={})
     return JobView(
         id=job.id,
         owner=job.owner,
@@ -126,13 +148,13 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
     except Unauthorized:
         return {"ok": True, "auth": True}
     try:
-        image = svc.executor.image_info(svc.settings.image).model_dump() | {"present": True}
+        image = to_data(svc.executor.image_info(svc.settings.image)) | {"present": True}
     except InfrastructureError as exc:
         image = {"ref": svc.settings.image, "present": False, "error": exc.message}
     return {
         "ok": True,
         "docker": svc.executor.engine(),
-        "gpus": [g.model_dump() for g in svc.gpus],
+        "gpus": to_data(svc.gpus),
         "nvml": {"available": svc.nvml.available, "error": svc.nvml.error},
         "gpu_mode": svc.executor.gpu_mode() if svc.gpus else "none",
         "toolchain_mounts": list(svc.settings.toolchain_mounts),
@@ -160,7 +182,7 @@ def _taking_work(svc: Services) -> None:
 
 
 @router.post("/jobs", status_code=201, responses=errors(429, 503, 507))
-def submit(spec: JobSpec, request: Request, response: Response, who: str = Depends(owner)) -> JobView:
+def submit(spec: SubmittedSpec, request: Request, response: Response, who: str = Depends(owner)) -> JobView:
     svc = services(request)
     _taking_work(svc)
     limits = svc.settings.limits
@@ -237,7 +259,7 @@ def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobVi
     if original.state == JobState.created or not original.input_sha256 or not old.tar.is_file():
         raise Conflict(f"job {job_id} has no input to run again (it never received its upload)")
     pinned = original.image.digest if original.image and original.image.digest else None
-    spec = original.spec.model_copy(update={"image": pinned})
+    spec = dataclasses.replace(original.spec, image=pinned)
     job = svc.store.create(who, spec, waiting_cap=svc.settings.limits.queued_per_token)
     new = svc.store.paths(job.id)
     try:

@@ -1,5 +1,9 @@
-"""The API's data: what a client asks for (JobSpec, one model per kind), what it is shown (JobView),
+"""The API's data: what a client asks for (a spec, one class per kind), what it is shown (JobView),
 how a job ended (Verdict). The server's own record of a job is runner.store.JobRecord.
+
+Plain dataclasses, so that a client imports no validation library: :func:`from_data` makes them from
+JSON, checking every type (THE one parser of the API's data, on the client and on the server), and
+:func:`to_data` makes their JSON. FastAPI (the server only) is shown the same classes.
 
 A job's life: ``created`` (spec accepted, waiting for the sent directory) -> ``queued``
 (input validated and stored) -> ``running`` (container started on a lease) -> ``finished``
@@ -9,19 +13,18 @@ A job's life: ``created`` (spec accepted, waiting for the sent directory) -> ``q
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
+import math
 import shlex
-from enum import StrEnum
-from typing import Annotated, Any, Literal
+import types
+import typing
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from typing import Any, Literal, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, computed_field, model_validator
-
-
-class Model(BaseModel):
-    """Every model here: its validator is built when first used, not on import (a CLI command that
-    needs two of them does not pay for all of them at start-up)."""
-
-    model_config = ConfigDict(defer_build=True)
+_T = TypeVar("_T")
 
 
 class JobState(StrEnum):
@@ -59,31 +62,38 @@ class Verdict(StrEnum):
     infrastructure_error = "infrastructure_error"
 
 
-class ErrorBody(Model):
+@dataclass(kw_only=True)
+class ErrorBody:
     """Every error answer of the API, whatever the route or the cause."""
 
-    error: str = Field(description="a stable code: bad_request, unauthorized, not_found, too_many_jobs, ...")
-    message: str = Field(description="what went wrong, for a person (control characters escaped)")
+    #: a stable code: bad_request, unauthorized, not_found, too_many_jobs, ...
+    error: str
+    #: what went wrong, for a person (control characters escaped)
+    message: str
 
 
-class SpecBase(Model):
+@dataclass(kw_only=True)
+class SpecBase:
     """What every kind of job asks for. Unknown fields are refused (a typo must not be ignored)."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    #: for pydantic (FastAPI's schema of the API): a spec has no other fields
+    __pydantic_config__ = {"extra": "forbid"}
+    #: for :func:`from_data`: a field this class does not have is an error, not ignored
+    STRICT = True
 
     kind: JobKindName
-    image: str | None = Field(None, description="set by the server on a rerun: the image digest to run again")
-    timeout_s: float = Field(600.0, gt=0, description="wall-clock limit for the job, seconds")
-    gpus: int = Field(1, ge=0, description="GPUs to lease; CPU slots stand in on a host without GPUs")
+    #: set by the server on a rerun: the image digest to run again
+    image: str | None = None
+    #: wall-clock limit for the job, seconds
+    timeout_s: float = 600.0
+    #: GPUs to lease; CPU slots stand in on a host without GPUs
+    gpus: int = 1
 
-    @model_validator(mode="after")
-    def _encodable(self) -> SpecBase:
-        """Every text of the spec is valid Unicode: JSON can carry a lone surrogate ("\\ud800"), which
-        no argv, environment, file or database can hold."""
-        for name, value in self:
-            if not _encodable(value):
-                raise ValueError(f"{name} holds a lone surrogate (text that is not valid Unicode)")
-        return self
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise DataError("timeout_s", "must be more than 0")
+        if self.gpus < 0:
+            raise DataError("gpus", "must be 0 or more")
 
     def words(self) -> list[str]:
         """The command-line words the job carries (checked against the argv budget)."""
@@ -98,26 +108,15 @@ class SpecBase(Model):
         return f"{self.kind} {shlex.join(self.words())}".rstrip()
 
 
-def _encodable(value: object) -> bool:
-    if isinstance(value, str):
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, dict):
-        return all(_encodable(k) and _encodable(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return all(_encodable(v) for v in value)
-    return True
-
-
+@dataclass(kw_only=True)
 class PythonSpec(SpecBase):
     """``kcoral python``: python with these arguments, next to the sent files."""
 
     kind: Literal[JobKindName.python] = JobKindName.python
-    argv: list[str] = Field(default_factory=list, description="the arguments after 'python' (SCRIPT ARGS, -c, -m)")
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment, validated")
+    #: the arguments after 'python' (SCRIPT ARGS, -c, -m)
+    argv: list[str] = field(default_factory=list)
+    #: extra environment, validated
+    env: dict[str, str] = field(default_factory=dict)
 
     def words(self) -> list[str]:
         return self.argv
@@ -126,29 +125,38 @@ class PythonSpec(SpecBase):
         return self.env
 
 
+@dataclass(kw_only=True)
 class EvalSpec(SpecBase):
     """``kcoral eval``: the submission only; the task owns inputs, environment and timing."""
 
     kind: Literal[JobKindName.eval] = JobKindName.eval
-    task: str = Field(description="the task id, e.g. demo/softmax (GET /v1/tasks lists them)")
-    timeout_s: float = Field(
-        0.0, ge=0, description="0: the task's timeout_s (the server fills it in); more than the task's is refused"
-    )
-    check: bool = Field(
-        False,
-        description="the public workloads' correctness only, with full tracebacks: no holdout, no timing, no score",
-    )
+    #: the task id, e.g. demo/softmax (GET /v1/tasks lists them)
+    task: str
+    #: 0: the task's timeout_s (the server fills it in); more than the task's is refused
+    timeout_s: float = 0.0
+    #: the public workloads' correctness only, with full tracebacks: no holdout, no timing, no score
+    check: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s >= 0:
+            raise DataError("timeout_s", "must be 0 or more")
+        if self.gpus < 0:
+            raise DataError("gpus", "must be 0 or more")
 
     def title(self) -> str:
         return f"eval {'--check ' if self.check else ''}{self.task}"
 
 
+@dataclass(kw_only=True)
 class ProfileSpec(SpecBase):
     """A profiler (ncu, iket) around the client's command."""
 
-    argv: list[str] = Field(default_factory=list, description="the profiler's own options")
-    command: list[str] = Field(default_factory=list, description="the profiled command")
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment, validated")
+    #: the profiler's own options
+    argv: list[str] = field(default_factory=list)
+    #: the profiled command
+    command: list[str] = field(default_factory=list)
+    #: extra environment, validated
+    env: dict[str, str] = field(default_factory=dict)
 
     def words(self) -> list[str]:
         return [*self.argv, *self.command]
@@ -160,72 +168,56 @@ class ProfileSpec(SpecBase):
         return self.env
 
 
+@dataclass(kw_only=True)
 class NcuSpec(ProfileSpec):
     """``kcoral ncu``: argv = ncu options, command = the profiled command."""
 
     kind: Literal[JobKindName.ncu] = JobKindName.ncu
 
 
+@dataclass(kw_only=True)
 class IketSpec(ProfileSpec):
     """``kcoral iket``: argv = [run-iket options] profile [profile options], command = the traced command."""
 
     kind: Literal[JobKindName.iket] = JobKindName.iket
 
 
-def _kind_of(value: Any) -> str:
-    """The discriminator: the ``kind`` field, python when a client leaves it out."""
-    if isinstance(value, dict):
-        return str(value.get("kind", JobKindName.python))
-    return str(getattr(value, "kind", JobKindName.python))
+#: What a client submits (POST /v1/jobs), one class per kind, told apart by ``kind`` (python when a
+#: client leaves it out). The sent directory follows as a tar.
+JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec
 
 
-#: What a client submits (POST /v1/jobs), one model per kind. The sent directory follows as a tar.
-JobSpec = Annotated[
-    Annotated[PythonSpec, Tag(JobKindName.python)]
-    | Annotated[EvalSpec, Tag(JobKindName.eval)]
-    | Annotated[NcuSpec, Tag(JobKindName.ncu)]
-    | Annotated[IketSpec, Tag(JobKindName.iket)],
-    Discriminator(
-        _kind_of,
-        custom_error_type="unknown_kind",
-        custom_error_message=f"unknown job kind; a server runs: {', '.join(JobKindName)}",
-    ),
-]
+def parse_spec(data: str | bytes | dict[str, Any]) -> JobSpec:
+    """A JobSpec from JSON text or a dict; :class:`DataError` when it is not one."""
+    return from_data(JobSpec, data if isinstance(data, dict) else _json(data))  # type: ignore[arg-type]
 
 
-@functools.cache
-def _spec_adapter() -> TypeAdapter[PythonSpec | EvalSpec | NcuSpec | IketSpec]:
-    return TypeAdapter(JobSpec)
-
-
-def parse_spec(data: str | bytes | dict[str, Any]) -> PythonSpec | EvalSpec | NcuSpec | IketSpec:
-    """A JobSpec from JSON text or a dict; pydantic.ValidationError when it is not one."""
-    if isinstance(data, dict):
-        return _spec_adapter().validate_python(data)
-    return _spec_adapter().validate_json(data)
-
-
-class GpuInfo(Model):
+@dataclass(kw_only=True)
+class GpuInfo:
     index: int
-    minor: int = Field(-1, description="N of /dev/nvidiaN (differs from the NVML index on some hosts)")
+    #: N of /dev/nvidiaN (differs from the NVML index on some hosts)
+    minor: int = -1
     uuid: str
     name: str
     memory_total_mib: int
     driver: str = ""
 
 
-class ImageInfo(Model):
+@dataclass(kw_only=True)
+class ImageInfo:
     ref: str
     digest: str = ""
 
 
-class OutputFile(Model):
+@dataclass(kw_only=True)
+class OutputFile:
     path: str
     size: int
     sha256: str
 
 
-class StepTimes(Model):
+@dataclass(kw_only=True)
+class StepTimes:
     """When one of a job's containers ran (Unix seconds, the server's clock)."""
 
     name: str
@@ -233,21 +225,22 @@ class StepTimes(Model):
     ended: float
 
 
-class JobTimes(Model):
+@dataclass(kw_only=True)
+class JobTimes:
     """Unix timestamps (seconds), and when each container ran."""
 
     created: float
     queued: float | None = None
     started: float | None = None
     finished: float | None = None
-    steps: list[StepTimes] = []
+    steps: list[StepTimes] = field(default_factory=list)
+    #: seconds per phase, in order (derived from the rest, never read from JSON): upload (created to
+    #: queued), queue, start (the lease to the first container: the plan, the image pinned, the
+    #: containers made), each container by its step's name, collect (the last container's end to
+    #: finished: outputs checked and copied, documents)
+    phases: dict[str, float] = field(init=False, default_factory=dict)
 
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def phases(self) -> dict[str, float]:
-        """Seconds per phase, in order: upload (created to queued), queue, start (the lease to the first
-        container: the plan, the image pinned, the containers made), each container by its step's
-        name, collect (the last container's end to finished: outputs checked and copied, documents)."""
+    def __post_init__(self) -> None:
         t = self
         out: dict[str, float] = {}
 
@@ -262,10 +255,11 @@ class JobTimes(Model):
             for step in t.steps:
                 put(step.name, step.started, step.ended)
             put("collect", max(s.ended for s in t.steps), t.finished)
-        return out
+        self.phases = out
 
 
-class JobView(Model):
+@dataclass(kw_only=True)
+class JobView:
     """A job as the API shows it (GET /v1/jobs/{id}): what its owner may see. The server keeps its
     own record (runner.store.JobRecord); environment values never come back, only their names."""
 
@@ -273,16 +267,170 @@ class JobView(Model):
     owner: str
     state: JobState
     spec: JobSpec
-    env_names: list[str] = Field(default_factory=list)
+    env_names: list[str] = field(default_factory=list)
     verdict: Verdict | None = None
     exit_code: int | None = None
     reason: str = ""
     queue_position: int | None = None
     image: ImageInfo | None = None
-    gpus: list[GpuInfo] = Field(default_factory=list)
+    gpus: list[GpuInfo] = field(default_factory=list)
     slot: str = ""
     input_sha256: str = ""
     input_bytes: int = 0
     log_bytes: int = 0
     times: JobTimes
-    outputs: list[OutputFile] = Field(default_factory=list)
+    outputs: list[OutputFile] = field(default_factory=list)
+
+
+# ----- JSON in and out
+
+
+class DataError(ValueError):
+    """JSON that is not the data asked for: where (``python.timeout_s``, ``outputs.0.size``) and why."""
+
+    def __init__(self, where: str, what: str) -> None:
+        where = where.encode(errors="backslashreplace").decode()  # a key may be a lone surrogate
+        super().__init__(f"{where}: {what}" if where else what)
+        self.where = where
+        self.what = what
+
+
+def to_data(value: Any) -> Any:
+    """A dataclass (or a list of them) as JSON data: dicts, lists, text and numbers."""
+    if isinstance(value, list | tuple):
+        return [to_data(v) for v in value]
+    return dataclasses.asdict(value)
+
+
+def from_data(cls: type[_T], data: object) -> _T:
+    """``cls`` (a dataclass here, ``list[...]``, a union of specs) from JSON data, every type checked:
+    :class:`DataError` names the first place that is wrong. Text must be valid Unicode (JSON can
+    carry a lone surrogate, "\\ud800", which no argv, environment, file or database can hold) and
+    numbers finite; a field a class does not have is refused where the class is STRICT (specs),
+    ignored elsewhere (a newer server may show more)."""
+    return typing.cast(_T, _convert(cls, data, ()))
+
+
+def _json(text: str | bytes) -> object:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise DataError("", f"not JSON: {exc}") from None
+
+
+def _where(path: tuple[str, ...]) -> str:
+    return ".".join(p for p in path if p)
+
+
+def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
+    if dataclasses.is_dataclass(tp):
+        return _dataclass(tp, value, path)  # type: ignore[arg-type]
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return _union(typing.get_args(tp), value, path)
+    if origin is list:
+        if not isinstance(value, list):
+            raise DataError(_where(path), "must be a list")
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v, (*path, str(i))) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise DataError(_where(path), "must be an object")
+        _, item = typing.get_args(tp)
+        return {_text(k, (*path, "<key>")): _convert(item, v, (*path, str(k))) for k, v in value.items()}
+    if origin is Literal:
+        if value not in typing.get_args(tp):
+            raise DataError(_where(path), f"must be {' or '.join(repr(str(a)) for a in typing.get_args(tp))}")
+        return typing.get_args(tp)[0]
+    if tp is Any:
+        return value
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        try:
+            return tp(value)
+        except ValueError:
+            raise DataError(_where(path), f"must be one of: {', '.join(str(m.value) for m in tp)}") from None
+    if tp is str:
+        return _text(value, path)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise DataError(_where(path), "must be true or false")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise DataError(_where(path), "must be a whole number")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise DataError(_where(path), "must be a finite number")
+        return float(value)
+    raise TypeError(f"from_data cannot make {tp!r}")  # a programming error: a type this module lacks
+
+
+def _text(value: object, path: tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        raise DataError(_where(path), "must be text")
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise DataError(_where(path), "holds a lone surrogate (text that is not valid Unicode)") from None
+    return value
+
+
+def _union(options: tuple[Any, ...], value: object, path: tuple[str, ...]) -> object:
+    if value is None and type(None) in options:
+        return None
+    kinds = _kinds(tuple(o for o in options if o is not type(None)))
+    if kinds:  # specs: told apart by kind, the first one's when it is left out
+        if not isinstance(value, dict):
+            raise DataError(_where(path), "must be an object")
+        kind = value.get("kind", next(iter(kinds)))
+        if kind not in kinds:
+            raise DataError(_where(path), f"unknown job kind; a server runs: {', '.join(kinds)}")
+        return _convert(kinds[kind], value, (*path, str(kind)))
+    (inner,) = (o for o in options if o is not type(None))  # X | None
+    return _convert(inner, value, path)
+
+
+@functools.cache
+def _kinds(options: tuple[Any, ...]) -> dict[str, type]:
+    """The union's classes by the default of their ``kind`` field ({} for a union of other types)."""
+    out: dict[str, type] = {}
+    for option in options:
+        kind = _fields(option).get("kind") if isinstance(option, type) and dataclasses.is_dataclass(option) else None
+        if kind is None or not isinstance(kind[1], str):
+            return {}
+        out[str(kind[1])] = option
+    return out
+
+
+@functools.cache
+def _fields(cls: type) -> dict[str, tuple[Any, object]]:
+    """A dataclass's fields that JSON sets: name -> (type, default or MISSING)."""
+    hints = typing.get_type_hints(cls)
+    out: dict[str, tuple[Any, object]] = {}
+    for f in dataclasses.fields(cls):
+        if f.init:
+            out[f.name] = (hints[f.name], f.default)
+    return out
+
+
+def _dataclass(cls: type, value: object, path: tuple[str, ...]) -> object:
+    if not isinstance(value, dict):
+        raise DataError(_where(path), "must be an object")
+    fields = _fields(cls)
+    if getattr(cls, "STRICT", False):
+        for name in value:
+            if name not in fields:
+                raise DataError(_where((*path, str(name))), "no such field (a typo is refused)")
+    required = {f.name for f in dataclasses.fields(cls) if f.init and _no_default(f)}
+    for name in sorted(required - value.keys()):
+        raise DataError(_where((*path, name)), "missing")
+    kwargs = {name: _convert(fields[name][0], v, (*path, name)) for name, v in value.items() if name in fields}
+    try:
+        return cls(**kwargs)
+    except DataError as exc:  # the class's own checks (__post_init__)
+        raise DataError(_where((*path, exc.where)), exc.what) from None
+
+
+def _no_default(f: dataclasses.Field[Any]) -> bool:
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING

@@ -33,6 +33,7 @@ from kcoral.runner.models import (
     StepTimes,
     Verdict,
     parse_spec,
+    to_data,
 )
 
 #: SQLite's result code for a full disk (sqlite3.Error.sqlite_errorcode)
@@ -247,7 +248,7 @@ class JobStore:
                         raise TooManyJobs(f"you have {waiting_cap} jobs waiting already; wait for some to finish")
                 db.execute(
                     "INSERT INTO jobs (id, owner, state, spec, created) VALUES (?, ?, ?, ?, ?)",
-                    (job_id, owner, JobState.created, spec.model_dump_json(), time.time()),
+                    (job_id, owner, JobState.created, json.dumps(to_data(spec)), time.time()),
                 )
                 with disk_writes("cannot make the job's folder"):
                     root.mkdir(parents=True)
@@ -270,12 +271,12 @@ class JobStore:
             job_id,
             state=JobState.running,
             slot=slot,
-            gpus=json.dumps([g.model_dump() for g in gpus]),
+            gpus=json.dumps(to_data(gpus)),
             started=time.time(),
         )
 
     def set_image(self, job_id: str, image: ImageInfo) -> None:
-        self._update(job_id, image=image.model_dump_json())
+        self._update(job_id, image=json.dumps(to_data(image)))
 
     def finish(
         self,
@@ -291,9 +292,9 @@ class JobStore:
             state=JobState.finished, verdict=verdict, exit_code=exit_code, reason=reason, finished=time.time()
         )
         if steps:
-            fields["steps"] = json.dumps([s.model_dump() for s in steps])
+            fields["steps"] = json.dumps(to_data(steps))
         if outputs is not None:
-            fields["outputs"] = json.dumps([o.model_dump() for o in outputs])
+            fields["outputs"] = json.dumps(to_data(outputs))
         if log_bytes is not None:
             fields["log_bytes"] = log_bytes
         self._update(job_id, **fields)
@@ -373,7 +374,7 @@ def _to_record(row: sqlite3.Row) -> JobRecord:
         verdict=Verdict(row["verdict"]) if row["verdict"] else None,
         exit_code=row["exit_code"],
         reason=row["reason"],
-        image=ImageInfo.model_validate_json(row["image"]) if row["image"] else None,
+        image=ImageInfo(**json.loads(row["image"])) if row["image"] else None,
         gpus=tuple(GpuInfo(**g) for g in json.loads(row["gpus"])),
         slot=row["slot"],
         input_sha256=row["input_sha256"],

@@ -29,7 +29,7 @@ from kcoral.runner import jobfs
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.errors import BadRequest, InfrastructureError
 from kcoral.runner.jobkinds import CODE_MOUNT, code_mounts, spec_as, with_code_path
-from kcoral.runner.models import EvalSpec, JobKindName, SpecBase, Verdict
+from kcoral.runner.models import EvalSpec, JobKindName, SpecBase, Verdict, to_data
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
 from kcoral.runner.printable import printable
 from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, SUPERVISOR_UID
@@ -81,7 +81,7 @@ class EvalKind:
             raise BadRequest(
                 f"task {task.id} allows {limit:g} s; {evaluation.timeout_s:g} s is more (leave --timeout out to get it)"
             )
-        return evaluation.model_copy(update={"timeout_s": evaluation.timeout_s or limit})
+        return replace(evaluation, timeout_s=evaluation.timeout_s or limit)
 
     def plan(self, ctx: JobContext) -> Plan:
         return _Evaluation(ctx).plan()
@@ -301,7 +301,7 @@ class _Evaluation:
             image=outcomes.image.digest,
             submission_sha256=ctx.job.input_sha256,
             harness_version=harness_version(),
-            gpus=[g.model_dump() for g in ctx.lease.gpus],
+            gpus=to_data(ctx.lease.gpus),
             telemetry=telemetry,
             seed_hashes=case_builder.seed_hashes(doc),
             timings=sample_times(doc, result),

@@ -40,20 +40,16 @@ PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
 
 def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> SpecBase:
     """A JobSpec from a command's pieces, with -e options resolved; UsageError for what the spec refuses."""
-    from pydantic import ValidationError
-
     from kcoral.cli.envvars import parse_env_options
-    from kcoral.runner.models import parse_spec
+    from kcoral.runner.models import DataError, parse_spec
 
     fields = {**fields, "env": parse_env_options(env_options or [], os.environ)}
     if timeout is not None:
         fields["timeout_s"] = timeout
     try:
         return parse_spec(fields)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UsageError(f"bad job spec: {where}: {first['msg']}") from None
+    except DataError as exc:
+        raise UsageError(f"bad job spec: {exc}") from None
 
 
 def connect(remote: str | None, token: str | None, timeout: float = 30.0) -> KcoralClient:

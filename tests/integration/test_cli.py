@@ -22,7 +22,7 @@ from kcoral.cli.main import run
 from kcoral.cli.render import summary_line
 from kcoral.runner.joblog import STDERR, STDOUT, FrameReader
 from kcoral.runner.limits import KiB, Limits, MiB
-from kcoral.runner.models import JobView
+from kcoral.runner.models import JobView, from_data
 from tests.conftest import RunningServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,7 +128,7 @@ def test_python_streams_log_sends_env_and_files_and_downloads_outputs(remote, se
     assert (dest / "res" / "out.txt").read_bytes() == b"42"
     assert (dest / "o.bin").read_bytes() == bytes(range(256))
     assert f"2 output file(s) in {dest}" in err
-    assert summary_line(JobView.model_validate(job)) in err
+    assert summary_line(from_data(JobView, job)) in err
     assert job["image"]["digest"][len("sha256:") :][:12] in err
     assert "queued: position 2" not in err  # a free slot: at most "position 1" until it is dispatched
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.main import run
-from kcoral.runner.models import JobView
+from kcoral.runner.models import JobView, from_data
 from kcoral.tasks.documents import EvalReport
 from tests.conftest import RunningServer, make_tar
 
@@ -101,7 +101,7 @@ def test_each_first_mistake_gets_a_reason_it_can_act_on(server: RunningServer, c
         job = server.wait(ids[name], timeout=600)
         assert job["verdict"] == "rejected", (name, job)
         report = report_of(server, job)
-        line = first_failure(JobView.model_validate(job), report)
+        line = first_failure(from_data(JobView, job), report)
         seen[name] = line
         assert line.startswith("workload standard: " + expected), (name, line)
         assert report.holdout.value == "FAIL" and report.summary is None and report.passed == 0
