@@ -17,7 +17,10 @@ ev() {  # ev NAME TASK DIR EXPECT (pass | fail | no-gain): one evaluation, its r
   local t0=$SECONDS rc
   kc eval "$2" "$3" --output-dir "$out/$1"; rc=$?
   echo "exit code: $rc ($((SECONDS - t0)) s)"
-  tail -n 4 "$(ls -t /tmp/kc/jobs/*/eval/judge.log 2>/dev/null | head -n 1)" 2>/dev/null | cut -c1-600
+  local judge; judge=$(ls -t /tmp/kc/jobs/*/eval/judge.log 2>/dev/null | head -n 1)
+  [ -n "$judge" ] && mkdir -p "$out/$1" && cp "$judge" "$out/$1/judge.log"  # with where the time went
+  grep -h " took: " "$judge" 2>/dev/null | cut -c1-300
+  tail -n 4 "$judge" 2>/dev/null | cut -c1-600
   python3 - "$out/$1/report.json" "$rc" "$4" "$NO_GAIN" <<'PY'
 import json, sys
 path, rc, expect, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])

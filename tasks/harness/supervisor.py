@@ -47,6 +47,31 @@ from kcoral.tasks.harness.stats import median, median_rse, net_samples, speedup_
 from kcoral.tasks.harness.taskdef import load_task
 
 _ns = time.perf_counter_ns
+
+
+class Laps:
+    """Seconds per named stage, in the order first met: where a case's (or the start's) time went.
+    Written to the judge log, the operator's record (tasks.evaluate keeps it on the server)."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+        self._mark = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        """The time since the previous lap (or since this was made) goes to ``name``."""
+        now = time.monotonic()
+        self.spent[name] = self.spent.get(name, 0.0) + now - self._mark
+        self._mark = now
+
+    def line(self) -> str:
+        return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.spent.items())
+
+
+def process_age() -> float:
+    """Seconds since this process started (its interpreter's start-up and imports included)."""
+    with open("/proc/self/stat") as f:
+        ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
 #: on a busy host, sampling may go on up to this many times max_reps (see TimingMethod.noisy_budget_s)
 NOISY_REPS = 10
 
@@ -170,18 +195,32 @@ class Supervisor:
         return results
 
     def run_case(self, case: schema.Case, timed: bool) -> CaseResult:
+        laps = Laps()
+        try:
+            return self._run_case(case, timed, laps)
+        finally:
+            print(f"{case.id} {case.workload} took: {laps.line()}", file=sys.stderr)
+
+    def _run_case(self, case: schema.Case, timed: bool, laps: Laps) -> CaseResult:
         params, tol = case.params, checks.Tolerance(**case.tolerance)
         inputs = self.mod.make_inputs(params, case.seed, self.device)
         specs = self.mod.output_specs(inputs)
+        self._sync()
+        laps.lap("inputs")
         expected = self.mod.reference(inputs, params)
+        self._sync()
+        laps.lap("reference")
         cand = self._side(self.candidate, case, inputs, specs)
         error = self._setup(cand, params, case)
+        laps.lap("setup")
         if error:
             return CaseResult(case.id, Outcome.ERROR, error)
         _, outs, error = self.call(cand, inputs)
+        laps.lap("call")
         if error:
             return CaseResult(case.id, Outcome.ERROR, error)
         problem, stats = _compare(outs, expected, tol)
+        laps.lap("compare")
         if problem:
             return CaseResult(case.id, Outcome.FAIL, problem, stats)
         if not timed:
@@ -212,6 +251,7 @@ class Supervisor:
             )
             timing.remeasured = True
         self.phases[f"timing {case.workload}"] = time.monotonic() - began
+        laps.lap("timing")
         _, outs, error = self.call(cand, inputs)
         after = error or _compare(outs, expected, tol)[0]
         flaky = mismatch or (f"after timing: {after}" if after else "")
@@ -542,7 +582,9 @@ def _hello(worker: Worker) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    began = time.monotonic()
+    began = time.monotonic() - process_age()  # the interpreter's start and the imports are the start's too
+    laps = Laps()
+    laps.spent["imports"] = process_age()
     task_dir, cases_path, out, sock_path, cgroup = Path(argv[0]), Path(argv[1]), Path(argv[2]), argv[3], argv[4]
     doc = schema.parse_cases(cases_path.read_bytes())
     task = load_task(task_dir)
@@ -550,11 +592,13 @@ def main(argv: list[str]) -> int:
     torch.manual_seed(0)
     if task.device == "cuda":
         torch.zeros(1, device="cuda")
+    laps.lap("task and device")
     listener = listen(sock_path)
     baseline, proc = None, None
     if any(c.timed for c in doc.cases):
         write_progress(out, phase="start", step="starting the baseline's worker")
         baseline, proc = _start_baseline(task_dir, task.device, cfg.call_timeout_s)
+        laps.lap("baseline worker")
     write_progress(out, phase="start", step="waiting for the candidate's worker")
     watch_note = "unavailable"
     try:
@@ -572,8 +616,11 @@ def main(argv: list[str]) -> int:
             watch_note = f"cgroup v{cgroup}"
         except (OSError, ValueError) as exc:
             watch_note = f"unavailable: {exc}"
+    laps.lap("candidate connects")
     write_progress(out, phase="start", step="the candidate's worker imports solution.py")
     error = _hello(candidate)
+    laps.lap("candidate hello")
+    print(f"start took: {laps.line()}", file=sys.stderr)
     if error:
         results = [CaseResult(c.id, Outcome.ERROR, error) for c in doc.cases]
         return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), baseline, proc)
