@@ -17,7 +17,7 @@ import docker.errors
 from kcoral.images.errors import ImageBuildError
 from kcoral.images.refs import IMAGE_LABEL, IMAGE_REFS, split_ref
 from kcoral.images.util import image_id, remove_replaced
-from kcoral.runner.settings import JOB_UID
+from kcoral.runner.settings import JOB_UID, PYCACHE_MOUNT
 
 # Directories the job container mounts over (host bind mounts, tmpfs, or Docker's own /proc /sys /dev).
 MOUNT_POINTS: dict[str, int] = {
@@ -30,6 +30,7 @@ MOUNT_POINTS: dict[str, int] = {
     "sbin": 0o755,
     "opt": 0o755,
     "etc": 0o755,
+    PYCACHE_MOUNT.strip("/"): 0o755,  # runner.pycache: the server's bytecode of the host Python
     "proc": 0o555,
     "sys": 0o555,
     "dev": 0o755,

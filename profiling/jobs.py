@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def profiling_env(
     settings: Settings, spec: ProfileSpec, job_id: str, extra: dict[str, str] | None = None
 ) -> dict[str, str]:
-    return {**with_code_path(job_environment(settings.job_env, spec.env, job_id)), **(extra or {})}
+    return {**with_code_path(job_environment(settings.operator_env(), spec.env, job_id)), **(extra or {})}
 
 
 def _check_runnable(spec: ProfileSpec, services: Services, what: str, info: dict[str, Any]) -> None:

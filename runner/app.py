@@ -47,6 +47,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
                 "path of the folders it mounts from there; mount one there to show no more than /jobs/ID/...",
                 settings.data_dir.resolve(),
             )
+        svc.bytecode.start()
         svc.scheduler.start()
         yield
         svc.scheduler.stop(settings.shutdown_grace_s)

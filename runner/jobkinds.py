@@ -77,7 +77,7 @@ class PythonKind:
     def plan(self, ctx: JobContext) -> Plan:
         settings, job, paths = ctx.settings, ctx.job, ctx.paths
         spec = spec_as(job.spec, PythonSpec)
-        step = python_step(settings, paths, spec.argv, job_environment(settings.job_env, spec.env, job.id))
+        step = python_step(settings, paths, spec.argv, job_environment(settings.operator_env(), spec.env, job.id))
         return Plan(image=spec.image or settings.image, steps=[step], collect=paths.raw_out)
 
 

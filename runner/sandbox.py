@@ -16,7 +16,7 @@ from docker.types import DeviceRequest, LogConfig, Ulimit
 
 from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep
-from kcoral.runner.settings import OUTPUT_MOUNT, Settings
+from kcoral.runner.settings import OUTPUT_MOUNT, PYCACHE_MOUNT, Settings
 
 LABEL_JOB = "kcoral.job"
 LABEL_INSTANCE = "kcoral.instance"
@@ -43,6 +43,8 @@ def container_options(
         volumes[str(step.output_dir)] = {"bind": OUTPUT_MOUNT, "mode": "rw"}
     for path in settings.toolchain_mounts:
         volumes[path] = {"bind": path, "mode": "ro"}
+    if settings.pycache_dir is not None:
+        volumes[str(settings.pycache_dir.resolve())] = {"bind": PYCACHE_MOUNT, "mode": "ro"}
     if lease.gpus and gpu_mode == "devices":
         for path in settings.driver_mounts:
             volumes[path] = {"bind": path, "mode": "ro"}

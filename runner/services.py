@@ -14,6 +14,7 @@ from kcoral.runner.gpus import Nvml
 from kcoral.runner.imageprobe import ImageProbe
 from kcoral.runner.leases import LeasePool, Placement
 from kcoral.runner.models import GpuInfo
+from kcoral.runner.pycache import ToolchainBytecode
 from kcoral.runner.scheduler import Scheduler
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobStore
@@ -51,9 +52,12 @@ class Services:
     auth: Authenticator
     uploads: Uploads = field(default_factory=Uploads)
     image_probe: ImageProbe = field(init=False)
+    #: toolchain mode: the host Python's bytecode, compiled at the start for every job (runner.pycache)
+    bytecode: ToolchainBytecode = field(init=False)
 
     def __post_init__(self) -> None:
         self.image_probe = ImageProbe(self.executor, self.settings.python, self.settings.data_dir / "probes")
+        self.bytecode = ToolchainBytecode(self.settings)
 
     @classmethod
     def build(cls, settings: Settings) -> Services:

@@ -17,6 +17,10 @@ DEFAULT_TOOLCHAIN_MOUNTS = ("/usr", "/lib", "/lib64", "/bin", "/opt", "/etc")
 OUTPUT_MOUNT = "/job/out"
 #: the sent directory, read-only: the job's working directory
 INPUT_MOUNT = "/job/input"
+#: where a toolchain job finds the server's bytecode of the host's Python (runner.pycache)
+PYCACHE_MOUNT = "/kcoral-pycache"
+#: the file in the server's bytecode folder that says a whole import path was compiled into it
+PYCACHE_COMPLETE = "complete"
 #: the uid jobs and candidates run as; the evaluation's supervisor runs as SUPERVISOR_UID, so neither
 #: can signal, ptrace or read the other's files
 JOB_UID = 65534
@@ -71,6 +75,21 @@ class Settings:
     tasks_dir: Path | None = None
     #: on SIGTERM, seconds running jobs get to finish before they are interrupted
     shutdown_grace_s: float = 30.0
+
+    @property
+    def pycache_dir(self) -> Path | None:
+        """Toolchain mode: the server's bytecode of the host Python's import path (runner.pycache)."""
+        return self.data_dir / "pycache" if self.toolchain_mounts else None
+
+    def operator_env(self) -> dict[str, str]:
+        """What the server adds to every job's environment: the operator's --job-env and, in toolchain
+        mode once the server has compiled it (runner.pycache), where the host Python's bytecode is.
+        (Python then reads no __pycache__ folder: until a whole import path is compiled, jobs go on
+        with the host's own.)"""
+        env = dict(self.job_env)
+        if self.pycache_dir is not None and (self.pycache_dir / PYCACHE_COMPLETE).is_file():
+            env["PYTHONPYCACHEPREFIX"] = PYCACHE_MOUNT
+        return env
 
     @property
     def instance(self) -> str:

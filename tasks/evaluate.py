@@ -219,7 +219,7 @@ class _Evaluation:
         return f"{FAMILY_MOUNT}/{self.task_copy.name}"
 
     def _env(self) -> dict[str, str]:
-        env = with_code_path(job_environment(self.ctx.settings.job_env, {}, self.ctx.job.id))
+        env = with_code_path(job_environment(self.ctx.settings.operator_env(), {}, self.ctx.job.id))
         env["TRITON_CACHE_AUTOTUNING"] = "1"
         env["OMP_WAIT_POLICY"] = "PASSIVE"  # idle OpenMP threads sleep: a spinning pool would count as work
         return env
