@@ -158,6 +158,7 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         "nvml": {"available": svc.nvml.available, "error": svc.nvml.error},
         "gpu_mode": svc.executor.gpu_mode() if svc.gpus else "none",
         "toolchain_mounts": list(svc.settings.toolchain_mounts),
+        "toolchain_bytecode": svc.bytecode.state(),
         "leases": svc.placement.describe(),
         "images": [image],
         "auth": svc.auth.tokens is not None,

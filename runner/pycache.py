@@ -95,6 +95,15 @@ class ToolchainBytecode:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._thread: threading.Thread | None = None
+        self._outcome = ""
+
+    def state(self) -> str:
+        """For /v1/health: off (image mode), compiling, or how the compilation ended."""
+        if self.settings.pycache_dir is None:
+            return "off"
+        if self._thread is not None and self._thread.is_alive():
+            return "compiling"
+        return self._outcome or "not started"
 
     def start(self) -> None:
         dest = self.settings.pycache_dir
@@ -107,8 +116,10 @@ class ToolchainBytecode:
 
     def _run(self) -> None:
         try:
-            log.info("%s", compile_import_path(self.settings))
+            self._outcome = compile_import_path(self.settings)
+            log.info("%s", self._outcome)
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self._outcome = f"failed: {exc}"
             log.warning("the toolchain's bytecode was not compiled (jobs compile what they import): %s", exc)
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -20,4 +20,11 @@ setsid python3 -m kcoral serve --host-toolchain --python "$py" --data-dir /tmp/k
   >"$out/server.log" 2>&1 &
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:8901/v1/health >/dev/null && break; sleep 0.2; done
 export KCORAL_REMOTE=http://127.0.0.1:8901
+# the host Python's bytecode for the jobs (runner.pycache): the first evaluation waits for it
+t0=$SECONDS
+for _ in $(seq 1 600); do
+  state=$(curl -sf http://127.0.0.1:8901/v1/health | python3 -c 'import json,sys; print(json.load(sys.stdin).get("toolchain_bytecode", "off"))')
+  [ "$state" != compiling ] && break; sleep 0.5
+done
+echo "toolchain bytecode after $((SECONDS - t0)) s: $state"
 kc() { python3 -m kcoral "$@"; }

@@ -72,6 +72,8 @@ def process_age() -> float:
     with open("/proc/self/stat") as f:
         ticks = int(f.read().rsplit(")", 1)[1].split()[19])
     return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+
+
 #: on a busy host, sampling may go on up to this many times max_reps (see TimingMethod.noisy_budget_s)
 NOISY_REPS = 10
 

@@ -42,9 +42,11 @@ def serve(
     factory: Callable[[dict[str, Any]], Callable[[], None]],
     hello: dict[str, Any],
     inside: str | None = None,
+    before_setup: Callable[[], None] | None = None,
 ) -> None:
     """Answer the supervisor's operations until it says quit; a failure's description keeps only
-    the frames below ``inside`` (the candidate's submission folder)."""
+    the frames below ``inside`` (the candidate's submission folder). ``before_setup`` runs at the
+    start of each setup."""
     gc.collect()
     gc.freeze()  # an honest worker's idle loop then costs next to no CPU between calls
     chan.send(hello)
@@ -57,6 +59,8 @@ def serve(
             return
         try:
             if op == "setup":
+                if before_setup is not None:
+                    before_setup()
                 data = dict(message.get("scalars") or {})
                 outputs = {}
                 for wire, fd in zip(message["buffers"], _fds_for(message["buffers"], fds), strict=True):
@@ -100,11 +104,28 @@ def _fds_for(buffers: list[dict[str, Any]], fds: list[int]) -> list[int | None]:
 
 def _seed_kernel_cache() -> None:
     """Copy the supervisor's compiled kernels (a read-only mount; the trusted baseline's and the
-    reference's) into this container's private cache, so a candidate calling the same kernels does
-    not compile them again. Nothing in it is secret, and nothing written here goes back."""
+    reference's) that this container's private cache lacks into it, so a candidate calling the same
+    kernels does not compile them again. At the start, and again before each setup: the reference
+    of a case is computed before the candidate's setup, so on a cold cache the kernels it compiled
+    moments ago are there for the candidate's first call. Nothing in it is secret (compiled
+    kernels and autotuning choices for the task's shapes), and nothing written here goes back."""
     seed, target = os.environ.get("KCORAL_SEED_CACHE"), os.environ.get("TRITON_CACHE_DIR")
-    if seed and target and os.path.isdir(os.path.join(seed, "triton")):
-        shutil.copytree(os.path.join(seed, "triton"), target, dirs_exist_ok=True)
+    if not (seed and target and os.path.isdir(os.path.join(seed, "triton"))):
+        return
+    source = os.path.join(seed, "triton")
+    for folder, _dirs, files in os.walk(source):
+        into = os.path.join(target, os.path.relpath(folder, source))
+        for name in files:
+            path = os.path.join(into, name)
+            if os.path.lexists(path):
+                continue
+            os.makedirs(into, exist_ok=True)
+            try:
+                shutil.copyfile(os.path.join(folder, name), path + ".seeding")
+                os.replace(path + ".seeding", path)
+            except OSError:  # the supervisor is writing it (or removed it): the next setup copies it
+                with contextlib.suppress(OSError):
+                    os.unlink(path + ".seeding")
 
 
 def main(argv: list[str]) -> int:
@@ -141,7 +162,7 @@ def main(argv: list[str]) -> int:
                 return mod.candidate(solution, data)
 
     with contextlib.suppress(ChannelError):
-        serve(chan, task.device, factory, hello, inside)
+        serve(chan, task.device, factory, hello, inside, None if baseline else _seed_kernel_cache)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -54,3 +54,4 @@ def test_a_toolchain_job_reads_the_servers_bytecode_and_cannot_write_it(server_f
     assert seen["prefix"] == PYCACHE_MOUNT and seen["cached"].startswith(PYCACHE_MOUNT + "/")
     assert seen["present"] and not seen["writable"]
     assert "compiled the job interpreter's import path" in (pycache / PYCACHE_COMPLETE).read_text()
+    assert srv.http.get("/v1/health").json()["toolchain_bytecode"].startswith("compiled the job interpreter's")
