@@ -70,8 +70,10 @@ def compile_import_path(settings: Settings) -> str:
     folders = import_path(settings)
     nice = [shutil.which("nice") or "nice", "-n", "19"] if shutil.which("nice") else []
     proc = subprocess.run(
-        [*nice, settings.python, "-X", f"pycache_prefix={dest}", "-m", "compileall", "-q", "-j", "0", *folders],
-        env=_environment(settings),
+        [*nice, settings.python, "-m", "compileall", "-q", "-j", "0", *folders],
+        # the variable, not -X pycache_prefix: compileall's worker processes (forkserver on Python 3.12)
+        # inherit the environment but not -X options, and would write into the packages' own folders
+        env={**_environment(settings), "PYTHONPYCACHEPREFIX": str(dest)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
