@@ -141,7 +141,7 @@ class _Evaluation:
                 ctx.settings.python,
                 "-P",
                 "-m",
-                "kcoral.tasks.harness.supervisor",
+                "kcoral.tasks.harness.supervise",
                 self.task_mount,
                 "/judge-in/cases.json",
                 OUTPUT_MOUNT,

@@ -1,4 +1,4 @@
-"""``python -P -m tasks.harness.supervisor TASK_DIR CASES_JSON OUT_DIR SOCKET CGROUP_VERSION``
+"""The supervisor (started by tasks.harness.supervise, its entry point).
 
 The trusted half of an evaluation, in a container that never holds candidate code (its own uid,
 its own filesystem; the candidate's container joins only its PID namespace, and for CUDA tasks its
@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from kcoral.tasks.harness import checks, pinning, schema, shared
-from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen, pair
+from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_pid
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
 from kcoral.tasks.harness.stats import median, median_rse, net_samples, speedup_interval
@@ -553,18 +553,6 @@ def _compare(
     return None, stats
 
 
-def _start_baseline(task_dir: Path, device: str, timeout: float) -> tuple[Worker, subprocess.Popen[bytes]]:
-    ours, theirs = pair()
-    proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", "--baseline", str(task_dir), str(theirs.fileno())],
-        pass_fds=[theirs.fileno()],
-    )
-    theirs.close()
-    worker = Worker("baseline", ours, trusted=True, timeout=timeout)
-    _hello(worker)
-    return worker, proc
-
-
 def _hello(worker: Worker) -> str | None:
     """The worker's first message: ok, or why it cannot serve (the submission did not import)."""
     try:
@@ -583,12 +571,13 @@ def _hello(worker: Worker) -> str | None:
     return worker.gone
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], doc: schema.CaseFile, started: tuple[Channel, subprocess.Popen[bytes]] | None) -> int:
+    """The evaluation (argv as tasks.harness.supervise has it, the cases it read, and the baseline's
+    worker it started if any case is timed); the exit code."""
     began = time.monotonic() - process_age()  # the interpreter's start and the imports are the start's too
     laps = Laps()
     laps.spent["imports"] = process_age()
-    task_dir, cases_path, out, sock_path, cgroup = Path(argv[0]), Path(argv[1]), Path(argv[2]), argv[3], argv[4]
-    doc = schema.parse_cases(cases_path.read_bytes())
+    task_dir, out, sock_path, cgroup = Path(argv[0]), Path(argv[2]), argv[3], argv[4]
     task = load_task(task_dir)
     cfg = doc.timing
     torch.manual_seed(0)
@@ -597,9 +586,11 @@ def main(argv: list[str]) -> int:
     laps.lap("task and device")
     listener = listen(sock_path)
     baseline, proc = None, None
-    if any(c.timed for c in doc.cases):
+    if started is not None:
         write_progress(out, phase="start", step="starting the baseline's worker")
-        baseline, proc = _start_baseline(task_dir, task.device, cfg.call_timeout_s)
+        ours, proc = started
+        baseline = Worker("baseline", ours, trusted=True, timeout=cfg.call_timeout_s)
+        _hello(baseline)
         laps.lap("baseline worker")
     write_progress(out, phase="start", step="waiting for the candidate's worker")
     watch_note = "unavailable"
@@ -645,7 +636,3 @@ def _finish(
         proc.wait(10)
     sys.stdout.flush()
     os._exit(0)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

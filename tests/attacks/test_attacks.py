@@ -191,7 +191,7 @@ def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], 
     host = (str(tmp_path), str(PACKAGE_ROOT), str(Path.home()))
     assert not [r for r in roots if r[0].startswith(host)], roots
     # the supervisor shares the PID namespace: it was seen, and every way into it was refused
-    assert "kcoral.tasks.harness.supervisor" in log and "environ: refused" in log and "mem: refused" in log, log[-3000:]
+    assert "kcoral.tasks.harness.supervise" in log and "environ: refused" in log and "mem: refused" in log, log[-3000:]
     assert_honest(job, report)
 
 
