@@ -8,7 +8,8 @@ data=$(mktemp -d /tmp/kcoral-demo.XXXXXX)
 port=${KCORAL_PORT:-8901}
 "$KCORAL" serve --data-dir "$data" --port "$port" >"$data/server.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
+# the server ends by its SIGTERM (143): the demo's exit code is the job's, not that
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 export KCORAL_REMOTE=http://127.0.0.1:$port
 for _ in $(seq 1 100); do "$KCORAL" gpus >/dev/null 2>&1 && break; sleep 0.2; done
 "$KCORAL" python --send examples/hello --timeout 600 -- main.py
