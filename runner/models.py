@@ -384,7 +384,7 @@ def _union(options: tuple[Any, ...], value: object, path: tuple[str, ...]) -> ob
         if not isinstance(value, dict):
             raise DataError(_where(path), "must be an object")
         kind = value.get("kind", next(iter(kinds)))
-        if kind not in kinds:
+        if not isinstance(kind, str) or kind not in kinds:  # a list or an object cannot be looked up
             raise DataError(_where(path), f"unknown job kind; a server runs: {', '.join(kinds)}")
         return _convert(kinds[kind], value, (*path, str(kind)))
     (inner,) = (o for o in options if o is not type(None))  # X | None

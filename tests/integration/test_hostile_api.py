@@ -71,6 +71,14 @@ def test_a_nesting_bomb_and_broken_json_are_400s_in_our_shape(server: RunningSer
         error(r, 400)
 
 
+@pytest.mark.parametrize("kind", [["python"], {"python": 1}, 3, True])
+def test_a_kind_that_is_not_text_is_a_400_not_a_lookup_that_fails(server: RunningServer, kind: object) -> None:
+    before = job_count(server)
+    r = server.http.post("/v1/jobs", json={"kind": kind, "argv": ["m.py"]})
+    assert "unknown job kind" in error(r, 400)["message"]
+    assert job_count(server) == before
+
+
 def test_no_such_route_and_a_wrong_method_answer_in_our_shape(server: RunningServer) -> None:
     assert error(server.http.get("/v1/nothing"), 404)["error"] == "not_found"
     wrong = server.http.delete("/v1/jobs")
