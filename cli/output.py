@@ -36,10 +36,10 @@ from kcoral.cli.errors import (
     UsageError,
 )
 from kcoral.runner.models import JobView, Verdict, to_data
+from kcoral.runner.printable import printable
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not at every start-up
     from rich.console import Console
-from kcoral.runner.printable import printable
 
 EXIT_OK = 0
 EXIT_USAGE = 2

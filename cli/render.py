@@ -154,11 +154,11 @@ def _scalar(value: Any) -> str:
 
 
 def _dict_table(rows: list[dict[str, Any]]) -> Table:
+    from rich.table import Table
+
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
-    from rich.table import Table
-
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in columns:
         table.add_column(column.upper())

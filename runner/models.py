@@ -80,6 +80,8 @@ class SpecBase:
     __pydantic_config__ = {"extra": "forbid"}
     #: for :func:`from_data`: a field this class does not have is an error, not ignored
     STRICT = True
+    #: whether timeout_s may be 0 (an evaluation: the task's own limit)
+    ZERO_TIMEOUT = False
 
     kind: JobKindName
     #: set by the server on a rerun: the image digest to run again
@@ -90,7 +92,9 @@ class SpecBase:
     gpus: int = 1
 
     def __post_init__(self) -> None:
-        if not self.timeout_s > 0:
+        if self.ZERO_TIMEOUT and not self.timeout_s >= 0:
+            raise DataError("timeout_s", "must be 0 or more")
+        if not self.ZERO_TIMEOUT and not self.timeout_s > 0:
             raise DataError("timeout_s", "must be more than 0")
         if self.gpus < 0:
             raise DataError("gpus", "must be 0 or more")
@@ -129,6 +133,8 @@ class PythonSpec(SpecBase):
 class EvalSpec(SpecBase):
     """``kcoral eval``: the submission only; the task owns inputs, environment and timing."""
 
+    ZERO_TIMEOUT = True
+
     kind: Literal[JobKindName.eval] = JobKindName.eval
     #: the task id, e.g. demo/softmax (GET /v1/tasks lists them)
     task: str
@@ -136,12 +142,6 @@ class EvalSpec(SpecBase):
     timeout_s: float = 0.0
     #: the public workloads' correctness only, with full tracebacks: no holdout, no timing, no score
     check: bool = False
-
-    def __post_init__(self) -> None:
-        if not self.timeout_s >= 0:
-            raise DataError("timeout_s", "must be 0 or more")
-        if self.gpus < 0:
-            raise DataError("gpus", "must be 0 or more")
 
     def title(self) -> str:
         return f"eval {'--check ' if self.check else ''}{self.task}"

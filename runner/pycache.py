@@ -68,9 +68,9 @@ def compile_import_path(settings: Settings) -> str:
     began = time.monotonic()
     dest = dest.resolve()
     folders = import_path(settings)
-    nice = [shutil.which("nice") or "nice", "-n", "19"] if shutil.which("nice") else []
+    nice = shutil.which("nice")
     proc = subprocess.run(
-        [*nice, settings.python, "-m", "compileall", "-q", "-j", "0", *folders],
+        [*([nice, "-n", "19"] if nice else []), settings.python, "-m", "compileall", "-q", "-j", "0", *folders],
         # the variable, not -X pycache_prefix: compileall's worker processes (forkserver on Python 3.12)
         # inherit the environment but not -X options, and would write into the packages' own folders
         env={**_environment(settings), "PYTHONPYCACHEPREFIX": str(dest)},
@@ -123,10 +123,3 @@ class ToolchainBytecode:
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._outcome = f"failed: {exc}"
             log.warning("the toolchain's bytecode was not compiled (jobs compile what they import): %s", exc)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """True once the compilation has ended (or there is none)."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-            return not self._thread.is_alive()
-        return True

@@ -574,9 +574,9 @@ def _hello(worker: Worker) -> str | None:
 def main(argv: list[str], doc: schema.CaseFile, started: tuple[Channel, subprocess.Popen[bytes]] | None) -> int:
     """The evaluation (argv as tasks.harness.supervise has it, the cases it read, and the baseline's
     worker it started if any case is timed); the exit code."""
-    began = time.monotonic() - process_age()  # the interpreter's start and the imports are the start's too
     laps = Laps()
     laps.spent["imports"] = process_age()
+    began = time.monotonic() - laps.spent["imports"]  # the interpreter's start and the imports are the start's too
     task_dir, out, sock_path, cgroup = Path(argv[0]), Path(argv[2]), argv[3], argv[4]
     task = load_task(task_dir)
     cfg = doc.timing
