@@ -31,9 +31,10 @@ these for its task; the server sends the whole method to the supervisor in the c
 | field             | unit  | default | meaning                                                       |
 |-------------------|-------|---------|---------------------------------------------------------------|
 | warmup_s          | s     | 1.0     | untimed calls of baseline and candidate before sampling        |
-| min_reps, max_reps| count | 10, 100 | timed samples per case (each: baseline, candidate, null call) |
+| min_reps, max_reps| count | 10, 300 | timed samples per case (each: baseline, candidate, null call) |
 | budget_s          | s     | 30      | sampling stops after this, with at least min_reps samples     |
-| rse_target        | ratio | 0.005   | sampling stops early once both medians are this stable        |
+| interval_target   | ratio | 0.01    | sampling stops early once the speedup's 95% interval reaches  |
+|                   |       |         | no further than this share of it either way (+-1%)            |
 | flush_bytes       | bytes | 128 MiB | written before every call to flush the caches                 |
 | idle_cpu_ms       | ms    | 0.25    | the candidate's median CPU per gap between its calls: over it, |
 |                   |       |         | the evaluation is flagged                                     |
@@ -65,9 +66,9 @@ class EvalTiming:
 
     warmup_s: float = 1.0
     min_reps: int = 10
-    max_reps: int = 100
+    max_reps: int = 300
     budget_s: float = 30.0
-    rse_target: float = 0.005
+    interval_target: float = 0.01
     flush_bytes: int = 128 * MiB
     idle_cpu_ms: float = 0.25
     idle_cpu_share: float = 0.10

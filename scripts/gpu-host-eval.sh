@@ -3,7 +3,8 @@
 # ~1.0x), candidates that must fail, and the GPU-only attacks (each must fail, or pass with no gain).
 # Writes reports under $OUT; every evaluation ends with an `expected ...: OK|UNEXPECTED` line.
 # Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASES: all, or some of
-#        a,b,c,p,o,w separated by commas; w: the template on the pinned task three more times, for the spread;
+#        a,b,c,p,o,w,s separated by commas; w: the template on the pinned task three more times, for the spread;
+#        s: the template on the pinned task five times (the first is cold on a fresh host), then the work-twice candidate;
 #        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
@@ -87,6 +88,10 @@ if has o; then  # per-job overhead: a trivial job through the library and the CL
 fi
 if has w; then
   for i in 3 4 5; do ev pinned-fla-w$i $pinned $template pass; done
+fi
+if has s; then  # the spread: the template on the pinned task five times, then the work-twice candidate
+  for i in 1 2 3 4 5; do ev pinned-fla-s$i $pinned $template pass; done
+  ev pinned-twice $pinned $cands/fla_twice pass
 fi
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv
 kc gpus --json | python3 -c 'import json,sys; print("drained:", json.load(sys.stdin)["leases"]["drained"])'

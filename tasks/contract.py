@@ -30,22 +30,27 @@ TIMING_METHOD = (
     "it starts writing the call's inputs (fresh ones each call, drawn from a per-request secret) until "
     "it holds a copy of the outputs, with {flush} bytes of cache flushed before each call. After "
     "{warmup} s of warm-up (at least 3 calls), the baseline, the submission and an empty call are "
-    "interleaved, the order alternating, until both medians' relative standard error is below "
-    "{rse} (at least {min_reps} calls, at most {max_reps} or {budget} s). The empty call's time (the "
-    "protocol's fixed cost) is subtracted from each. Every timed call's outputs are checked against "
+    "interleaved, the order alternating, until the speedup's 95% interval reaches no further than "
+    "{target:.2%} of it either way (at least {min_reps} calls, at most {max_reps} or {budget} s). The "
+    "empty call's time (the protocol's fixed cost) is subtracted from each of the two calls it was "
+    "interleaved with. Every timed call's outputs are checked against "
     "the baseline's on the same inputs. A call may take at most {call} s. Each call starts from a "
     "device that has finished all earlier work, so its time includes the host's time to launch its "
     "first work: for a submission made of many short launches that part does not grow with the work "
-    "(on the H200, the KDA baseline's code run twice per call measured 0.578-0.584x, not 0.5x: about "
-    "1 ms of its ~3.7 ms is launch time the second run hides behind the first's)."
+    "(on the H200, the KDA baseline's code run twice per call measured 0.575-0.595x, not 0.5x: about "
+    "1 ms of its ~3.5 ms is launch time the second run hides behind the first's)."
 )
 SCORE = (
-    "speedup = the baseline's median time / the submission's median time per timed workload, with a "
-    "95% interval (a paired bootstrap, widened to cover each time-ordered half's own interval: a host "
-    "whose speed changed while it was timed gets a wider interval, never a false gain); the score is "
-    "their geometric mean. The evaluation passes (exit 0) only when the "
-    "holdout passes, every workload passes and nothing is flagged: CPU work between or before calls, "
-    "a kernel time below floor_ms, a speedup above max_speedup, the GPU busy with other work."
+    "speedup per timed workload = the median, over the timing's iterations, of the baseline's time / "
+    "the submission's time in the same iteration (the calls of one iteration share most of the host's "
+    "noise, which the ratio cancels), with a 95% interval for that median (the order statistics a "
+    "binomial count gives, no resampling) that also covers the speedup of each time-ordered half of "
+    "the iterations, and both halves' own intervals when those do not meet (a host whose speed "
+    "changed while it was timed gets a wider interval, never a false gain); the reported times are "
+    "the medians of each side's times; the score is the speedups' geometric mean. The evaluation "
+    "passes (exit 0) only when the holdout passes, every workload passes and nothing is flagged: CPU "
+    "work between or before calls, a kernel time below floor_ms, a speedup above max_speedup, the GPU "
+    "busy with other work."
 )
 
 
@@ -109,7 +114,7 @@ def task_contract(
         timing_method=TIMING_METHOD.format(
             flush=method.flush_bytes,
             warmup=method.warmup_s,
-            rse=method.rse_target,
+            target=method.interval_target,
             min_reps=method.min_reps,
             max_reps=method.max_reps,
             budget=method.budget_s,

@@ -43,6 +43,10 @@ class Channel:
         except OSError as exc:
             raise ChannelError(f"the peer is gone ({exc.strerror or exc})") from None
 
+    def ready(self) -> bool:
+        """Whether a message (or the peer's end) is waiting to be read."""
+        return bool(select.select([self.sock], [], [], 0)[0])
+
     def recv(self, timeout: float | None = None) -> dict[str, Any]:
         """The next message, without file descriptors (what the supervisor reads from a worker)."""
         message, _ = self._recv(timeout, with_fds=False)

@@ -1,8 +1,8 @@
 """Every thread of this process onto one set of cores, and back.
 
-While a workload is timed (CPU and GPU tasks alike), the supervisor, the baseline's worker and the
-candidate's worker run on one core of the lease, taking turns (a call is made while the other two
-wait): whatever else the host runs there slows both sides alike, instead of one process more than the
+While a workload is timed (CPU and GPU tasks alike), the supervisor, the baseline's worker, the empty
+call's worker and the candidate's worker run on one core of the lease, taking turns (a call is made
+while the others wait): whatever else the host runs there slows both sides alike, instead of one process more than the
 other as the scheduler moves them around (seen under load: an identical candidate measured 1.46x
 [1.15, 2.23]; on the H200 the KDA template's speedups over four requests spread 8.6% unpinned, 2.2%
 pinned; bench/results).

@@ -55,7 +55,7 @@ class TimingMethod:
     min_reps: int
     max_reps: int
     budget_s: float
-    rse_target: float
+    interval_target: float
     flush_bytes: int
     idle_cpu_ms: float
     idle_cpu_share: float

@@ -1,9 +1,10 @@
 """``python -P -m kcoral.tasks.harness.supervise TASK_DIR CASES_JSON OUT_DIR SOCKET CGROUP_VERSION``
 
 The supervisor's entry point (tasks.harness.supervisor is the supervisor). Before anything imports
-torch, it starts the baseline's worker when the cases time anything, so that the worker's imports
-(torch, the task and its kernels' packages) run while the supervisor's own do rather than after
-them: on the H200 the worker took 1.6-2 s of the start once they ran one after the other.
+torch, it starts the trusted workers when the cases time anything (the baseline's, and the empty
+call's: TRUSTED_WORKERS), so that their imports (torch, the task and its
+kernels' packages) run while the supervisor's own do rather than after them: on the H200 the
+baseline's worker took 1.6-2 s of the start once they ran one after the other.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from pathlib import Path
 from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.channel import Channel, pair
 
+#: the trusted workers started when a case is timed, in this order (tasks.harness.supervisor)
+TRUSTED_WORKERS = ("baseline", "empty call")
 
-def start_baseline(task_dir: Path) -> tuple[Channel, subprocess.Popen[bytes]]:
-    """The baseline's worker (tasks.harness.worker --baseline), on a socket pair: our end, and it."""
+
+def start_worker(task_dir: Path) -> tuple[Channel, subprocess.Popen[bytes]]:
+    """A trusted worker (tasks.harness.worker --baseline), on a socket pair: our end, and it."""
     ours, theirs = pair()
     proc = subprocess.Popen(
         [sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", "--baseline", str(task_dir), str(theirs.fileno())],
@@ -29,10 +33,10 @@ def start_baseline(task_dir: Path) -> tuple[Channel, subprocess.Popen[bytes]]:
 
 def main(argv: list[str]) -> int:
     doc = schema.parse_cases(Path(argv[1]).read_bytes())
-    baseline = start_baseline(Path(argv[0])) if any(c.timed for c in doc.cases) else None
+    workers = [start_worker(Path(argv[0])) for _ in TRUSTED_WORKERS] if any(c.timed for c in doc.cases) else []
     from kcoral.tasks.harness import supervisor  # imports torch
 
-    return supervisor.main(argv, doc, baseline)
+    return supervisor.main(argv, doc, workers)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ A worker does only what the supervisor tells it, on buffers the supervisor owns:
     setup {case, scalars, buffers}   map the buffers, build the case's data dict, call the factory
                                      (the submission's ``setup`` through the task, or the baseline)
     call {case}                      call that case's callable once, synchronise the device, answer
+    drop {case}                      forget that case's callable and buffers
     pin {cpus}                       every thread onto these cores (none: back to where it started)
     quit                             leave
 Every answer is ``{"ok": true}`` or ``{"ok": false, "error": "..."}``. Nothing a worker says is a
@@ -71,6 +72,9 @@ def serve(
                 calls[message["case"]] = (lambda: None) if message.get("null") else factory(data)
                 if not callable(calls[message["case"]]):
                     raise TypeError(f"setup returned {type(calls[message['case']]).__name__}, not a callable")
+            elif op == "drop":
+                calls.pop(message["case"], None)
+                datas.pop(message["case"], None)
             elif op == "pin":  # the supervisor times a CPU case: every thread onto its core (or back)
                 cpus = message.get("cpus")
                 pinning.pin(frozenset(int(c) for c in cpus) if cpus else None)

@@ -50,6 +50,10 @@ WORKLOAD = {
     "predict_samples": ("standard", "FLAKY", "timed sample"),  # class 5
     "rewrite_old_outputs": ("one_column", "FAIL", "non-finite"),  # class 6
 }
+#: may fail the holdout before its workload: its replay is keyed on buffer addresses, and the buffers of
+#: the candidate's first call (decoy inputs, before any case) are freed before the first probe's, which
+#: may be mapped at the same address: it then replays the first call's outputs there
+MAY_FAIL_THE_HOLDOUT = {"replay_by_ptr"}
 #: flagged (the evaluation fails) for work outside the candidate's own calls
 FLAGGED = {
     "interfere_with_baseline": "used CPU",  # classes 2 and 8: load while the baseline runs
@@ -126,6 +130,9 @@ def test_attack_fails_its_workload(server: RunningServer, name: str) -> None:
     workload, verdict, reason = WORKLOAD[name]
     job, report, _ = evaluate(server, name)
     assert failed_evaluation(job), describe(job, report)
+    if name in MAY_FAIL_THE_HOLDOUT and report["holdout"] == "FAIL":
+        assert report["holdout_failure"] == "FAIL", describe(job, report)
+        return
     assert report["holdout"] == "PASS", describe(job, report)
     row = next(w for w in report["workloads"] if w["id"] == workload)
     assert row["verdict"] == verdict and reason in row["reason"], describe(job, report)

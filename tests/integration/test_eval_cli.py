@@ -195,6 +195,28 @@ def test_eval_good_candidate_streams_report_and_downloads(remote, capfd, tmp_pat
     _check_pass(code, report, err)
 
 
+def test_the_first_calls_are_made_before_the_cases(eval_server: RunningServer, api_job: dict[str, Any]) -> None:
+    """The judge log (the operator's record) shows the start's stages: the trusted workers, the trusted
+    first calls while the candidate's container starts, then the candidate's own first call, all
+    before the first case; the timed workload's raw samples are in the receipt, one empty call each."""
+    log = (eval_server.settings.data_dir / "jobs" / api_job["id"] / "eval" / "judge.log").read_text()
+    start = next(line for line in log.splitlines() if line.startswith("start took: "))
+    stages = [part.rsplit(" ", 2)[0] for part in start.removeprefix("start took: ").split(", ")]
+    assert stages == [
+        "imports",
+        "task and device",
+        "trusted workers",
+        "warm-up",
+        "candidate connects",
+        "candidate hello",
+        "candidate's first call",
+    ]
+    assert log.index("start took: ") < log.index("c00 holdout0 took: ")
+    receipt = _output(eval_server, api_job["id"], "receipt.json")
+    samples = receipt["timings"]["standard"]
+    assert len(samples["baseline_ms"]) == len(samples["kernel_ms"]) == len(samples["protocol_ms"]) >= 10
+
+
 def test_eval_wrong_candidate_exits_1_with_the_first_failure(remote, capfd, tmp_path) -> None:
     sub = _submission(tmp_path, "tail", TAIL_BUG)
     code = run(["eval", TASK, str(sub), "-o", str(tmp_path / "o")])

@@ -11,32 +11,36 @@ import pytest
 from kcoral.runner.limits import EvalTiming
 from kcoral.tasks import cases as case_builder
 from kcoral.tasks.harness.schema import Phase
-from kcoral.tasks.harness.stats import geomean, geomean_ci, median, median_rse, speedup_ci
+from kcoral.tasks.harness.stats import geomean, geomean_ci, median, median_interval, speedup_interval
 from kcoral.tasks.harness.taskdef import load_task
 
 SOFTMAX = load_task(Path(__file__).resolve().parents[2] / "tasks" / "demo" / "softmax")
 
 
-def test_median_rse_shrinks_with_stable_samples() -> None:
+def test_the_interval_narrows_with_steadier_samples() -> None:
     rng = random.Random(0)
     noisy = [1 + rng.gauss(0, 0.2) for _ in range(50)]
     steady = [1 + rng.gauss(0, 0.001) for _ in range(50)]
-    assert median_rse(steady) < 0.001 < median_rse(noisy)
-    assert math.isinf(median_rse([1.0, 2.0]))
+    width = {
+        name: hi - lo
+        for name, (_, lo, hi) in {"noisy": median_interval(noisy), "steady": median_interval(steady)}.items()
+    }
+    assert width["steady"] < 0.002 < 0.05 < width["noisy"]
 
 
 def test_speedup_interval_brackets_the_point_and_is_ordered() -> None:
     rng = random.Random(1)
     base = [2.0 + rng.gauss(0, 0.05) for _ in range(60)]
     cand = [1.0 + rng.gauss(0, 0.05) for _ in range(60)]
-    s, lo, hi = speedup_ci(base, cand)
-    assert s == pytest.approx(median(base) / median(cand))
-    assert lo < s < hi and lo > 1.8 and hi < 2.2
+    estimate = speedup_interval(base, cand)
+    assert estimate.speedup == pytest.approx(median(base) / median(cand), rel=0.03)
+    assert estimate.lo < estimate.speedup < estimate.hi and estimate.lo > 1.8 and estimate.hi < 2.2
 
 
-def test_speedup_interval_survives_a_resample_with_no_positive_median() -> None:
-    s, lo, hi = speedup_ci([1.0] * 5, [1.0, -1.0, 1.0, -1.0, 1.0], resamples=200)
-    assert math.isinf(hi) and lo <= s
+def test_a_candidate_too_fast_to_time_gives_an_interval_that_cannot_be_scored() -> None:
+    estimate = speedup_interval([1.0] * 6, [1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
+    assert math.isinf(estimate.hi) and estimate.lo <= estimate.speedup
+    assert math.isinf(estimate.relative_half_width)
 
 
 def test_geomean() -> None:

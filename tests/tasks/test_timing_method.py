@@ -46,7 +46,7 @@ def test_the_case_file_carries_the_whole_method() -> None:
         {"min_reps": 2.5},
         {"max_reps": True},
         {"flush_bytes": -1},
-        {"rse_target": float("nan")},
+        {"interval_target": float("nan")},
         {"warmup_s": -1.0},
         {"idle_cpu_ms": "0.25"},
     ],
