@@ -159,6 +159,7 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         "gpu_mode": svc.executor.gpu_mode() if svc.gpus else "none",
         "toolchain_mounts": list(svc.settings.toolchain_mounts),
         "toolchain_bytecode": svc.bytecode.state(),
+        "warm_up": [_warm_up(svc, w.task, w.job) for w in svc.warm_ups],
         "leases": svc.placement.describe(),
         "images": [image],
         "auth": svc.auth.tokens is not None,
@@ -167,6 +168,12 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         # a job's /proc/PID/mountinfo shows its mounts' sources as paths on the data dir's filesystem
         "data_dir_own_filesystem": os.path.ismount(svc.settings.data_dir),
     }
+
+
+def _warm_up(svc: Services, task: str, job_id: str) -> dict[str, object]:
+    """A warm-up evaluation (runner.warmup) as /v1/health shows it."""
+    job = svc.store.get(job_id)
+    return {"task": task, "job": job_id, "state": job.state, "verdict": job.verdict, "reason": job.reason}
 
 
 def _profiling(svc: Services) -> dict[str, object]:

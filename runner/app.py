@@ -22,6 +22,7 @@ from kcoral.runner.errors import KcoralError
 from kcoral.runner.printable import printable
 from kcoral.runner.services import Services
 from kcoral.runner.settings import Settings
+from kcoral.runner.warmup import submit_warm_ups
 
 log = logging.getLogger("kcoral.app")
 
@@ -49,6 +50,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
             )
         svc.bytecode.start()
         svc.scheduler.start()
+        svc.warm_ups = submit_warm_ups(svc, settings.warm_up)
         yield
         svc.scheduler.stop(settings.shutdown_grace_s)
         svc.store.close()

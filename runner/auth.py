@@ -14,6 +14,8 @@ from pathlib import Path
 from kcoral.runner.errors import BadRequest, Unauthorized
 
 LOCAL_OWNER = "local"
+#: owner names of the server's own jobs (runner.warmup) start with this; no token may have one
+RESERVED_PREFIX = "kcoral:"
 
 
 def load_tokens(path: Path) -> dict[str, str]:
@@ -33,6 +35,8 @@ def load_tokens(path: Path) -> dict[str, str]:
         if len(token) < 16:
             raise BadRequest(f"{path}:{number}: tokens must be at least 16 characters")
         name = words[0] if len(words) == 2 else "t-" + hashlib.sha256(token.encode()).hexdigest()[:8]
+        if name.startswith(RESERVED_PREFIX):
+            raise BadRequest(f"{path}:{number}: names starting {RESERVED_PREFIX!r} are the server's own")
         tokens[token] = name
     if not tokens:
         raise BadRequest(f"tokens file {path} holds no token")

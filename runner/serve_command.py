@@ -63,6 +63,9 @@ def serve(
     standby: bool = typer.Option(
         True, help="keep a container started ahead of time per slot, for the next python job (runner.standby)"
     ),
+    warm_up: list[str] = typer.Option(
+        [], help="evaluate this task's template at the start, so its kernels are cached before the first request"
+    ),
 ) -> None:
     """Run the kcoral job server."""
     if gpu_mode not in ("auto", "runtime", "devices"):
@@ -85,6 +88,7 @@ def serve(
         iket_image=iket_image,
         shutdown_grace_s=shutdown_grace,
         standby=standby,
+        warm_up=tuple(dict.fromkeys(warm_up)),
     )
     exposed = settings.exposed_secrets()
     if exposed:
@@ -95,9 +99,13 @@ def serve(
         raise typer.Exit(2)
     from kcoral.runner.app import create_app, run_server
     from kcoral.runner.errors import KcoralError
+    from kcoral.runner.warmup import template
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
+        for task_id in settings.warm_up:
+            template(settings.tasks_dir or DEFAULT_TASKS_DIR, task_id)
         app = create_app(settings)
     except (KcoralError, ValueError) as exc:
         typer.echo(f"kcoral serve: {getattr(exc, 'message', exc)}", err=True)

@@ -18,6 +18,7 @@ from kcoral.runner.pycache import ToolchainBytecode
 from kcoral.runner.scheduler import Scheduler
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobStore
+from kcoral.runner.warmup import WarmUp
 
 
 class Uploads:
@@ -54,6 +55,8 @@ class Services:
     image_probe: ImageProbe = field(init=False)
     #: toolchain mode: the host Python's bytecode, compiled at the start for every job (runner.pycache)
     bytecode: ToolchainBytecode = field(init=False)
+    #: the evaluations the server queued of its own at its start (runner.warmup)
+    warm_ups: list[WarmUp] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.image_probe = ImageProbe(self.executor, self.settings.python, self.settings.data_dir / "probes")

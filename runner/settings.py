@@ -75,6 +75,8 @@ class Settings:
     tasks_dir: Path | None = None
     #: on SIGTERM, seconds running jobs get to finish before they are interrupted
     shutdown_grace_s: float = 30.0
+    #: tasks whose template the server evaluates of its own at its start (runner.warmup)
+    warm_up: tuple[str, ...] = ()
 
     @property
     def pycache_dir(self) -> Path | None:

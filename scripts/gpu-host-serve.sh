@@ -14,7 +14,9 @@ fi
 pkill -f "python3 -m kcoral serve" && sleep 1
 py=$(command -v python3)
 python3 -m kcoral images build toolchain
+# KCORAL_WARM_UP=TASK: the server evaluates that task's template at its start (runner.warmup)
 setsid python3 -m kcoral serve --host-toolchain --python "$py" --data-dir /tmp/kc --port 8901 \
+  ${KCORAL_WARM_UP:+--warm-up "$KCORAL_WARM_UP"} \
   --job-env "PATH=$(dirname "$py"):/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin" \
   --job-env PYTHONPATH=/opt/kcoral-site:/opt/kcoral-site/nvidia_cutlass_dsl/dsl_packages --job-env TRITON_LIBCUDA_PATH=/usr/local/nvidia/lib64 \
   >"$out/server.log" 2>&1 &
@@ -28,3 +30,11 @@ for _ in $(seq 1 600); do
 done
 echo "toolchain bytecode after $((SECONDS - t0)) s: $state"
 kc() { python3 -m kcoral "$@"; }
+if [ -n "${KCORAL_WARM_UP:-}" ]; then  # the first evaluations wait for it too: how long it took is the cold start
+  t0=$SECONDS
+  for _ in $(seq 1 1200); do
+    warm=$(curl -sf http://127.0.0.1:8901/v1/health | python3 -c 'import json,sys; w=json.load(sys.stdin)["warm_up"][0]; print(w["state"], w["verdict"])')
+    [ "${warm%% *}" = finished ] && break; sleep 0.5
+  done
+  echo "warm-up of $KCORAL_WARM_UP: $warm after $((SECONDS - t0)) s"
+fi

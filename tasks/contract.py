@@ -7,6 +7,7 @@ the packages of the image the submission runs in. The holdout appears only by it
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from kcoral.runner.errors import InfrastructureError
@@ -58,14 +59,18 @@ SCORE = (
 MAX_TEMPLATE_BYTES = 64 * 1024
 
 
-def template(task: Task) -> str:
+def template_path(task: Task) -> Path | None:
     """The task's template solution.py (the manifest's ``template``, default template.py, a path
-    inside the task's family folder); "" when it has none."""
+    inside the task's family folder); None when it has none."""
     family = task.root.parent.resolve()
     path = (task.root / task.manifest.get("template", "template.py")).resolve()
-    if not path.is_relative_to(family) or not path.is_file():
-        return ""
-    return path.read_bytes()[:MAX_TEMPLATE_BYTES].decode(errors="replace")
+    return path if path.is_relative_to(family) and path.is_file() else None
+
+
+def template(task: Task) -> str:
+    """The task's template's text (at most MAX_TEMPLATE_BYTES); "" when it has none."""
+    path = template_path(task)
+    return path.read_bytes()[:MAX_TEMPLATE_BYTES].decode(errors="replace") if path else ""
 
 
 def _specs(specs: dict[str, Any]) -> dict[str, TensorSpec]:

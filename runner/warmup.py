@@ -1,0 +1,91 @@
+"""Evaluations the server makes of its own at its start (``kcoral serve --warm-up TASK``).
+
+For each task named, the server evaluates the task's template (what ``kcoral init`` writes: the
+baseline's approach) as an ordinary job of :data:`WARM_UP_OWNER`. Its supervisor compiles, autotunes
+and caches the reference's and the baseline's kernels in the judge's cache, so that the first request
+does not: on a fresh H200 the KDA pinned task's first evaluation spent 97 s compiling FLA's kernels
+in the supervisor, later ones 14-18 s in all (bench/results/gpu-host-issue12e). It is also a check of
+the task end to end on this host: `/v1/health` lists each warm-up job, and its verdict says whether
+the template passed. A warm-up of a task still queued from an earlier start is not made again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kcoral.runner.archive import extract_upload
+from kcoral.runner.errors import BadRequest
+from kcoral.runner.jobkinds import kind_for, spec_as
+from kcoral.runner.models import EvalSpec, JobKindName, JobState
+
+if TYPE_CHECKING:
+    from kcoral.runner.services import Services
+
+#: the owner of the server's own warm-up jobs (runner.auth refuses token names that start with "kcoral:")
+WARM_UP_OWNER = "kcoral:warm-up"
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    task: str
+    job: str
+
+
+def template_tar(source: bytes) -> bytes:
+    """An upload holding ``solution.py`` alone."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("solution.py")
+        info.size, info.mode = len(source), 0o644
+        tar.addfile(info, io.BytesIO(source))
+    return buf.getvalue()
+
+
+def template(tasks_dir: Path, task_id: str) -> Path:
+    """The template of a task to warm up; BadRequest for a task this server does not have, or one
+    without a template (``kcoral serve`` refuses to start on either)."""
+    from kcoral.tasks.contract import template_path
+    from kcoral.tasks.registry import find_task
+
+    path = template_path(find_task(tasks_dir, task_id))
+    if path is None:
+        raise BadRequest(f"task {task_id} has no template to warm up with")
+    return path
+
+
+def submit_warm_ups(svc: Services, task_ids: Sequence[str]) -> list[WarmUp]:
+    """Queue one evaluation of each task's template, unless one is queued or running already."""
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR
+
+    tasks_dir = svc.settings.tasks_dir or DEFAULT_TASKS_DIR
+    waiting = {
+        spec_as(job.spec, EvalSpec).task: job.id
+        for job in svc.store.list(owner=WARM_UP_OWNER, limit=1000)
+        if job.state in (JobState.queued, JobState.running)
+    }
+    made = []
+    for task_id in task_ids:
+        if task_id in waiting:
+            made.append(WarmUp(task_id, waiting[task_id]))
+            continue
+        path = template(tasks_dir, task_id)
+        spec = kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc)
+        job = svc.store.create(WARM_UP_OWNER, spec)
+        paths = svc.store.paths(job.id)
+        try:
+            data = template_tar(path.read_bytes())
+            paths.tar.write_bytes(data)
+            extract_upload(paths.tar, paths.input, svc.settings.limits)
+        except BaseException:
+            svc.store.delete(job.id)
+            raise
+        svc.store.mark_queued(job.id, hashlib.sha256(data).hexdigest(), len(data))
+        made.append(WarmUp(task_id, job.id))
+    svc.scheduler.wake()
+    return made
