@@ -466,8 +466,9 @@ class Supervisor:
         in the baseline's process, a baseline that came first followed its own process's call, and the
         two orders measured apart: on the H200 the KDA template against itself gave 0.970-0.984x in
         baseline-first iterations and 0.984-1.002x in the others in five of six requests, and 13 of 14
-        requests came out below 1, 0.978-0.994x; with a process of its own, 0.992-1.004x over five, no
-        order apart by more than its noise: bench/receipt_samples.py on bench/results/gpu-host-issue12*.)"""
+        requests came out below 1, 0.978-0.994x; with a process of its own, 0.992-1.004x over 15, the
+        two orders still apart by up to 2% within a request but either way, which their alternation
+        cancels: bench/receipt_samples.py on bench/results/gpu-host-issue12*.)"""
         params = case.params
         assert self.baseline is not None, "a timed case without the baseline's worker"
         base = self._side(self.baseline, case, inputs, specs)
