@@ -203,7 +203,9 @@ class Supervisor:
         baseline's worker makes its call while this process makes the reference's.
 
         Trusted processes only, on inputs drawn from the sample key under a label no case uses: the
-        candidate gets nothing from it, and no case's result depends on it."""
+        candidate gets nothing from it, and no case's result depends on it. It is only a head start:
+        what fails here (the GPU's memory taken by the starting candidate, say) is met again, and
+        judged, in the cases (see :func:`main`)."""
         case = self._warm_up_case()
         if case is None:
             return
@@ -213,11 +215,13 @@ class Supervisor:
             pending = self._side(self.baseline, case, inputs, self.mod.output_specs(inputs), label="/warm-up")
             self._setup(pending, case.params, case)
             self.baseline.send({"op": "call", "case": pending.case})
-        self.mod.reference(inputs, case.params)
-        self._sync()
-        if pending is not None:
-            pending.worker.answer()
-            pending.worker.ask({"op": "drop", "case": pending.case})
+        try:
+            self.mod.reference(inputs, case.params)
+            self._sync()
+        finally:
+            if pending is not None:  # its answer is read whatever happened: the next one must be the next's
+                pending.worker.answer()
+                pending.worker.ask({"op": "drop", "case": pending.case})
 
     def warm_up_candidate(self) -> None:
         """The candidate's first call, before any case: set up on the same case as :meth:`warm_up`, on
@@ -245,9 +249,13 @@ class Supervisor:
         for case in self.doc.cases:
             if until.chan.ready():
                 return
-            inputs = self.mod.make_inputs(case.params, case.seed, self.device)
-            self.references[case.id] = self.mod.reference(inputs, case.params)
-            self._sync()
+            try:
+                inputs = self.mod.make_inputs(case.params, case.seed, self.device)
+                self.references[case.id] = self.mod.reference(inputs, case.params)
+                self._sync()
+            except torch.OutOfMemoryError:  # the candidate may hold the memory: each case computes its own
+                self.references.clear()
+                return
 
     # --- the cases -----------------------------------------------------------------------------
 
@@ -701,7 +709,10 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
     baseline, null = (trusted[0], trusted[1]) if trusted else (None, None)
     sup = Supervisor(task_dir, doc, baseline, null, out)
     write_progress(out, phase="start", step="the first calls of the reference and the baseline")
-    sup.warm_up()
+    try:
+        sup.warm_up()
+    except (torch.OutOfMemoryError, RuntimeError) as exc:  # a head start only: the cases meet it again
+        print(f"warm-up stopped: {str(exc)[:500]}", file=sys.stderr)
     laps.lap("warm-up")
     write_progress(out, phase="start", step="waiting for the candidate's worker")
     watch_note = "unavailable"
