@@ -294,7 +294,7 @@ class KcoralClient:
         data = bytearray()
         with self._translated(f"download {path}"), self._http.stream("GET", url) as response:
             self._check(response)
-            for chunk in response.iter_bytes(CHUNK):
+            for chunk in response.iter_bytes():  # as read: gathering them into CHUNKs was a copy more
                 data += chunk
                 if len(data) > limit:
                     raise ServerError(f"download {path}: larger than {limit} bytes")
@@ -366,7 +366,7 @@ class KcoralClient:
                 self._http.stream("GET", url) as response,
             ):
                 self._check(response)
-                for chunk in response.iter_bytes(CHUNK):
+                for chunk in response.iter_bytes():  # as read (64 KiB): no copy into CHUNKs
                     out.write(chunk)
                     digest.update(chunk)
             got = digest.hexdigest()
