@@ -8,7 +8,10 @@ Starts a server (tests.serverproc.ServerProcess) on a temporary data dir. Each r
             and unpacks it before it answers)
   download  the job wrote --mb MB of random bytes to $KCORAL_OUTPUT_DIR; the client streams it into a
             folder and checks its sha256 (cli.client.download)
-MB/s = --mb / seconds. The server's peak RSS (VmHWM) is read at the end. ``--tmp /dev/shm`` keeps the
+MB/s = --mb / seconds. The server's peak RSS (VmHWM) is read at the end. Each run also records the
+CPU seconds the server process and this client spent on its upload and its download (``*_cpu_s``),
+and the result the load average before and after: on a shared machine the wall times swing with
+other work, the CPU much less. ``--tmp /dev/shm`` keeps the
 disk out of it (each run writes ~700 MB: on a small VM's disk, write-back stalls dominate).
 Target (issue 12): upload and download >= 500 MB/s each, server memory bounded.
 """
@@ -48,7 +51,13 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def one_run(client: KcoralClient, tmp: Path, mb: int, i: int) -> dict[str, float]:
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_run(client: KcoralClient, server_pid: int, tmp: Path, mb: int, i: int) -> dict[str, float]:
     send = tmp / f"send{i}"
     send.mkdir()
     with open(send / "in.bin", "wb") as f:
@@ -58,18 +67,30 @@ def one_run(client: KcoralClient, tmp: Path, mb: int, i: int) -> dict[str, float
     t0 = time.perf_counter()
     tar = build_tarball(send, tmp)
     t1 = time.perf_counter()
+    s1, c1 = cpu_s(server_pid), time.process_time()
     view = client.submit(PythonSpec(argv=["w.py"], timeout_s=300), tar.path)
     t2 = time.perf_counter()
+    s2, c2 = cpu_s(server_pid), time.process_time()
     tar.remove()
     view = client.wait(view.id)
     if view.verdict != "ok":
         raise SystemExit(f"job {view.id}: {view.verdict} {view.reason}")
     out = tmp / f"out{i}"
     t3 = time.perf_counter()
+    s3, c3 = cpu_s(server_pid), time.process_time()
     client.download_outputs(view, out)
     t4 = time.perf_counter()
+    s4, c4 = cpu_s(server_pid), time.process_time()
     assert (out / "out.bin").stat().st_size == mb << 20
-    return {"pack_s": t1 - t0, "upload_s": t2 - t1, "download_s": t4 - t3}
+    return {
+        "pack_s": t1 - t0,
+        "upload_s": t2 - t1,
+        "download_s": t4 - t3,
+        "upload_server_cpu_s": s2 - s1,
+        "upload_client_cpu_s": c2 - c1,
+        "download_server_cpu_s": s4 - s3,
+        "download_client_cpu_s": c4 - c3,
+    }
 
 
 def main() -> None:
@@ -81,20 +102,29 @@ def main() -> None:
     parser.add_argument("--tmp", type=Path, help="where the files and the server's data dir go [default: $TMPDIR]")
     args = parser.parse_args()
     runs: list[dict[str, float]] = []
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         server = ServerProcess(Path(tmp) / "data", args.image, 1).start()
         try:
             with KcoralClient(server.url, timeout=300) as client:
                 for i in range(args.runs):
-                    runs.append(one_run(client, Path(tmp), args.mb, i))
+                    runs.append(one_run(client, server.proc.pid, Path(tmp), args.mb, i))
                     print(json.dumps({k: round(v, 3) for k, v in runs[-1].items()}), flush=True)
             rss = peak_rss_mb(server.proc.pid)
         finally:
             server.stop()
-    result: dict[str, object] = {"mb": args.mb, "runs": runs, "server_peak_rss_mb": round(rss, 1)}
+    result: dict[str, object] = {
+        "mb": args.mb,
+        "runs": runs,
+        "server_peak_rss_mb": round(rss, 1),
+        "load_avg_before": load_before,
+        "load_avg_after": os.getloadavg(),
+    }
     for key in ("pack_s", "upload_s", "download_s"):
         med = statistics.median(r[key] for r in runs)
         result[key.replace("_s", "_mb_per_s")] = round(args.mb / med, 1)
+    for key in ("upload_server_cpu_s", "upload_client_cpu_s", "download_server_cpu_s", "download_client_cpu_s"):
+        result[f"median_{key}"] = round(statistics.median(r[key] for r in runs), 3)
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")

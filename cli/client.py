@@ -294,7 +294,7 @@ class KcoralClient:
         data = bytearray()
         with self._translated(f"download {path}"), self._http.stream("GET", url) as response:
             self._check(response)
-            for chunk in response.iter_bytes(CHUNK):
+            for chunk in response.iter_bytes():  # as read: gathering them into CHUNKs was a copy more
                 data += chunk
                 if len(data) > limit:
                     raise ServerError(f"download {path}: larger than {limit} bytes")
@@ -354,22 +354,23 @@ class KcoralClient:
 
         Paths with ``..`` or absolute ones are refused (ServerError); the file appears only once complete.
         """
+        from kcoral.runner.spool import Spool  # a download's own import (a thread pool): not every command's
+
         target = output_destination(Path(dest_dir), path)
         target.parent.mkdir(parents=True, exist_ok=True)
         url = f"/v1/jobs/{_q(job_id)}/outputs/{quote(str(safe_output_path(path)), safe='/')}"
         fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-        digest = hashlib.sha256()
         try:
             with (
                 os.fdopen(fd, "wb") as out,
+                Spool(out) as spool,  # hashed and written beside the reads
                 self._translated(f"download {path}"),
                 self._http.stream("GET", url) as response,
             ):
                 self._check(response)
-                for chunk in response.iter_bytes(CHUNK):
-                    out.write(chunk)
-                    digest.update(chunk)
-            got = digest.hexdigest()
+                for chunk in response.iter_bytes():  # as read (64 KiB): no copy into CHUNKs
+                    spool.put(chunk)
+                got = spool.finish()
             if expected_sha256 and got != expected_sha256.lower():
                 raise ServerError(f"download {path}: sha256 mismatch (got {got[:12]}, expected {expected_sha256[:12]})")
             os.replace(tmp_name, target)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import os
 import re
 import shutil
@@ -50,6 +49,7 @@ from kcoral.runner.models import (
     to_data,
 )
 from kcoral.runner.services import Services
+from kcoral.runner.spool import Spool
 from kcoral.runner.store import JobRecord
 
 #: what an error status means on this API; every error body is runner.models.ErrorBody
@@ -245,16 +245,12 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
 
 async def _receive(request: Request, path: Path, limit: int) -> tuple[str, int]:
     """The request body into ``path``, up to ``limit`` bytes: (sha256, size)."""
-    digest = hashlib.sha256()
-    size = 0
-    with open(path, "wb") as out:
+    with open(path, "wb") as out, Spool(out) as spool:  # hashed and written beside the loop
         async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
+            if spool.size + len(chunk) > limit:
                 raise PayloadTooLarge(f"the upload passed the limit of {limit} bytes")
-            digest.update(chunk)
-            out.write(chunk)
-    return digest.hexdigest(), size
+            await spool.put_async(chunk)
+        return await spool.finish_async(), spool.size
 
 
 @router.post("/jobs/{job_id}/rerun", status_code=201, responses=errors(404, 409, 429, 503, 507))
