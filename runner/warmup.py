@@ -4,7 +4,7 @@ For each task named, the server evaluates the task's template (what ``kcoral ini
 baseline's approach) as an ordinary job of :data:`WARM_UP_OWNER`. Its supervisor compiles, autotunes
 and caches the reference's and the baseline's kernels in the judge's cache, so that the first request
 does not: on a fresh H200 the KDA pinned task's first evaluation spent 97 s compiling FLA's kernels
-in the supervisor, later ones 14-18 s in all (bench/results/gpu-host-issue12e). It is also a check of
+in the supervisor, later ones 19-21 s in all (bench/results/gpu-host-issue12f). It is also a check of
 the task end to end on this host: `/v1/health` lists each warm-up job, and its verdict says whether
 the template passed. A warm-up of a task still queued from an earlier start is not made again.
 """
