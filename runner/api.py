@@ -51,6 +51,7 @@ from kcoral.runner.models import (
 from kcoral.runner.services import Services
 from kcoral.runner.spool import Spool
 from kcoral.runner.store import JobRecord
+from kcoral.runner.warmup import WarmUp
 
 #: what an error status means on this API; every error body is runner.models.ErrorBody
 ERROR_STATUSES = {
@@ -159,7 +160,7 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         "gpu_mode": svc.executor.gpu_mode() if svc.gpus else "none",
         "toolchain_mounts": list(svc.settings.toolchain_mounts),
         "toolchain_bytecode": svc.bytecode.state(),
-        "warm_up": [_warm_up(svc, w.task, w.job) for w in svc.warm_ups],
+        "warm_up": [_warm_up(svc, w) for w in svc.warm_ups],
         "leases": svc.placement.describe(),
         "images": [image],
         "auth": svc.auth.tokens is not None,
@@ -170,10 +171,12 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
     }
 
 
-def _warm_up(svc: Services, task: str, job_id: str) -> dict[str, object]:
+def _warm_up(svc: Services, warm: WarmUp) -> dict[str, object]:
     """A warm-up evaluation (runner.warmup) as /v1/health shows it."""
-    job = svc.store.get(job_id)
-    return {"task": task, "job": job_id, "state": job.state, "verdict": job.verdict, "reason": job.reason}
+    if not warm.job:
+        return {"task": warm.task, "job": None, "state": None, "verdict": None, "reason": warm.error}
+    job = svc.store.get(warm.job)
+    return {"task": warm.task, "job": warm.job, "state": job.state, "verdict": job.verdict, "reason": job.reason}
 
 
 def _profiling(svc: Services) -> dict[str, object]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import tarfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,12 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kcoral.runner.archive import extract_upload
-from kcoral.runner.errors import BadRequest
+from kcoral.runner.errors import BadRequest, KcoralError, disk_writes
 from kcoral.runner.jobkinds import kind_for, spec_as
 from kcoral.runner.models import EvalSpec, JobKindName, JobState
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
+
+log = logging.getLogger("kcoral.warmup")
 
 #: the owner of the server's own warm-up jobs (runner.auth refuses token names that start with "kcoral:")
 WARM_UP_OWNER = "kcoral:warm-up"
@@ -34,7 +37,9 @@ WARM_UP_OWNER = "kcoral:warm-up"
 @dataclass(frozen=True)
 class WarmUp:
     task: str
-    job: str
+    job: str = ""
+    #: why it could not be queued (a full disk at the start, say): the server starts all the same
+    error: str = ""
 
 
 def template_tar(source: bytes) -> bytes:
@@ -71,21 +76,28 @@ def submit_warm_ups(svc: Services, task_ids: Sequence[str]) -> list[WarmUp]:
     }
     made = []
     for task_id in task_ids:
-        if task_id in waiting:
-            made.append(WarmUp(task_id, waiting[task_id]))
-            continue
-        path = template(tasks_dir, task_id)
-        spec = kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc)
-        job = svc.store.create(WARM_UP_OWNER, spec)
-        paths = svc.store.paths(job.id)
         try:
-            data = template_tar(path.read_bytes())
-            paths.tar.write_bytes(data)
-            extract_upload(paths.tar, paths.input, svc.settings.limits)
-        except BaseException:
-            svc.store.delete(job.id)
-            raise
-        svc.store.mark_queued(job.id, hashlib.sha256(data).hexdigest(), len(data))
-        made.append(WarmUp(task_id, job.id))
+            made.append(WarmUp(task_id, waiting.get(task_id) or _queue(svc, tasks_dir, task_id)))
+        except KcoralError as exc:
+            log.warning("no warm-up of %s: %s", task_id, exc.message)
+            made.append(WarmUp(task_id, error=exc.message))
     svc.scheduler.wake()
     return made
+
+
+def _queue(svc: Services, tasks_dir: Path, task_id: str) -> str:
+    """A new evaluation of the task's template, queued; its job id."""
+    path = template(tasks_dir, task_id)
+    spec = kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc)
+    job = svc.store.create(WARM_UP_OWNER, spec)
+    paths = svc.store.paths(job.id)
+    try:
+        data = template_tar(path.read_bytes())
+        with disk_writes("cannot store the warm-up's input"):
+            paths.tar.write_bytes(data)
+        extract_upload(paths.tar, paths.input, svc.settings.limits)
+    except BaseException:
+        svc.store.delete(job.id)
+        raise
+    svc.store.mark_queued(job.id, hashlib.sha256(data).hexdigest(), len(data))
+    return job.id

@@ -134,6 +134,24 @@ def test_a_job_whose_log_stops_fitting_is_stopped_and_a_restart_on_a_full_disk_s
         filler.unlink()
 
 
+def test_a_warm_up_that_does_not_fit_is_reported_and_the_server_starts(small_disk: Path, job_image: str) -> None:
+    """`kcoral serve --warm-up TASK` on a full disk: no warm-up (its input cannot be stored), said in
+    /v1/health, and the server up all the same."""
+    first = ServerProcess(small_disk / "data", job_image, 1).start()  # the data dir made while there is room
+    first.kill()  # as in a crash: the database's files stay (a first open on a full disk cannot make them)
+    first.remove_containers()
+    filler = fill(small_disk)
+    server = ServerProcess(small_disk / "data", job_image, 1, None, "--warm-up", "demo/softmax")
+    try:
+        with serving(server, 60) as http:
+            (warm,) = http.get("/v1/health").json()["warm_up"]
+            assert warm["task"] == "demo/softmax" and warm["job"] is None, warm
+            assert "disk is full" in warm["reason"], warm
+            assert http.get("/v1/jobs").status_code == 200
+    finally:
+        filler.unlink()
+
+
 def test_the_fill_helper_really_fills(small_disk: Path) -> None:
     fill(small_disk)
     with pytest.raises(OSError) as info, open(small_disk / "more", "wb", buffering=0) as f:
