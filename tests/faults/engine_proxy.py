@@ -18,6 +18,7 @@ class EngineProxy:
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._stopped = True
 
     @property
     def docker_host(self) -> str:
@@ -29,6 +30,8 @@ class EngineProxy:
         listener.bind(str(self.path))
         listener.listen(64)
         self._listener = listener
+        with self._lock:
+            self._stopped = False
         threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
         return self
 
@@ -40,6 +43,7 @@ class EngineProxy:
             self._listener.close()
             self._listener = None
         with self._lock:
+            self._stopped = True  # a connection accepted meanwhile is cut as it is registered (_accept)
             for sock in self._open:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
@@ -60,6 +64,10 @@ class EngineProxy:
                 client.close()
                 continue
             with self._lock:
+                if self._stopped or self._listener is not listener:  # stopped while this one was accepted
+                    client.close()
+                    engine.close()
+                    return
                 self._open |= {client, engine}
             for src, dst in ((client, engine), (engine, client)):
                 threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
