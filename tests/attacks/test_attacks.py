@@ -29,6 +29,7 @@ HONEST_LIMIT = 1.6
 #: the holdout fails, with this kind of failure (its details stay secret)
 HOLDOUT = {
     "exit_in_setup": "ERROR",  # os._exit in setup(): the worker is gone
+    "exit_in_first_call": "ERROR",  # os._exit in the untimed first call, before any case
     "fake_report_lines": "FAIL",  # zeros written, a passing report printed
     "lazy_no_write": "FAIL",  # the output buffer is never written (NaN-poisoned)
     "persistent_worker": "FAIL",  # half the rows finished by a thread after the call returned
