@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from kcoral.runner.archive import extract_upload, safe_output_path
+from kcoral.runner.enqueue import queue_with_input
 from kcoral.runner.envpolicy import validate_client_env
 from kcoral.runner.errors import (
     BadRequest,
@@ -50,7 +51,7 @@ from kcoral.runner.models import (
 )
 from kcoral.runner.services import Services
 from kcoral.runner.spool import Spool
-from kcoral.runner.store import JobRecord
+from kcoral.runner.store import JobPaths, JobRecord
 from kcoral.runner.warmup import WarmUp
 
 #: what an error status means on this API; every error body is runner.models.ErrorBody
@@ -267,20 +268,23 @@ def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobVi
         raise Conflict(f"job {job_id} has no input to run again (it never received its upload)")
     pinned = original.image.digest if original.image and original.image.digest else None
     spec = dataclasses.replace(original.spec, image=pinned)
-    job = svc.store.create(who, spec, waiting_cap=svc.settings.limits.queued_per_token)
-    new = svc.store.paths(job.id)
-    try:
+
+    def copy_input(new: JobPaths) -> None:
         with disk_writes("cannot copy the job's input"):
             shutil.copyfile(old.tar, new.tar)
             if old.snapshot.is_dir():
                 shutil.copytree(old.snapshot, new.snapshot, symlinks=True)
-        extract_upload(new.tar, new.input, svc.settings.limits)
-    except BaseException:
-        svc.store.delete(job.id)
-        raise
-    svc.store.mark_queued(job.id, original.input_sha256, original.input_bytes)
-    svc.scheduler.wake()
-    return _view(svc, svc.store.get(job.id))
+
+    new_id = queue_with_input(
+        svc,
+        who,
+        spec,
+        copy_input,
+        original.input_sha256,
+        original.input_bytes,
+        waiting_cap=svc.settings.limits.queued_per_token,
+    )
+    return _view(svc, svc.store.get(new_id))
 
 
 @router.get("/tasks", responses=errors())

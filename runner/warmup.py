@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kcoral.runner.archive import extract_upload
+from kcoral.runner.enqueue import queue_with_input
 from kcoral.runner.errors import BadRequest, KcoralError, disk_writes
 from kcoral.runner.jobkinds import kind_for, spec_as
 from kcoral.runner.models import EvalSpec, JobKindName, JobState
+from kcoral.runner.store import JobPaths
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
@@ -81,23 +82,16 @@ def submit_warm_ups(svc: Services, task_ids: Sequence[str]) -> list[WarmUp]:
         except KcoralError as exc:
             log.warning("no warm-up of %s: %s", task_id, exc.message)
             made.append(WarmUp(task_id, error=exc.message))
-    svc.scheduler.wake()
     return made
 
 
 def _queue(svc: Services, tasks_dir: Path, task_id: str) -> str:
     """A new evaluation of the task's template, queued; its job id."""
-    path = template(tasks_dir, task_id)
+    data = template_tar(template(tasks_dir, task_id).read_bytes())
     spec = kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc)
-    job = svc.store.create(WARM_UP_OWNER, spec)
-    paths = svc.store.paths(job.id)
-    try:
-        data = template_tar(path.read_bytes())
+
+    def write_input(paths: JobPaths) -> None:
         with disk_writes("cannot store the warm-up's input"):
             paths.tar.write_bytes(data)
-        extract_upload(paths.tar, paths.input, svc.settings.limits)
-    except BaseException:
-        svc.store.delete(job.id)
-        raise
-    svc.store.mark_queued(job.id, hashlib.sha256(data).hexdigest(), len(data))
-    return job.id
+
+    return queue_with_input(svc, WARM_UP_OWNER, spec, write_input, hashlib.sha256(data).hexdigest(), len(data))

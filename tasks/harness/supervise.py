@@ -2,9 +2,9 @@
 
 The supervisor's entry point (tasks.harness.supervisor is the supervisor). Before anything imports
 torch, it starts the trusted workers when the cases time anything (the baseline's, and the empty
-call's: TRUSTED_WORKERS), so that their imports (torch, the task and its
-kernels' packages) run while the supervisor's own do rather than after them: on the H200 the
-baseline's worker took 1.6-2 s of the start once they ran one after the other.
+call's: TRUSTED_WORKERS), so that their imports (torch, the task and its kernels' packages) run
+while the supervisor's own do rather than after them: on the H200 the baseline's worker took
+1.6-2 s of the start once they ran one after the other.
 """
 
 from __future__ import annotations
