@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from kcoral.cli.client import KcoralClient  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.runner.models import PythonSpec  # noqa: E402
+from kcoral.runner.models import JobState, JobView, PythonSpec  # noqa: E402
 from tests.serverproc import ServerProcess  # noqa: E402
 
 COMMAND = ["python3", "-c", "pass"]
@@ -46,15 +46,26 @@ def bare_run(image: str, docker_args: list[str], python: str) -> float:
     return time.perf_counter() - t0
 
 
+#: where a library run's time went, per run: milliseconds from the submit to each point (the server's
+#: clock for its own points; client and server share the host's clock on loopback)
+TIMELINES: list[dict[str, float]] = []
+
+
 def library_run(client: KcoralClient, tar_path: Path) -> float:
-    t0 = time.perf_counter()
+    t0, wall0 = time.perf_counter(), time.time()
     job = client.submit(PythonSpec(argv=COMMAND[1:], timeout_s=60), tar_path)
-    for _ in client.follow_log(job.id):
+    final: list[JobView] = []
+    for _ in client.follow_log(job.id, on_status=lambda view: final.append(view)):
         pass
-    final = client.status(job.id)
+    view = final[-1] if final and final[-1].state == JobState.finished else client.status(job.id)
     elapsed = time.perf_counter() - t0
-    if final.verdict != "ok":
-        raise SystemExit(f"job {job.id} ended {final.verdict}: {final.reason}")
+    if view.verdict != "ok":
+        raise SystemExit(f"job {job.id} ended {view.verdict}: {view.reason}")
+    times, ms = view.times, lambda t: round(1000 * (t - wall0), 1)
+    step = times.steps[0] if times.steps else None
+    points = {"queued": times.queued, "started": times.started, "container_started": step and step.started,
+              "container_ended": step and step.ended, "finished": times.finished}  # fmt: skip
+    TIMELINES.append({**{k: ms(v) for k, v in points.items() if v is not None}, "client_has_result": elapsed * 1000})
     return elapsed
 
 
@@ -141,6 +152,7 @@ def main() -> None:
                 bare_run(args.image, bare_args, args.python)
                 library_run(client, tarball.path)
                 bare, library, cli = [], [], []
+                TIMELINES.clear()
                 for _ in range(args.runs):  # interleaved, so drift hits all three alike
                     # each after a pause: what a job leaves to the background (a standby's start)
                     # is done before the next is timed, as between an agent's jobs
@@ -154,6 +166,7 @@ def main() -> None:
             if server is not None:
                 server.stop()
 
+    timed = TIMELINES[: args.runs]
     result = {
         "image": args.image,
         "bare_args": bare_args,
@@ -165,6 +178,8 @@ def main() -> None:
         "ratio_library": statistics.median(library) / statistics.median(bare),
         "ratio_cli": statistics.median(cli) / statistics.median(bare),
         "throughput_jobs_per_s": jobs_per_s,
+        #: the library runs' medians, ms after the submit (TIMELINES)
+        "library_timeline_ms": {k: statistics.median(t[k] for t in timed) for k in timed[0]} if timed else {},
         "clients": args.clients,
         "jobs_per_client": args.jobs_per_client,
     }
@@ -175,6 +190,8 @@ def main() -> None:
     ratios = f"ratio library/bare {result['ratio_library']:.2f}x   cli/bare {result['ratio_cli']:.2f}x"
     print(f"{ratios} (target: cli <= 1.0x)")
     print(f"throughput, {args.clients} concurrent clients: {jobs_per_s:.2f} jobs/s")
+    timeline = "  ".join(f"{k} {v:.0f}" for k, v in result["library_timeline_ms"].items())
+    print(f"library run, median ms after the submit: {timeline}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import tempfile
@@ -36,7 +37,7 @@ from kcoral.cli.errors import (
     UsageError,
 )
 from kcoral.cli.paths import output_destination, safe_output_path
-from kcoral.runner.joblog import FrameReader, Piece
+from kcoral.runner.joblog import STATUS, FrameReader, Piece
 from kcoral.runner.models import DataError, JobState, JobView, OutputFile, SpecBase, from_data, to_data
 
 if TYPE_CHECKING:
@@ -308,18 +309,33 @@ class KcoralClient:
         data = self._call("GET", f"/v1/jobs/{_q(job_id)}/outputs", "outputs")
         return _parse_list(OutputFile, data, "outputs")
 
-    def follow_log(self, job_id: str, offset: int = 0, *, follow: bool = True, reconnects: int = 5) -> Iterator[Piece]:
+    def follow_log(
+        self,
+        job_id: str,
+        offset: int = 0,
+        *,
+        follow: bool = True,
+        reconnects: int = 5,
+        on_status: Callable[[JobView], None] | None = None,
+    ) -> Iterator[Piece]:
         """The job's log from byte ``offset``, piece by piece, each with its stream (stdout, stderr).
 
         With ``follow`` the stream ends when the job has finished and everything was sent; a connection
         that drops midway is reopened at the right offset (up to ``reconnects`` times in a row).
+        With ``on_status``, the server also sends the job's view in the same stream, when its state or
+        queue position changes and once the job has finished (after its last log byte):
+        ``on_status`` gets each one. A server without that sends none.
         """
         left = reconnects
         opened = [False]  # set once the server has answered 200: only then is a drop worth retrying
         while True:
             try:
-                for piece in self._log_stream(job_id, offset, follow, opened):
+                for piece in self._log_stream(job_id, offset, follow, opened, on_status is not None):
                     left = reconnects
+                    if piece.stream == STATUS:
+                        assert on_status is not None
+                        on_status(_status_frame(piece.data, job_id))
+                        continue
                     offset += len(piece.data)
                     yield piece
                 return
@@ -329,10 +345,12 @@ class KcoralClient:
                 left -= 1
                 time.sleep(min(2.0 ** (reconnects - left - 1), 10.0))
 
-    def _log_stream(self, job_id: str, offset: int, follow: bool, opened: list[bool]) -> Iterator[Piece]:
+    def _log_stream(self, job_id: str, offset: int, follow: bool, opened: list[bool], status: bool) -> Iterator[Piece]:
         params = {"offset": str(offset), "frames": "true"}
         if follow:
             params["follow"] = "true"
+        if status:
+            params["status"] = "true"
         kwargs: dict[str, Any] = {"params": params}
         if follow:  # a quiet job sends nothing for a long time: no read timeout
             kwargs["timeout"] = httpx.Timeout(self.timeout, read=None)
@@ -421,6 +439,15 @@ def _parse(model: type[_M], data: Any, what: str) -> _M:
         return from_data(model, data)
     except DataError as exc:
         raise ServerError(f"{what}: unexpected answer from the server: {exc}") from None
+
+
+def _status_frame(data: bytes, job_id: str) -> JobView:
+    """A STATUS frame of a log stream: the job's view."""
+    try:
+        document = json.loads(data)
+    except ValueError:
+        raise ServerError(f"log of {job_id}: a status frame that is not JSON") from None
+    return _parse(JobView, document, f"log of {job_id}")
 
 
 def _parse_list(model: type[_M], data: Any, what: str) -> list[_M]:

@@ -24,7 +24,6 @@ from kcoral.cli.render import summary_line
 from kcoral.cli.tarball import IGNORE_FILE, Tarball, build_tarball
 from kcoral.runner.models import JobState, JobView, SpecBase
 
-WAITING = (JobState.created, JobState.queued)
 CANCEL_WAIT_S = 15.0
 
 
@@ -98,11 +97,7 @@ class PythonRun:
         """Follow a job that exists already and has its input (e.g. a rerun) to the end; the exit code."""
         self.job_id = view.id
 
-        def run() -> int:
-            self._wait_until_started(view)
-            return self._finish(self._follow_log())
-
-        return self._guarded(run)
+        return self._guarded(lambda: self._finish(self._follow_log()))
 
     def _guarded(self, step: Callable[[], int]) -> int:
         """Run the flow: once the job exists, Ctrl-C cancels it and an error says where the job is."""
@@ -130,28 +125,27 @@ class PythonRun:
             else:
                 print(view.id, flush=True)
             return output.EXIT_OK
-        self._wait_until_started(view)
         return self._finish(self._follow_log())
 
-    def _wait_until_started(self, view: JobView) -> JobView:
-        shown: int | None = None
-        delay = 0.005  # short jobs start within ms: poll fast first, then back off to poll_s
-        while view.state in WAITING:
-            position = view.queue_position
-            if view.state == JobState.queued and position is not None and position != shown:
-                shown = position
-                note(f"queued: position {position}")
-            time.sleep(delay)
-            delay = min(delay * 1.5, self.opts.poll_s)
-            view = self.client.status(self.job_id)
-        return view
-
     def _follow_log(self) -> JobView:
-        """Stream the log until the job has finished; returns the final view."""
+        """Stream the log until the job has finished; returns the final view. The job's status comes
+        in the same stream: its queue position while it waits, and how it ended (a server that does
+        not send it is asked once the stream ends)."""
+        last: list[JobView] = []
+        shown: list[int | None] = [None]
+
+        def status(view: JobView) -> None:
+            position = view.queue_position
+            if view.state == JobState.queued and position is not None and position != shown[0]:
+                shown[0] = position
+                note(f"queued: position {position}")
+            last[:] = [view]
+
         while True:
-            for piece in self.client.follow_log(self.job_id, self.sink.total):
+            for piece in self.client.follow_log(self.job_id, self.sink.total, on_status=status):
                 self.sink.write(piece.data, piece.stream)
-            view = self.client.status(self.job_id)
+            ended = last and last[0].state == JobState.finished
+            view = last[0] if ended else self.client.status(self.job_id)
             if view.state == JobState.finished:
                 if view.log_bytes > self.sink.total:  # the stream ended early: fetch the rest
                     for piece in self.client.follow_log(self.job_id, self.sink.total, follow=False):

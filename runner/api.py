@@ -5,8 +5,8 @@ Every error a route can meet is a runner.errors.KcoralError, turned into JSON by
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -37,7 +37,7 @@ from kcoral.runner.errors import (
 )
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
-from kcoral.runner.joblog import frame, read_pieces
+from kcoral.runner.joblog import STATUS, Piece, frame, read_pieces
 from kcoral.runner.models import (
     ErrorBody,
     JobSpec,
@@ -338,8 +338,9 @@ def cancel_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobV
     return _view(svc, svc.scheduler.cancel(job_id))
 
 
-#: a followed log is read again after this pause, growing to the most: a short job's end reaches
-#: its client within ~10 ms, a long one's costs a read of the store per 50 ms
+#: a followed log is read again after this pause, growing to the most (a change of the job's state
+#: ends the pause at once, runner.changes): new bytes of a long job's log reach its client within
+#: 50 ms, for a read of the log per 50 ms
 _FOLLOW_FIRST_S = 0.005
 _FOLLOW_MAX_S = 0.05
 
@@ -356,26 +357,46 @@ async def job_log(
         "1 stdout, 2 stderr, 3 both; three zero bytes; the length, 32-bit big-endian), so stdout and "
         "stderr can be told apart; offsets count the log's bytes, not the headers",
     ),
+    status: bool = Query(
+        False,
+        description="with frames: also frames of stream 16, each the job's view (as GET /v1/jobs/{id} "
+        "answers it), sent when its state or queue position changes and after the last byte of a "
+        "finished job's log, so the stream's last frame says how the job ended",
+    ),
     who: str = Depends(owner),
 ) -> StreamingResponse:
     svc = services(request)
     _own_job(svc, job_id, who)
     path = svc.store.paths(job_id).log
+    with_status = status and frames
+
+    def status_frame(view: JobView) -> bytes:
+        return frame(Piece(STATUS, json.dumps(to_data(view), separators=(",", ":")).encode()))
 
     async def stream() -> AsyncIterator[bytes]:
-        pos, pause = offset, _FOLLOW_FIRST_S
-        while True:
-            finished = svc.store.get(job_id).state == JobState.finished
-            pieces = read_pieces(path, pos, _LOG_CHUNK)
-            while pieces:
-                for piece in pieces:
-                    pos += len(piece.data)
-                    yield frame(piece) if frames else piece.data
+        pos, pause, shown = offset, _FOLLOW_FIRST_S, None
+        with svc.store.changes.subscribe(job_id) as changes:
+            while True:
+                changes.clear()  # a change committed from here on ends the pause below
+                job = svc.store.get(job_id)
+                finished = job.state == JobState.finished
+                if with_status and not finished:
+                    view = _view(svc, job)
+                    if (view.state, view.queue_position) != shown:
+                        shown = (view.state, view.queue_position)
+                        yield status_frame(view)
                 pieces = read_pieces(path, pos, _LOG_CHUNK)
-            if finished or not follow:
-                return
-            await asyncio.sleep(pause)
-            pause = min(pause * 1.5, _FOLLOW_MAX_S)
+                while pieces:
+                    for piece in pieces:
+                        pos += len(piece.data)
+                        yield frame(piece) if frames else piece.data
+                    pieces = read_pieces(path, pos, _LOG_CHUNK)
+                if finished and with_status:
+                    yield status_frame(_view(svc, job))
+                if finished or not follow:
+                    return
+                await changes.wait(pause)
+                pause = min(pause * 1.5, _FOLLOW_MAX_S)
 
     return StreamingResponse(stream(), media_type="application/octet-stream")
 

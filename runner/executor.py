@@ -77,6 +77,10 @@ class DockerExecutor:
         self._retry_at = 0.0
         #: containers were left behind (the engine was gone when they should have been removed)
         self.orphans_pending = False
+        #: per job: its containers that had exited when run_group returned, removed by
+        #: :meth:`remove_exited` once the job's result is kept (their removal is not on its critical path)
+        self._exited: dict[str, list[Any]] = {}
+        self._exited_lock = threading.Lock()
         #: containers started ahead of time for the next job of each lease (runner.standby)
         self.standbys = StandbyPool(settings.data_dir / "standby") if settings.standby else None
         if self.standbys is not None:
@@ -264,20 +268,36 @@ class DockerExecutor:
                     refill = (fits, options)
                 member.watch.started = time.time()
                 member.begin(self.settings.limits.log_bytes)
+                if member.standby is not None:  # it runs the job already: the job's name follows
+                    _rename(member.container, f"kcoral-{job_id}")
             killed = self._watch(started, deadline, cancel)
             return [self._settle(m, killed) for m in started]
         except _DOCKER_ERRORS as exc:
             raise InfrastructureError(f"Docker error: {exc}") from None
         finally:
+            exited = []
             for member in reversed(started):
-                if not _remove(member.container):
+                if member.watch.exited.is_set():  # nothing runs in it: removed after the result
+                    exited.append(member.container)
+                elif not _remove(member.container):
                     self.orphans_pending = True
                 if member.standby is not None:
                     self._return_folders(*member.standby)
+            if exited:
+                with self._exited_lock:
+                    self._exited.setdefault(job_id, []).extend(exited)
             for writer in logs.values():
                 writer.close()
             if refill is not None:
                 self._refill(lease, *refill)
+
+    def remove_exited(self, job_id: str) -> None:
+        """Remove the containers of ``job_id`` that run_group left because they had exited."""
+        with self._exited_lock:
+            containers = self._exited.pop(job_id, [])
+        for container in containers:
+            if not _remove(container):
+                self.orphans_pending = True
 
     # --- standby containers (runner.standby) ---------------------------------------------------------
 
@@ -311,15 +331,15 @@ class DockerExecutor:
             return None
         try:
             standby.swap_in(fits.folders, ready.folders)
-            ready.container.rename(f"kcoral-{job_id}")  # the job's name on the engine (no label can be added)
-            socket = self._api().api.attach_socket(ready.container.id, params={"stdin": 1, "stream": 1})
+            # attached only now: an attach fails for a standby that is gone (removed behind our back),
+            # where one held open since its start would take the job without a word
+            socket = self._api().api.attach_socket(ready.container.id, params=_STDIN)
             raw = getattr(socket, "_sock", socket)
             try:
                 raw.sendall(standby.hand_over_message(options))
             finally:
                 raw.close()  # the end of the attach stream: the engine closes the container's stdin
                 socket.close()
-            return ready
         except (OSError, *_DOCKER_ERRORS) as exc:
             log.warning("the standby for %s could not take job %s (%s): it starts its own", lease.name, job_id, exc)
             _remove(ready.container)
@@ -329,6 +349,7 @@ class DockerExecutor:
                 raise InfrastructureError(f"the job's files could not be moved back from a standby: {undo}") from None
             self._discard(ready)
             return None
+        return ready
 
     def _make_standby(self, folder: Path, options: dict[str, object], fits: Fit, lease: Lease) -> Standby:
         """A container with ``options`` but its own folders, waiting for a job on its stdin."""
@@ -589,6 +610,19 @@ def _kill(container: Any) -> None:
         container.kill()
     except _DOCKER_ERRORS as exc:  # already gone is fine
         log.info("kill %s: %s", container.id[:12], exc)
+
+
+def _rename(container: Any, name: str) -> None:
+    """A standby's name becomes its job's (no label can be added to a container that exists); a
+    failure leaves it found by its instance label, as every container of ours."""
+    try:
+        container.rename(name)
+    except _DOCKER_ERRORS as exc:
+        log.warning("container %s could not be named %s: %s", container.id[:12], name, exc)
+
+
+#: the attach request of a standby's stdin (runner.standby): the hand-over is written to it
+_STDIN = {"stdin": 1, "stream": 1}
 
 
 def _remove(container: Any) -> bool:

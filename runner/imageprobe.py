@@ -70,15 +70,18 @@ class ImageProbe:
     def _ask(self, pinned: str) -> ImageContents:
         step = ContainerStep(command=[self.python, "-I", "-c", PROBE], env={}, working_dir="/tmp", name="probe")
         self.scratch.mkdir(parents=True, exist_ok=True)
+        job_id = f"probe-{int(time.time())}"
         with tempfile.TemporaryDirectory(dir=self.scratch) as folder:
             log = Path(folder) / "log"
             try:
                 outcome = self.executor.run_group(
-                    f"probe-{int(time.time())}", pinned, [step], Lease(slots=()),
+                    job_id, pinned, [step], Lease(slots=()),
                     time.monotonic() + PROBE_TIMEOUT_S, threading.Event(), log,
                 )[0]  # fmt: skip
             except KcoralError as exc:
                 return ImageContents("", {}, f"the image could not be asked: {exc.message}")
+            finally:
+                self.executor.remove_exited(job_id)
             answer = b"".join(p.data for p in read_pieces(log, 0, MAX_ANSWER_BYTES) if p.stream == STDOUT)
         if outcome.killed or outcome.exit_code != 0:
             return ImageContents("", {}, f"the image's python did not answer (exit {outcome.exit_code})")

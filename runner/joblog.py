@@ -7,7 +7,9 @@ that file (made before kcoral kept streams apart) is stdout throughout.
 
 The server sends a log either raw (the combined bytes) or framed the way Docker frames an attach
 stream: an 8-byte header (the stream id, three zero bytes, the length as a 32-bit big-endian number)
-before each piece, so a client can write each piece to its own file descriptor.
+before each piece, so a client can write each piece to its own file descriptor. A framed stream
+may also carry the job's status (:data:`STATUS` frames), so that a client learns how the job ended
+from the same connection.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ STDERR = 2
 #: MAX_SWITCHES times); a client shows such bytes on stdout
 MIXED = 3
 STREAMS = (STDOUT, STDERR, MIXED)
+#: not the job's bytes: a frame of this id carries the job's view (a JobView as JSON), sent in a
+#: followed log asked ``status=true`` each time the job's state or queue position changes, and once
+#: more after the last byte of a finished job's log; no log offset counts it
+STATUS = 16
 
 #: at most this many records (9 bytes each: 576 KiB, a few percent of the 16 MiB log budget, which
 #: the index is not charged to); a job that alternates 1-byte writes reaches it after 64 Ki bytes
@@ -196,7 +202,7 @@ class FrameReader:
         pieces: list[Piece] = []
         while len(self._buf) >= FRAME_HEADER.size:
             stream, length = FRAME_HEADER.unpack_from(self._buf)
-            if stream not in STREAMS:
+            if stream not in STREAMS and stream != STATUS:
                 raise ValueError(f"not a log frame (stream id {stream})")
             end = FRAME_HEADER.size + length
             if len(self._buf) < end:

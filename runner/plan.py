@@ -150,7 +150,11 @@ class Executor(EngineFacts, Protocol):
         job_log: Path,
     ) -> list[StepOutcome]:
         """Run the steps side by side on ``image`` (a pinned digest; the first step leads) to their
-        end, or kill them all on a breach; InfrastructureError when the engine fails."""
+        end, or kill them all on a breach; InfrastructureError when the engine fails. Containers that
+        have exited stay until :meth:`remove_exited` (the caller's, once it has kept the result)."""
+
+    def remove_exited(self, job_id: str) -> None:
+        """Remove what run_group left of ``job_id`` (containers that had exited)."""
 
     def remove_orphans(self, keep: Collection[str] = ()) -> int:
         """Remove this server's containers but those of the jobs in ``keep``; the count removed."""

@@ -249,6 +249,7 @@ class Scheduler:
                 if job.id in self._interrupted and result.verdict == Verdict.cancelled:
                     result = replace(result, verdict=Verdict.interrupted, reason=INTERRUPTED)
                 self._record(job.id, result)
+                self.executor.remove_exited(job.id)  # after the result: not on the job's critical path
                 self._check_gpus_clean(lease, baseline)
             finally:
                 self.placement.release(lease)

@@ -209,7 +209,7 @@ def undo_swap_in(folders: tuple[Path, ...], into: tuple[Path, ...]) -> None:
 
 
 def swap_back(folders: tuple[Path, ...], into: tuple[Path, ...]) -> None:
-    """After the container is gone: each standby folder becomes the job's folder again (what the
+    """After the container has exited: each standby folder becomes the job's folder again (what the
     job wrote there included); the job's emptied folder gives way to it."""
     for mine, theirs in zip(folders, into, strict=True):
         if mine.is_dir():

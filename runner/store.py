@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kcoral.runner.changes import JobChanges
 from kcoral.runner.errors import InfrastructureError, InsufficientStorage, NotFound, TooManyJobs, disk_writes
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.models import (
@@ -191,6 +192,8 @@ class JobStore:
             self.jobs_dir.mkdir(parents=True, exist_ok=True)
         self._release = weakref.finalize(self, os.close, _lock_data_dir(data_dir))
         self._lock = threading.Lock()
+        #: woken after each committed change of a job (runner.changes): the streams that follow it
+        self.changes = JobChanges()
         try:
             self._db = sqlite3.connect(data_dir / "kcoral.sqlite3", check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -264,7 +267,9 @@ class JobStore:
                 "UPDATE jobs SET state=?, input_sha256=?, input_bytes=?, queued=? WHERE id=? AND state=?",
                 (JobState.queued, sha256, size, time.time(), job_id, JobState.created),
             )
-            return cur.rowcount == 1
+            queued = cur.rowcount == 1
+        self.changes.changed(job_id)
+        return queued
 
     def mark_running(self, job_id: str, slot: str, gpus: list[GpuInfo]) -> None:
         self._update(
@@ -306,11 +311,14 @@ class JobStore:
                 "UPDATE jobs SET state=?, verdict=?, reason=?, finished=? WHERE id=? AND state=?",
                 (JobState.finished, verdict, reason, time.time(), job_id, state),
             )
-            return cur.rowcount == 1
+            done = cur.rowcount == 1
+        self.changes.changed(job_id)
+        return done
 
     def delete(self, job_id: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
+        self.changes.changed(job_id)
         remove_tree(self.paths(job_id).root)
 
     def _update(self, job_id: str, **fields: object) -> None:
@@ -319,6 +327,7 @@ class JobStore:
             cur = db.execute(f"UPDATE jobs SET {cols} WHERE id=?", (*fields.values(), job_id))
             if cur.rowcount != 1:
                 raise NotFound(f"no job {job_id}")
+        self.changes.changed(job_id)
 
     # --- reads --------------------------------------------------------------------------------
 

@@ -40,10 +40,14 @@ PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
 
 def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> SpecBase:
     """A JobSpec from a command's pieces, with -e options resolved; UsageError for what the spec refuses."""
-    from kcoral.cli.envvars import parse_env_options
     from kcoral.runner.models import DataError, parse_spec
 
-    fields = {**fields, "env": parse_env_options(env_options or [], os.environ)}
+    env: dict[str, str] = {}
+    if env_options:  # the names' rules (runner.envpolicy) are imported only by a command that sets some
+        from kcoral.cli.envvars import parse_env_options
+
+        env = parse_env_options(env_options, os.environ)
+    fields = {**fields, "env": env}
     if timeout is not None:
         fields["timeout_s"] = timeout
     try:

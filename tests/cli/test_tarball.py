@@ -209,3 +209,27 @@ def test_default_excludes_and_kcoralignore_decide_what_is_sent(tmp_path: Path) -
         assert tb.largest[0] == (".kcoralignore", len((src / ".kcoralignore").read_bytes()))
     finally:
         tb.remove()
+
+
+def test_the_default_excludes_without_a_kcoralignore_answer_as_pathspec_does() -> None:
+    """Without a .kcoralignore the client does not import pathspec: its plain tests must leave out
+    exactly what DEFAULT_EXCLUDES' gitignore lines leave out, at every depth, for files and folders."""
+    import itertools
+
+    import pathspec
+
+    from kcoral.cli.tarball import DEFAULT_EXCLUDES, exclusions
+
+    spec = pathspec.GitIgnoreSpec.from_lines(DEFAULT_EXCLUDES)
+    plain = exclusions(Path("/nonexistent-kcoral-dir"))
+    names = [".git", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache", "kcoral-out", "a.pyc",
+             ".pyc", "x.py", "git", "venvs", ".gitignore", "kcoral-outs", "a.pyc.bak", "pyc", "sub.pyc"]  # fmt: skip
+    checked = 0
+    for depth in range(3):
+        for prefix in itertools.product(["d", "kcoral-out", "venv-x"], repeat=depth):
+            for name in names:
+                for suffix in ("/", ""):
+                    path = "/".join([*prefix, name]) + suffix
+                    assert plain.match_file(path) == spec.match_file(path), path
+                    checked += 1
+    assert checked > 400

@@ -123,3 +123,43 @@ def test_auth_and_per_token_cap(server_factory, tmp_path):
     # one owner cannot see another's jobs
     assert srv.http.get(f"/v1/jobs/{created[0].json()['id']}", headers=bob).status_code == 404
     assert srv.http.get("/v1/jobs", headers=bob).json() == []
+
+
+def test_a_followed_log_carries_the_jobs_status_and_ends_with_its_final_view(server_factory):
+    """``status=true``: the queue position while a job waits, then how it ended as the stream's last
+    frame, after its last log byte; the status frames are not log bytes (offsets skip them)."""
+    import json
+
+    from kcoral.runner.joblog import STATUS, STDERR, STDOUT, FrameReader
+
+    srv = server_factory(cpu_slots=1)
+    blocker = srv.submit({"m.py": "import time\nprint('go', flush=True)\ntime.sleep(60)"}, ["m.py"])
+    deadline = time.monotonic() + 30
+    while srv.http.get(f"/v1/jobs/{blocker['id']}").json()["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    job = srv.submit({"m.py": "import sys\nprint('out')\nprint('err', file=sys.stderr)"}, ["m.py"])
+    params = {"follow": "true", "frames": "true", "status": "true"}
+    reader, pieces = FrameReader(), []
+    with srv.http.stream("GET", f"/v1/jobs/{job['id']}/log", params=params, timeout=60) as response:
+        assert response.status_code == 200
+        for chunk in response.iter_bytes():
+            pieces += reader.feed(chunk)
+            if len(pieces) == 1:  # the waiting job's first frame: its view, queued behind the blocker
+                srv.http.post(f"/v1/jobs/{blocker['id']}/cancel")
+    views = [json.loads(p.data) for p in pieces if p.stream == STATUS]
+    log = [(p.stream, p.data) for p in pieces if p.stream != STATUS]
+    assert views[0]["state"] == "queued" and views[0]["queue_position"] == 1
+    assert pieces[-1].stream == STATUS and views[-1]["state"] == "finished" and views[-1]["verdict"] == "ok"
+    assert b"".join(d for s, d in log if s == STDOUT) == b"out\n"
+    assert b"".join(d for s, d in log if s == STDERR) == b"err\n"
+    assert views[-1]["log_bytes"] == sum(len(d) for _, d in log)
+    assert views[-1] == srv.http.get(f"/v1/jobs/{job['id']}").json()
+    # from an offset: the log's bytes after it, and the view again
+    r = srv.http.get(f"/v1/jobs/{job['id']}/log", params={**params, "offset": "2"})
+    again = FrameReader().feed(r.content)
+    assert b"".join(p.data for p in again if p.stream != STATUS) == b"t\nerr\n"
+    assert again[-1].stream == STATUS
+    # without status=true nothing but the log (an old client's stream is unchanged)
+    r = srv.http.get(f"/v1/jobs/{job['id']}/log", params={"frames": "true"})
+    assert all(p.stream != STATUS for p in FrameReader().feed(r.content))

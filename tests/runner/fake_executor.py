@@ -94,6 +94,9 @@ class FakeExecutor:
     def close(self) -> None:
         self.closed = True
 
+    def remove_exited(self, job_id: str) -> None:
+        pass
+
     def prewarm(self, job_id: str, image: str, step: ContainerStep, lease: Lease) -> None:
         self.prewarmed.append(lease.name)
 

@@ -67,6 +67,9 @@ class SlowImages:
             self.running -= 1
         return [StepOutcome(None, 0, False, 0)]
 
+    def remove_exited(self, job_id: str) -> None:
+        pass
+
 
 def test_each_image_is_asked_once_and_two_images_at_the_same_time(tmp_path: Path) -> None:
     images = SlowImages()
