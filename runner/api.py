@@ -52,6 +52,7 @@ from kcoral.runner.models import (
 from kcoral.runner.services import Services
 from kcoral.runner.spool import Spool
 from kcoral.runner.store import JobPaths, JobRecord
+from kcoral.runner.tarstage import TarStager
 from kcoral.runner.warmup import WarmUp
 
 #: what an error status means on this API; every error body is runner.models.ErrorBody
@@ -226,10 +227,11 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
         raise PayloadTooLarge(f"the upload is {declared} bytes; the limit is {limits.upload_bytes}")
     with svc.uploads.claim(job_id):
         paths = svc.store.paths(job_id)
+        staged = TarStager(paths.staging)
         try:
             with disk_writes("cannot store the upload"):
-                sha256, size = await _receive(request, paths.tar, limits.upload_bytes)
-            await run_in_threadpool(extract_upload, paths.tar, paths.input, limits)
+                sha256, size = await _receive(request, paths.tar, limits.upload_bytes, staged)
+            await run_in_threadpool(extract_upload, paths.tar, paths.input, limits, staged)
         except ClientDisconnect:  # nobody reads an answer: the job and its partial file go, quietly
             svc.store.delete(job_id)
             raise BadRequest("the upload was cut off before its end") from None
@@ -240,6 +242,8 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
             paths.tar.unlink(missing_ok=True)
             remove_tree(paths.input)
             raise
+        finally:
+            remove_tree(paths.staging)  # what was staged and not moved into place
         if not svc.store.mark_queued(job_id, sha256, size):
             remove_tree(paths.input)
             raise Conflict(f"job {job_id} was cancelled while its input was received")
@@ -247,9 +251,10 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
     return _view(svc, svc.store.get(job_id))
 
 
-async def _receive(request: Request, path: Path, limit: int) -> tuple[str, int]:
-    """The request body into ``path``, up to ``limit`` bytes: (sha256, size)."""
-    with open(path, "wb") as out, Spool(out) as spool:  # hashed and written beside the loop
+async def _receive(request: Request, path: Path, limit: int, staged: TarStager) -> tuple[str, int]:
+    """The request body into ``path``, up to ``limit`` bytes: (sha256, size); its large files
+    into ``staged`` as they arrive."""
+    with open(path, "wb") as out, Spool(out, also=staged.feed) as spool:  # hashed and written beside the loop
         async for chunk in request.stream():
             if spool.size + len(chunk) > limit:
                 raise PayloadTooLarge(f"the upload passed the limit of {limit} bytes")

@@ -22,6 +22,7 @@ from kcoral.runner.models import OutputFile
 from kcoral.runner.printable import is_control, printable
 from kcoral.runner.relpath import relative_inside
 from kcoral.runner.tarscan import scan
+from kcoral.runner.tarstage import TarStager
 
 #: the longest name of one path component (Linux NAME_MAX) and of a whole member path in an upload
 #: (PATH_MAX less room for the job folder the input lands in)
@@ -74,12 +75,13 @@ def _resolve(parts: list[str], target: str, links: dict[str, str], hops: int = 0
     return at
 
 
-def extract_upload(tar_path: Path, dest: Path, limits: Limits) -> int:
+def extract_upload(tar_path: Path, dest: Path, limits: Limits, staged: TarStager | None = None) -> int:
     """Validate the whole tar first, then extract it into ``dest``; return the file count.
 
     Accepted: regular files, directories, and symbolic links whose target stays inside.
     Refused with a 4xx: absolute paths, '..', links leading outside, hard links, devices,
-    FIFOs, and archives over the file-count or unpacked-byte budget.
+    FIFOs, and archives over the file-count or unpacked-byte budget. ``staged``: the large files
+    written out while the tar arrived (runner.tarstage), moved into place instead of copied.
     """
     scan(tar_path, limits)
     try:
@@ -88,7 +90,8 @@ def extract_upload(tar_path: Path, dest: Path, limits: Limits) -> int:
             dest.mkdir(parents=True, exist_ok=True)
             plain = _plain_fd(tar)
             for name, member in members:
-                _extract_one(tar, member, dest / name, plain)
+                ready = staged.staged(member.offset_data, member.size) if staged and plain is not None else None
+                _extract_one(tar, member, dest / name, plain, ready)
     except tarfile.TarError as exc:
         raise BadRequest(f"the upload is not a readable tar archive: {exc}") from None
     return sum(1 for _, m in members if m.isfile())
@@ -149,7 +152,9 @@ def _copy_range(src: int, offset: int, size: int, dst: int) -> None:
         size -= n
 
 
-def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, plain: int | None = None) -> None:
+def _extract_one(
+    tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, plain: int | None = None, ready: Path | None = None
+) -> None:
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     if member.isdir():
         target.mkdir(exist_ok=True, mode=0o755)
@@ -158,6 +163,10 @@ def _extract_one(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, pl
         os.symlink(member.linkname, target)
     else:
         mode = 0o755 if member.mode & 0o111 else 0o644
+        if ready is not None and not member.issparse() and not os.path.lexists(target):
+            os.rename(ready, target)  # the member's bytes, written while the tar arrived
+            os.chmod(target, mode)
+            return
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
         if plain is not None and not member.issparse():
             try:

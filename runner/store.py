@@ -155,6 +155,11 @@ class JobPaths:
         return self.root / "input"
 
     @property
+    def staging(self) -> Path:
+        """An upload's large files while it arrives (runner.tarstage); gone once it is unpacked."""
+        return self.root / "staging"
+
+    @property
     def raw_out(self) -> Path:
         """Bind-mounted writable into the container as /job/out."""
         return self.root / "out"

@@ -42,7 +42,7 @@ def _open(path: Path) -> BinaryIO:
     return open(path, "rb")
 
 
-def _size(header: bytes) -> int:
+def header_size(header: bytes) -> int:
     field = header[124:136]
     if field[0] & 0x80:  # base-256, as GNU tar writes sizes over 8 GiB
         return int.from_bytes(field[1:], "big")
@@ -53,7 +53,7 @@ def _size(header: bytes) -> int:
         raise BadRequest("the upload is not a readable tar archive: a header's size is not a number") from None
 
 
-def _checksum_ok(header: bytes) -> bool:
+def checksum_ok(header: bytes) -> bool:
     text = header[148:156].split(b"\0", 1)[0].strip()
     try:
         stored = int(text, 8)
@@ -94,10 +94,10 @@ def scan(path: Path, limits: Limits) -> None:
                     return  # tar writers may leave out the end-of-archive blocks
                 if not header.strip(b"\0"):
                     return  # end of archive: what follows is never read
-                if not _checksum_ok(header):
+                if not checksum_ok(header):
                     raise BadRequest("the upload is not a readable tar archive: a header's checksum is wrong")
                 headers += 1
-                size = _size(header)
+                size = header_size(header)
                 if header[156] in _META_TYPES:
                     if size > META_BYTES:
                         raise PayloadTooLarge(
