@@ -51,13 +51,15 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) process ``pid`` has used, all its threads."""
+def cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) process ``pid`` has used, all its threads (nan: not ours to read)."""
+    if pid is None:
+        return float("nan")
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(client: KcoralClient, server_pid: int, tmp: Path, mb: int, i: int) -> dict[str, float]:
+def one_run(client: KcoralClient, server_pid: int | None, tmp: Path, mb: int, i: int) -> dict[str, float]:
     send = tmp / f"send{i}"
     send.mkdir()
     with open(send / "in.bin", "wb") as f:
@@ -99,20 +101,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--image", default="kcoral-job:cpu")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--remote", help="a running server (its CPU and memory are not read)")
     parser.add_argument("--tmp", type=Path, help="where the files and the server's data dir go [default: $TMPDIR]")
     args = parser.parse_args()
     runs: list[dict[str, float]] = []
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-        server = ServerProcess(Path(tmp) / "data", args.image, 1).start()
+        server = None if args.remote else ServerProcess(Path(tmp) / "data", args.image, 1).start()
+        url = args.remote or (server.url if server else "")
+        pid = server.proc.pid if server and server.proc else None
         try:
-            with KcoralClient(server.url, timeout=300) as client:
+            with KcoralClient(url, timeout=300) as client:
                 for i in range(args.runs):
-                    runs.append(one_run(client, server.proc.pid, Path(tmp), args.mb, i))
+                    runs.append(one_run(client, pid, Path(tmp), args.mb, i))
                     print(json.dumps({k: round(v, 3) for k, v in runs[-1].items()}), flush=True)
-            rss = peak_rss_mb(server.proc.pid)
+            rss = peak_rss_mb(pid) if pid is not None else float("nan")
         finally:
-            server.stop()
+            if server is not None:
+                server.stop()
     result: dict[str, object] = {
         "mb": args.mb,
         "runs": runs,

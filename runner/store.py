@@ -201,6 +201,10 @@ class JobStore:
         self.changes = JobChanges()
         try:
             self._db = sqlite3.connect(data_dir / "kcoral.sqlite3", check_same_thread=False, isolation_level=None)
+            # one process (kcoral.lock says so): the WAL's index is kept in memory, not in a -shm file
+            # that a start would have to make again after a clean stop removed it, which a full disk
+            # does not allow
+            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             migrate(self._db)

@@ -157,3 +157,27 @@ def test_the_fill_helper_really_fills(small_disk: Path) -> None:
     with pytest.raises(OSError) as info, open(small_disk / "more", "wb", buffering=0) as f:
         f.write(b"\0" * 4096)
     assert info.value.errno == errno.ENOSPC
+
+
+def test_a_server_stopped_cleanly_starts_again_on_a_full_disk(small_disk: Path, job_image: str) -> None:
+    """A clean stop checkpoints the database and SQLite removes its -wal and -shm files; the next
+    start must not need room to make them again (README: the server starts and serves reads on a
+    full disk)."""
+    first = ServerProcess(small_disk / "data", job_image, 1).start()
+    try:
+        with httpx.Client(base_url=first.url, timeout=60) as http:
+            job_id, r = submit(http, {"m.py": "print('kept')"})
+            assert r.status_code == 200, r.text
+            assert finished(http, job_id)["verdict"] == "ok"
+    finally:
+        first.stop()  # SIGTERM: a clean stop
+    assert not (small_disk / "data" / "kcoral.sqlite3-wal").exists()  # what SQLite does on a clean close
+    filler = fill(small_disk)
+    try:
+        with serving(ServerProcess(small_disk / "data", job_image, 1), 60) as http:
+            assert http.get(f"/v1/jobs/{job_id}").json()["verdict"] == "ok"
+            assert http.get(f"/v1/jobs/{job_id}/log").text == "kept\n"
+            r = http.post("/v1/jobs", json={"argv": ["m.py"]})
+            assert r.status_code in (201, 507), r.text
+    finally:
+        filler.unlink()

@@ -56,18 +56,19 @@ def test_a_previous_version_database_opens_and_keeps_its_jobs(tmp_path: Path) ->
     make_v0(tmp_path)
     store = JobStore(tmp_path)
     assert [j.id for j in store.list()] == ["20261130-000000-abcdef01"]
+    store.close()  # the server holds the database alone while it is open (locking_mode=EXCLUSIVE)
     version = sqlite3.connect(tmp_path / "kcoral.sqlite3").execute("PRAGMA user_version").fetchone()[0]
     assert version == len(MIGRATIONS)
 
 
 def test_a_new_database_gets_the_current_version(tmp_path: Path) -> None:
-    JobStore(tmp_path)
+    JobStore(tmp_path).close()
     version = sqlite3.connect(tmp_path / "kcoral.sqlite3").execute("PRAGMA user_version").fetchone()[0]
     assert version == len(MIGRATIONS)
 
 
 def test_a_newer_database_is_refused(tmp_path: Path) -> None:
-    JobStore(tmp_path)
+    JobStore(tmp_path).close()
     db = sqlite3.connect(tmp_path / "kcoral.sqlite3")
     db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
     db.commit()
@@ -103,3 +104,14 @@ def test_version_1_specs_become_one_model_per_kind(tmp_path: Path) -> None:
     assert isinstance(py, PythonSpec) and py.argv == ["a.py"] and py.env == {"A": "1"} and py.gpus == 0
     assert isinstance(ev, EvalSpec) and ev.task == "demo/softmax" and ev.image == "sha256:ab"
     assert isinstance(nc, NcuSpec) and nc.command == ["python", "x.py"] and nc.argv == ["-c", "1"]
+
+
+def test_the_open_store_holds_the_database_alone(tmp_path: Path) -> None:
+    """One server per data dir (kcoral.lock): the database is opened in exclusive locking mode, so
+    its WAL index lives in memory and a start never has to make a -shm file (a full disk could not)."""
+    store = JobStore(tmp_path)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        sqlite3.connect(tmp_path / "kcoral.sqlite3", timeout=0.1).execute("SELECT COUNT(*) FROM jobs").fetchone()
+    assert not (tmp_path / "kcoral.sqlite3-shm").exists()
+    store.close()
+    assert sqlite3.connect(tmp_path / "kcoral.sqlite3").execute("SELECT COUNT(*) FROM jobs").fetchone() == (0,)
