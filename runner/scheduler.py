@@ -246,10 +246,12 @@ class Scheduler:
             result = RunResult(Verdict.infrastructure_error, reason=f"executor crashed: {exc}")
         finally:
             try:
-                if job.id in self._interrupted and result.verdict == Verdict.cancelled:
-                    result = replace(result, verdict=Verdict.interrupted, reason=INTERRUPTED)
-                self._record(job.id, result)
-                self.executor.remove_exited(job.id)  # after the result: not on the job's critical path
+                try:
+                    if job.id in self._interrupted and result.verdict == Verdict.cancelled:
+                        result = replace(result, verdict=Verdict.interrupted, reason=INTERRUPTED)
+                    self._record(job.id, result)
+                finally:  # after the result (not on the job's critical path), before the lease is free
+                    self.executor.remove_exited(job.id)
                 self._check_gpus_clean(lease, baseline)
             finally:
                 self.placement.release(lease)

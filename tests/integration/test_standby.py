@@ -8,7 +8,7 @@ import time
 import docker
 import pytest
 
-from tests.conftest import standbys, wait_for_standby
+from tests.conftest import job_containers, standbys, wait_for_standby
 
 PROBE = """
 import json, os, sys
@@ -108,3 +108,16 @@ def test_a_server_without_standbys_starts_none(server_factory, docker_client) ->
     assert job["verdict"] == "ok"
     time.sleep(0.5)
     assert standbys(docker_client, srv.settings.instance) == []
+
+
+def test_a_jobs_container_goes_after_its_result_and_before_its_slot_is_free(server, docker_client) -> None:
+    """The container of a job that exited is removed once the result is kept (off the job's critical
+    path), but before its lease takes another job: a free slot never has a job's container left."""
+    for _ in range(3):
+        job, log = server.run({"m.py": "print('done')"}, ["m.py"])
+        assert job["verdict"] == "ok" and log == "done\n"
+        deadline = time.monotonic() + 20
+        while job["slot"] not in server.http.get("/v1/health").json()["leases"]["free"]:
+            assert time.monotonic() < deadline, "the slot was not freed"
+            time.sleep(0.01)
+        assert job_containers(docker_client, job["id"]) == []
