@@ -164,6 +164,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in CORE_COMMANDS:
         register_commands([args[0]])
+    elif args == ["--version"]:
+        pass  # answered by the root callback: no command's module is needed
     else:  # --help, a server command, a mistake: every command (the server side costs time: only here)
         register_commands()
         register_optional_commands()

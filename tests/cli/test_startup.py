@@ -73,3 +73,21 @@ def test_the_help_lists_every_command() -> None:
 
     out = subprocess.run([sys.executable, "-m", "kcoral", "--help"], capture_output=True, text=True).stdout
     assert all(name in out for name in COMMANDS) and "serve" in out
+
+
+def test_the_version_loads_no_command() -> None:
+    """``kcoral --version`` (what an agent asks first) answers without any command's module."""
+    from kcoral.cli.main import VERSION
+
+    probe = (
+        "import atexit, json, sys\n"
+        "atexit.register(lambda: sys.__stderr__.write(json.dumps([m for m, v in sys.modules.items() if v]) + '\\n'))\n"
+        "from kcoral.cli.main import main\n"
+        "sys.argv[0] = 'kcoral'\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"kcoral {VERSION}", done
+    modules = set(json.loads(done.stderr.splitlines()[-1]))
+    commands = {m for m in modules if m.startswith("kcoral.cli.commands.")} - {"kcoral.cli.commands.common"}
+    assert not commands and not [m for m in modules if m.startswith(HEAVY)]
