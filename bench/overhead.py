@@ -69,10 +69,10 @@ def library_run(client: KcoralClient, tar_path: Path) -> float:
     return elapsed
 
 
-def cli_run(url: str, send: Path) -> float:
+def cli_run(url: str, send: Path, python: str = sys.executable) -> float:
     t0 = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "kcoral", "python", "--remote", url, "--send", str(send), "-c", "pass"],
+        [python, "-m", "kcoral", "python", "--remote", url, "--send", str(send), "-c", "pass"],
         check=True,
         capture_output=True,
         cwd=ROOT,
@@ -130,6 +130,12 @@ def main() -> None:
         "(on a host-toolchain GPU host: its read-only mounts and the GPU's device nodes)",
     )
     parser.add_argument("--python", default="python3", help="the interpreter the bare run starts")
+    parser.add_argument(
+        "--client-python",
+        default=sys.executable,
+        help="the interpreter the CLI runs with (e.g. a virtual environment's of its own, as `pip install kcoral` "
+        "into a fresh one gives; the kcoral package is found through PYTHONPATH)",
+    )
     parser.add_argument("--no-standby", action="store_true", help="the server started here keeps no standby")
     parser.add_argument("--settle", type=float, default=0.5, help="seconds of pause before each timed run")
     args = parser.parse_args()
@@ -158,7 +164,7 @@ def main() -> None:
                     # is done before the next is timed, as between an agent's jobs
                     for samples, one in ((bare, lambda: bare_run(args.image, bare_args, args.python)),
                                          (library, lambda: library_run(client, tarball.path)),
-                                         (cli, lambda: cli_run(url, send))):  # fmt: skip
+                                         (cli, lambda: cli_run(url, send, args.client_python))):  # fmt: skip
                         time.sleep(args.settle)
                         samples.append(one())
             jobs_per_s = throughput(url, tarball.path, args.clients, args.jobs_per_client)
@@ -172,6 +178,7 @@ def main() -> None:
         "bare_args": bare_args,
         "settle_s": args.settle,
         "standby": not args.no_standby,
+        "client_python": args.client_python,
         "bare": summary(bare),
         "library": summary(library),
         "cli": summary(cli),
