@@ -131,21 +131,21 @@ class PythonRun:
         """Stream the log until the job has finished; returns the final view. The job's status comes
         in the same stream: its queue position while it waits, and how it ended (a server that does
         not send it is asked once the stream ends)."""
-        last: list[JobView] = []
-        shown: list[int | None] = [None]
+        last: JobView | None = None
+        shown: int | None = None
 
         def status(view: JobView) -> None:
+            nonlocal last, shown
             position = view.queue_position
-            if view.state == JobState.queued and position is not None and position != shown[0]:
-                shown[0] = position
+            if view.state == JobState.queued and position is not None and position != shown:
+                shown = position
                 note(f"queued: position {position}")
-            last[:] = [view]
+            last = view
 
         while True:
             for piece in self.client.follow_log(self.job_id, self.sink.total, on_status=status):
                 self.sink.write(piece.data, piece.stream)
-            ended = last and last[0].state == JobState.finished
-            view = last[0] if ended else self.client.status(self.job_id)
+            view = last if last is not None and last.state == JobState.finished else self.client.status(self.job_id)
             if view.state == JobState.finished:
                 if view.log_bytes > self.sink.total:  # the stream ended early: fetch the rest
                     for piece in self.client.follow_log(self.job_id, self.sink.total, follow=False):

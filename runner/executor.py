@@ -333,7 +333,7 @@ class DockerExecutor:
             standby.swap_in(fits.folders, ready.folders)
             # attached only now: an attach fails for a standby that is gone (removed behind our back),
             # where one held open since its start would take the job without a word
-            socket = self._api().api.attach_socket(ready.container.id, params=_STDIN)
+            socket = self._api().api.attach_socket(ready.container.id, params={"stdin": 1, "stream": 1})
             raw = getattr(socket, "_sock", socket)
             try:
                 raw.sendall(standby.hand_over_message(options))
@@ -619,10 +619,6 @@ def _rename(container: Any, name: str) -> None:
         container.rename(name)
     except _DOCKER_ERRORS as exc:
         log.warning("container %s could not be named %s: %s", container.id[:12], name, exc)
-
-
-#: the attach request of a standby's stdin (runner.standby): the hand-over is written to it
-_STDIN = {"stdin": 1, "stream": 1}
 
 
 def _remove(container: Any) -> bool:

@@ -68,7 +68,7 @@ class LogWriter:
             if stream != self._last and self._last != MIXED:
                 stream = MIXED if self._records >= MAX_SWITCHES else stream
                 try:
-                    _write_all(self._index, _RECORD.pack(stream, self.size))
+                    write_all(self._index, _RECORD.pack(stream, self.size))
                 except OSError:
                     with contextlib.suppress(OSError):  # no half record: the next append tries again
                         os.ftruncate(self._index, self._records * _RECORD.size)
@@ -76,7 +76,7 @@ class LogWriter:
                 self._records += 1
                 self._last = stream
             try:
-                _write_all(self._log, data)
+                write_all(self._log, data)
             finally:
                 self.size = os.fstat(self._log).st_size  # what reached the file, a full disk or not
 
@@ -98,7 +98,8 @@ def _open_append(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """``os.write`` until every byte of ``data`` is written."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from kcoral.runner.errors import KcoralError
+from kcoral.runner.joblog import write_all
 from kcoral.runner.tarscan import BLOCK, checksum_ok, header_size
 
 #: members smaller than this are copied from the tar (a rename saves little on a small file)
@@ -61,7 +62,7 @@ class TarStager:
         while view:
             if self._fd is not None:
                 n = min(self._left, len(view))
-                _write_all(self._fd, view[:n])
+                write_all(self._fd, view[:n])
                 self._left -= n
                 view, self._pos = view[n:], self._pos + n
                 if not self._left:
@@ -105,8 +106,3 @@ class TarStager:
 
 def _key(offset: int, size: int) -> str:
     return f"{offset}-{size}"
-
-
-def _write_all(fd: int, data: memoryview) -> None:
-    while data:
-        data = data[os.write(fd, data) :]
