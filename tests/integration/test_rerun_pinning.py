@@ -51,8 +51,10 @@ def receipt(server: RunningServer, job_id: str) -> dict[str, Any]:
 
 
 def test_rerun_keeps_the_pinned_image_and_task(
-    server_factory: Any, docker_client: docker.DockerClient, retaggable: tuple[str, str], tmp_path: Path
+    retaggable: tuple[str, str], server_factory: Any, docker_client: docker.DockerClient, tmp_path: Path
 ) -> None:
+    """(``retaggable`` comes first so that its images are removed after the server, and with it the
+    containers it keeps ready, has stopped.)"""
     first_id, second_id = retaggable
     tasks = tmp_path / "tasks"
     shutil.copytree(REPO / "tasks", tasks, ignore=shutil.ignore_patterns("__pycache__"))
