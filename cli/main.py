@@ -122,7 +122,7 @@ def register_optional_commands(target: typer.Typer = app) -> None:
     _optional_registered = True
     missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
-        for name in ("serve", "images"):
+        for name in ("serve", "agent", "images"):
             target.command(
                 name,
                 context_settings=PASSTHROUGH_CONTEXT,
@@ -131,9 +131,11 @@ def register_optional_commands(target: typer.Typer = app) -> None:
             )(_server_missing(name, missing))
         return
     from kcoral.images.cli import images_app
+    from kcoral.runner.agent_command import agent
     from kcoral.runner.serve_command import serve
 
     target.command("serve")(serve)
+    target.command("agent")(agent)
     target.add_typer(images_app, name="images")
 
 

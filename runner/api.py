@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from kcoral.runner.archive import extract_upload, safe_output_path
+from kcoral.runner.cluster import slot_rows
 from kcoral.runner.enqueue import queue_with_input
 from kcoral.runner.envpolicy import validate_client_env
 from kcoral.runner.errors import (
@@ -154,6 +155,7 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         image = to_data(svc.executor.image_info(svc.settings.image)) | {"present": True}
     except InfrastructureError as exc:
         image = {"ref": svc.settings.image, "present": False, "error": exc.message}
+    leases = svc.placement.describe()
     return {
         "ok": True,
         "docker": svc.executor.engine(),
@@ -163,7 +165,9 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         "toolchain_mounts": list(svc.settings.toolchain_mounts),
         "toolchain_bytecode": svc.bytecode.state(),
         "warm_up": [_warm_up(svc, w) for w in svc.warm_ups],
-        "leases": svc.placement.describe(),
+        "leases": leases,
+        # a cluster front end (runner.cluster): every host's slots
+        **({"cluster_slots": slot_rows(leases)} if leases.get("cluster") else {}),
         "images": [image],
         "auth": svc.auth.tokens is not None,
         "profiling": _profiling(svc),
@@ -208,7 +212,7 @@ def submit(spec: SubmittedSpec, request: Request, response: Response, who: str =
     if kept.timeout_s > limits.max_timeout_s:
         raise BadRequest(f"timeout {kept.timeout_s:g} s is over this server's limit of {limits.max_timeout_s:g} s")
     validate_client_env(kept.client_env(), limits)
-    svc.placement.check(kept.gpus)
+    svc.placement.check(kept.gpus, kept.gpu_type)
     job = svc.store.create(who, kept, waiting_cap=limits.queued_per_token)
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return _view(svc, job)

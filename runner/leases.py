@@ -25,11 +25,28 @@ class Slot:
     gpu: GpuInfo | None = None
     #: the CPU cores this slot's containers run on (empty: not pinned)
     cpus: tuple[int, ...] = ()
+    #: what a job's ``gpu_type`` is matched against (:func:`gpu_type`); "" for a CPU slot not labelled
+    type: str = ""
+
+
+def gpu_type(name: str) -> str:
+    """The short type of a GPU by its NVML name: "NVIDIA H200" -> "H200", "NVIDIA H100 80GB HBM3" -> "H100"."""
+    words = name.split()
+    if words and words[0].upper() == "NVIDIA":
+        words = words[1:]
+    return words[0] if words else name
+
+
+def type_matches(slot: Slot, wanted: str) -> bool:
+    """Whether ``slot`` serves a job that asks for GPUs of type ``wanted`` ("any": every slot)."""
+    return wanted == "any" or slot.type.lower() == wanted.lower()
 
 
 @dataclass(frozen=True)
 class Lease:
     slots: tuple[Slot, ...]
+    #: the cluster host the slots are on ("": this server's own; runner.cluster)
+    host: str = ""
 
     @property
     def gpus(self) -> list[GpuInfo]:
@@ -37,7 +54,8 @@ class Lease:
 
     @property
     def name(self) -> str:
-        return ",".join(s.name for s in self.slots)
+        """The slots' names; a cluster host's slots as HOST/SLOT (what the store keeps of a running job)."""
+        return ",".join(f"{self.host}/{s.name}" if self.host else s.name for s in self.slots)
 
     @property
     def cpuset(self) -> str:
@@ -53,9 +71,35 @@ def split_cores(cores: list[int], slots: int) -> list[tuple[int, ...]]:
     return [tuple(cores[i * each : (i + 1) * each]) for i in range(slots)]
 
 
+def eligible(slots: list[Slot], gpus: int, gpu_type: str) -> list[Slot]:
+    """The slots of one host that a job asking for ``gpus`` GPUs of ``gpu_type`` may take, free or
+    not: GPU slots for a GPU job on a host with GPUs, else CPU slots (on a host without GPUs they
+    stand in for GPUs, of the type they are labelled with)."""
+    if gpus > 0 and any(s.gpu for s in slots):
+        return [s for s in slots if s.gpu is not None and type_matches(s, gpu_type)]
+    return [s for s in slots if s.gpu is None and (gpus == 0 or type_matches(s, gpu_type))]
+
+
+def wanted_slots(slots: list[Slot], gpus: int) -> int:
+    """How many of a host's slots a job asking for ``gpus`` GPUs takes: one per GPU where there are
+    GPUs, else one CPU slot."""
+    return gpus if gpus > 0 and any(s.gpu for s in slots) else 1
+
+
+def pick(slots: list[Slot], usable: set[str], gpus: int, gpu_type: str) -> list[Slot] | None:
+    """The slots a job takes now, of those named in ``usable`` (free, not drained); None if too few."""
+    need = wanted_slots(slots, gpus)
+    chosen = [s for s in sorted(eligible(slots, gpus, gpu_type), key=lambda s: s.name) if s.name in usable][:need]
+    return chosen if len(chosen) == need else None
+
+
+def slot_types(slots: list[Slot]) -> list[str]:
+    return sorted({s.type for s in slots if s.type}) or ["no typed GPU"]
+
+
 class Placement(Protocol):
-    def check(self, gpus: int) -> None: ...
-    def try_acquire(self, gpus: int) -> Lease | None: ...
+    def check(self, gpus: int, gpu_type: str = "any") -> None: ...
+    def try_acquire(self, gpus: int, gpu_type: str = "any") -> Lease | None: ...
     def release(self, lease: Lease) -> None: ...
     def drain(self, slot_name: str, reason: str) -> None: ...
     def describe(self) -> dict[str, object]: ...
@@ -68,6 +112,9 @@ class LeasePool:
 
     gpus: list[GpuInfo]
     cpu_slots: int
+    #: the type a job's ``gpu_type`` matches on this host's CPU slots ("": none; a CPU-only cluster
+    #: host that stands in for a GPU type, as the tests' hosts do)
+    cpu_slot_type: str = ""
     _free: set[str] = field(default_factory=set)
     _drained: dict[str, str] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -76,34 +123,47 @@ class LeasePool:
 
     def __post_init__(self) -> None:
         shares = iter(split_cores(self.cores, len(self.gpus) + self.cpu_slots))
-        self._slots = {f"gpu{g.index}": Slot(f"gpu{g.index}", g, next(shares)) for g in self.gpus}
-        self._slots.update({f"cpu{i}": Slot(f"cpu{i}", None, next(shares)) for i in range(self.cpu_slots)})
+        self._slots = {f"gpu{g.index}": Slot(f"gpu{g.index}", g, next(shares), gpu_type(g.name)) for g in self.gpus}
+        self._slots.update(
+            {f"cpu{i}": Slot(f"cpu{i}", None, next(shares), self.cpu_slot_type) for i in range(self.cpu_slots)}
+        )
         self._free = set(self._slots)
 
-    def check(self, gpus: int) -> None:
+    def check(self, gpus: int, gpu_type: str = "any") -> None:
         """Refuse at submit time what this host can never run."""
         if self.gpus and gpus > len(self.gpus):
             raise BadRequest(f"the job asks for {gpus} GPUs; this server has {len(self.gpus)}")
         if not self.gpus and self.cpu_slots < 1:
             raise BadRequest("this server has no GPUs and no CPU slots")
+        slots = self.slots()
+        if len(eligible(slots, gpus, gpu_type)) < wanted_slots(slots, gpus):
+            raise BadRequest(f"the job asks for GPU type {gpu_type}; this server has {', '.join(slot_types(slots))}")
 
-    def try_acquire(self, gpus: int) -> Lease | None:
+    def try_acquire(self, gpus: int, gpu_type: str = "any") -> Lease | None:
         with self._lock:
-            usable = sorted(self._free - set(self._drained))
-            if gpus > 0 and self.gpus:
-                pick = [n for n in usable if n.startswith("gpu")][:gpus]
-                if len(pick) < gpus:
-                    return None
-            else:
-                pick = [n for n in usable if n.startswith("cpu")][:1]
-                if not pick:
-                    return None
-            self._free -= set(pick)
-            return Lease(tuple(self._slots[n] for n in pick))
+            chosen = pick(self.slots(), self._free - set(self._drained), gpus, gpu_type)
+            if chosen is None:
+                return None
+            self._free -= {s.name for s in chosen}
+            return Lease(tuple(chosen))
+
+    def take(self, names: list[str]) -> Lease | None:
+        """Exactly the slots ``names`` (a cluster front end chose them), or None when one is busy,
+        drained or unknown."""
+        with self._lock:
+            wanted = set(names)
+            if not names or not wanted <= self._free - set(self._drained) or not wanted <= set(self._slots):
+                return None
+            self._free -= wanted
+            return Lease(tuple(self._slots[n] for n in names))
 
     def release(self, lease: Lease) -> None:
         with self._lock:
             self._free |= {s.name for s in lease.slots}
+
+    def slots(self) -> list[Slot]:
+        """Every slot of this host, drained or not, by name."""
+        return [slot for _, slot in sorted(self._slots.items())]
 
     def slot_leases(self) -> list[Lease]:
         """Each slot that is not drained as a lease of its own (what a one-slot job would get)."""
@@ -113,6 +173,11 @@ class LeasePool:
     def drain(self, slot_name: str, reason: str) -> None:
         with self._lock:
             self._drained[slot_name] = reason
+
+    def drained(self) -> dict[str, str]:
+        """Slot name -> why it takes no more jobs."""
+        with self._lock:
+            return dict(self._drained)
 
     def describe(self) -> dict[str, object]:
         with self._lock:

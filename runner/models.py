@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import json
 import math
+import re
 import shlex
 import types
 import typing
@@ -72,6 +73,10 @@ class ErrorBody:
     message: str
 
 
+#: what a job's ``gpu_type`` may be: "any" or a short GPU type such as H200
+GPU_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,31}")
+
+
 @dataclass(kw_only=True)
 class SpecBase:
     """What every kind of job asks for. Unknown fields are refused (a typo must not be ignored)."""
@@ -90,6 +95,8 @@ class SpecBase:
     timeout_s: float = 600.0
     #: GPUs to lease; CPU slots stand in on a host without GPUs
     gpus: int = 1
+    #: the type of GPU to lease ("H200", matched without case against the short NVML name), or "any"
+    gpu_type: str = "any"
 
     def __post_init__(self) -> None:
         if self.ZERO_TIMEOUT and not self.timeout_s >= 0:
@@ -98,6 +105,8 @@ class SpecBase:
             raise DataError("timeout_s", "must be more than 0")
         if self.gpus < 0:
             raise DataError("gpus", "must be 0 or more")
+        if not GPU_TYPE.fullmatch(self.gpu_type):
+            raise DataError("gpu_type", "must be 'any' or a GPU type such as H200 (letters, digits, '-', '_', '.')")
 
     def words(self) -> list[str]:
         """The command-line words the job carries (checked against the argv budget)."""

@@ -11,15 +11,16 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import replace
-from typing import Protocol
 
 from kcoral.runner.errors import KcoralError
+from kcoral.runner.gpuclean import GpuProbe, leftovers, usage_before
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import python_step
 from kcoral.runner.leases import Lease, Placement
-from kcoral.runner.models import JobState, Verdict
+from kcoral.runner.models import ImageInfo, JobState, Verdict
 from kcoral.runner.plan import Executor, RunResult
+from kcoral.runner.remotejobs import RemoteJobs
 from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobRecord, JobStore
@@ -30,14 +31,6 @@ log = logging.getLogger("kcoral.scheduler")
 WARM_UP_JOB = "warm-up"
 UPLOAD_CUT = "the server stopped before this job's upload was complete; its partial upload was removed: submit again"
 INTERRUPTED = "the server shut down while this job ran; its container was removed: run it again"
-
-
-class GpuProbe(Protocol):
-    """What the scheduler reads of a GPU (runner.gpus.Nvml; tests use their own)."""
-
-    def usage(self, index: int) -> GpuUsage | None: ...
-
-    def telemetry(self, index: int) -> dict[str, float] | None: ...
 
 
 def fair_order(
@@ -70,11 +63,24 @@ def fair_order(
     return order
 
 
+def _on_host(job: JobRecord) -> bool:
+    """Whether the job's slots are a cluster host's (HOST/SLOT), not this server's own."""
+    return "/" in job.slot
+
+
 class Scheduler:
     def __init__(
-        self, store: JobStore, placement: Placement, executor: Executor, nvml: GpuProbe, settings: Settings
+        self,
+        store: JobStore,
+        placement: Placement,
+        executor: Executor,
+        nvml: GpuProbe,
+        settings: Settings,
+        remote: RemoteJobs | None = None,
     ) -> None:
         self.store = store
+        #: the jobs on cluster hosts (runner.remotejobs); None on a single server
+        self.remote = remote
         self.settings = settings
         self.placement = placement
         self.executor = executor
@@ -93,6 +99,8 @@ class Scheduler:
     # --- life cycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
+        if self.remote is not None:
+            self.remote.start([j for j in self.store.in_state(JobState.running) if _on_host(j)])
         self.recover()
         self._warm_up()
         self._thread = threading.Thread(target=self._loop, name="kcoral-scheduler", daemon=True)
@@ -122,6 +130,8 @@ class Scheduler:
         for the next start. Safe to call more than once."""
         self._stop.set()
         self._wake.set()
+        if self.remote is not None:
+            self.remote.detach()  # jobs on cluster hosts run on: the next start follows them again
         if self._thread:
             self._thread.join(10)
         deadline = time.monotonic() + grace_s
@@ -150,6 +160,9 @@ class Scheduler:
         """After a restart: jobs that were running are lost (say so); their containers go. A store
         that cannot write (a full disk) leaves them for the next start: the server still serves."""
         for job in self.store.in_state(JobState.running):
+            if self.remote is not None and _on_host(job):
+                self._attach(job)
+                continue
             try:
                 self.store.finish(
                     job.id,
@@ -199,10 +212,12 @@ class Scheduler:
     def _dispatch(self) -> None:
         engine_asked = False
         for job in self.queue_order():
-            lease = self.placement.try_acquire(job.spec.gpus)
+            lease = self.placement.try_acquire(job.spec.gpus, job.spec.gpu_type)
             if lease is None:
                 continue
-            if not engine_asked:  # asked once a job could start: hold the queue until the engine answers
+            if (
+                not engine_asked and not lease.host
+            ):  # asked once a job could start here: hold the queue until the engine answers
                 engine_asked = True
                 if not self.executor.reachable():
                     self.placement.release(lease)
@@ -225,8 +240,49 @@ class Scheduler:
         log.info("job %s claimed %s", job.id, lease.name)
         return True
 
+    def _attach(self, job: JobRecord) -> None:
+        """A job that runs on a cluster host since before the front end's restart: followed again."""
+        assert self.remote is not None
+        lease = self.remote.cluster.lease_of(job.slot)
+        self.remote.cluster.hold(lease)
+        worker = threading.Thread(target=self._run_remote, args=(job, lease, True), name=f"job-{job.id}", daemon=True)
+        with self._lock:
+            self._cancels[job.id] = threading.Event()
+            self._workers[job.id] = worker
+        log.warning("job %s runs on host %s since before this start: following it again", job.id, lease.host)
+        worker.start()
+
+    def _run_remote(self, job: JobRecord, lease: Lease, attach: bool = False) -> None:
+        """A job on a cluster host (runner.remotejobs): its result recorded here, unless the front end
+        stops first (the job runs on there)."""
+        assert self.remote is not None
+        result: RunResult | None = RunResult(Verdict.infrastructure_error, reason="following the job crashed")
+        paths, cancel = self.store.paths(job.id), self._cancels[job.id]
+
+        def pinned(image: ImageInfo) -> None:
+            self.store.set_image(job.id, image)
+
+        try:
+            if attach:
+                result = self.remote.attach(job, lease.host, paths, cancel, pinned)
+            else:
+                result = self.remote.run(job, lease, paths, cancel, pinned)
+        finally:
+            try:
+                if result is not None:
+                    self._record(job.id, result)
+            finally:
+                self.placement.release(lease)
+                with self._lock:
+                    self._cancels.pop(job.id, None)
+                    self._workers.pop(job.id, None)
+                self.wake()
+
     def _run(self, job: JobRecord, lease: Lease) -> None:
-        baseline = {g.index: self.nvml.usage(g.index) for g in lease.gpus}
+        if lease.host:
+            self._run_remote(job, lease)
+            return
+        baseline = usage_before(self.nvml, lease)
         result = RunResult(Verdict.infrastructure_error, reason="the executor crashed")
         try:
             result = run_job(
@@ -280,31 +336,9 @@ class Scheduler:
 
     def _check_gpus_clean(self, lease: Lease, baseline: dict[int, GpuUsage | None]) -> None:
         """No process left on any of the job's GPUs and memory back to baseline, else drain that GPU."""
-        for gpu in lease.gpus:
-            reason = self._leftover(gpu.index, baseline.get(gpu.index))
-            if reason:
-                log.error("draining gpu%d: %s", gpu.index, reason)
-                self.placement.drain(f"gpu{gpu.index}", reason)
-
-    def _leftover(self, index: int, before: GpuUsage | None, tries: int = 20) -> str:
-        """What the job left on GPU ``index`` ("" when it is clean), asked a few times over 2 s."""
-        slack = self.settings.limits.gpu_memory_slack_mib
-        reason = ""
-        for _ in range(tries):
-            after = self.nvml.usage(index)
-            if after is None or before is None:
-                return ""
-            if after.processes:
-                reason = f"processes {list(after.processes)} still on GPU {index} after the job"
-            elif after.memory_used_mib > before.memory_used_mib + slack:
-                reason = (
-                    f"GPU {index} memory in use {after.memory_used_mib} MiB after the job, "
-                    f"{before.memory_used_mib} MiB before"
-                )
-            else:
-                return ""
-            time.sleep(0.1)
-        return reason
+        for index, reason in leftovers(self.nvml, lease, baseline, self.settings.limits.gpu_memory_slack_mib).items():
+            log.error("draining gpu%d: %s", index, reason)
+            self.placement.drain(f"gpu{index}", reason)
 
     # --- requests from the API ------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from pathlib import Path
 
@@ -66,6 +67,9 @@ def serve(
     warm_up: list[str] = typer.Option(
         [], help="evaluate this task's template at the start, so its kernels are cached before the first request"
     ),
+    ray: str = typer.Option(
+        "", "--ray", help="a Ray cluster's address: run jobs on its hosts' agents (`kcoral agent`), not here"
+    ),
 ) -> None:
     """Run the kcoral job server."""
     if gpu_mode not in ("auto", "runtime", "devices"):
@@ -89,10 +93,14 @@ def serve(
         shutdown_grace_s=shutdown_grace,
         standby=standby,
         warm_up=tuple(dict.fromkeys(warm_up)),
+        ray_address=ray,
     )
     exposed = settings.exposed_secrets()
     if exposed:
         typer.echo(f"refusing to start: {'; '.join(exposed)}: move it out of the toolchain mounts", err=True)
+        raise typer.Exit(2)
+    if ray and importlib.util.find_spec("ray") is None:
+        typer.echo("kcoral serve: --ray needs Ray, which is not installed here: pip install 'kcoral[ray]'", err=True)
         raise typer.Exit(2)
     if not settings.is_loopback and settings.tokens_file is None:
         typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)

@@ -66,10 +66,20 @@ class Services:
     def build(cls, settings: Settings) -> Services:
         store = JobStore(settings.data_dir)
         nvml = Nvml()
-        gpus = select_gpus(nvml.list(), settings.gpus)
-        placement = LeasePool(gpus, settings.cpu_slots)
+        remote = None
+        placement: Placement
+        if settings.ray_address:  # the cluster's hosts run the jobs (runner.cluster): none here
+            from kcoral.runner.cluster import ClusterPlacement, connect
+            from kcoral.runner.remotejobs import RemoteJobs
+
+            gpus: list[GpuInfo] = []
+            placement = ClusterPlacement(connect(settings.ray_address))
+            remote = RemoteJobs(placement)
+        else:
+            gpus = select_gpus(nvml.list(), settings.gpus)
+            placement = LeasePool(gpus, settings.cpu_slots)
         executor = DockerExecutor(settings)
-        scheduler = Scheduler(store, placement, executor, nvml, settings)
+        scheduler = Scheduler(store, placement, executor, nvml, settings, remote)
         tokens = load_tokens(settings.tokens_file) if settings.tokens_file else None
         return cls(settings, store, nvml, gpus, placement, executor, scheduler, Authenticator(tokens))
 

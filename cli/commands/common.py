@@ -33,6 +33,9 @@ EnvOption = Annotated[
 TimeoutOption = Annotated[
     float | None, typer.Option("--timeout", parser=Duration, help="job wall-clock limit: 600, 90s, 10m, 1h")
 ]
+GpuTypeOption = Annotated[
+    str, typer.Option("--gpu-type", help="the GPU type to lease, e.g. H200 (a cluster routes by it), or any")
+]
 ProfilerGpusOption = Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")]
 #: typer context of the commands that pass the rest of their command line on (python, ncu, iket)
 PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
@@ -47,7 +50,8 @@ def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: 
         from kcoral.cli.envvars import parse_env_options
 
         env = parse_env_options(env_options, os.environ)
-    fields = {**fields, "env": env}
+    if env_options is not None:  # (a kind without an environment of the client's passes None)
+        fields = {**fields, "env": env}
     if timeout is not None:
         fields["timeout_s"] = timeout
     try:

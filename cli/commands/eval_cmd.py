@@ -15,7 +15,7 @@ import typer
 
 from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
-from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
+from kcoral.cli.commands.common import GpuTypeOption, JsonOption, RemoteOption, TokenOption, connect, job_spec
 from kcoral.cli.durations import Duration
 from kcoral.cli.errors import KcoralError, ServerError, UsageError
 from kcoral.cli.output import note
@@ -117,10 +117,13 @@ class EvalRun(PythonRun):
         return doc
 
 
-def build_eval_spec(task: str, timeout: float | None, check: bool = False) -> EvalSpec:
+def build_eval_spec(task: str, timeout: float | None, check: bool = False, gpu_type: str = "any") -> EvalSpec:
     if not task.strip():
         raise UsageError("say which task: kcoral tasks lists them")
-    return EvalSpec(task=task, timeout_s=timeout or 0.0, check=check)
+    fields = {"kind": "eval", "task": task, "timeout_s": timeout or 0.0, "check": check, "gpu_type": gpu_type}
+    spec = job_spec(fields, None, None)
+    assert isinstance(spec, EvalSpec)
+    return spec
 
 
 def evaluate(
@@ -150,6 +153,7 @@ def evaluate(
             "no score",
         ),
     ] = False,
+    gpu_type: GpuTypeOption = "any",
     detach: Annotated[bool, typer.Option("--detach", "-d", help="exit after the upload; print the job id")] = False,
     json: JsonOption = False,
     remote: RemoteOption = None,
@@ -166,7 +170,7 @@ def evaluate(
         raise UsageError(f"{submission}: not a directory")
     if not (submission / SOLUTION_FILE).is_file():
         raise UsageError(f"{submission} has no {SOLUTION_FILE}: the submission must define it")
-    spec = build_eval_spec(task, timeout, check)
+    spec = build_eval_spec(task, timeout, check, gpu_type)
     options = RunOptions(spec=spec, send_dir=submission, output_dir=output_dir, json=json, detach=detach)
     with connect(remote, token) as client:
         code = EvalRun(client, options).run()

@@ -15,6 +15,7 @@ import typer
 from kcoral.cli.argv import RAW_ARGV, build_argv, misplaced_options
 from kcoral.cli.commands.common import (
     EnvOption,
+    GpuTypeOption,
     JsonOption,
     RemoteOption,
     TimeoutOption,
@@ -37,9 +38,11 @@ def build_spec(
     env_options: list[str],
     timeout: float | None,
     gpus: int,
+    gpu_type: str = "any",
 ) -> PythonSpec:
     """The spec for the command line's pieces (UsageError for anything the spec refuses)."""
-    spec = job_spec({"kind": "python", "argv": build_argv(args, code, module), "gpus": gpus}, env_options, timeout)
+    fields = {"kind": "python", "argv": build_argv(args, code, module), "gpus": gpus, "gpu_type": gpu_type}
+    spec = job_spec(fields, env_options, timeout)
     assert isinstance(spec, PythonSpec)
     return spec
 
@@ -57,6 +60,7 @@ def python(
     module: Annotated[str | None, typer.Option("-m", help="run a library module as a script")] = None,
     timeout: TimeoutOption = None,
     gpus: Annotated[int, typer.Option("--gpus", min=0, help="GPUs to lease")] = 1,
+    gpu_type: GpuTypeOption = "any",
     output_dir: Annotated[
         Path | None,
         typer.Option("--output-dir", "-o", help="where outputs go [default: ./kcoral-out/JOB_ID]"),
@@ -80,7 +84,7 @@ def python(
             f"unknown option {wrong[0]!r}",
             hint=f"kcoral python's options come first (kcoral python --help); the program's go after {flag} ...",
         )
-    spec = build_spec(list(ctx.args), code, module, env or [], timeout, gpus)
+    spec = build_spec(list(ctx.args), code, module, env or [], timeout, gpus, gpu_type)
     if send is None and code is not None:
         with tempfile.TemporaryDirectory(prefix="kcoral-nothing-") as nothing:  # -c CODE: nothing to send
             _run(spec, Path(nothing), output_dir, json, detach, remote, token)

@@ -1,8 +1,11 @@
-"""CPU cores per slot (runner.leases): disjoint shares, so an evaluation never shares a core."""
+"""Slots (runner.leases): disjoint CPU shares, so an evaluation never shares a core; GPU types."""
 
 from __future__ import annotations
 
-from kcoral.runner.leases import LeasePool, split_cores
+import pytest
+
+from kcoral.runner.errors import BadRequest
+from kcoral.runner.leases import LeasePool, gpu_type, split_cores
 from kcoral.runner.models import GpuInfo
 
 
@@ -27,3 +30,39 @@ def test_pool_without_enough_cores_is_not_pinned() -> None:
     lease = pool.try_acquire(0)
     assert lease and lease.cpuset == ""
     assert pool.describe()["cpus"]["cpu0"] == "not pinned"
+
+
+def _gpu(index: int, name: str) -> GpuInfo:
+    return GpuInfo(index=index, uuid=f"GPU-{index}", name=name, minor=index, memory_total_mib=1)
+
+
+def test_gpu_types_come_from_nvml_names() -> None:
+    assert gpu_type("NVIDIA H200") == "H200" and gpu_type("NVIDIA H100 80GB HBM3") == "H100"
+    assert gpu_type("Tesla T4") == "Tesla"
+
+
+def test_a_job_gets_gpus_of_its_type_or_is_refused() -> None:
+    pool = LeasePool([_gpu(0, "NVIDIA H200"), _gpu(1, "NVIDIA H100 80GB HBM3")], cpu_slots=1, cores=[0])
+    h100 = pool.try_acquire(1, "h100")
+    assert h100 is not None and [g.index for g in h100.gpus] == [1]
+    assert pool.try_acquire(1, "H100") is None  # the only one is taken: wait
+    assert pool.try_acquire(2, "any") is None  # one GPU free, two wanted
+    assert pool.try_acquire(0, "H100") is not None  # no GPU wanted: a CPU slot, whatever the type
+    with pytest.raises(BadRequest, match="H200, H100|H100, H200"):
+        pool.check(1, "A100")
+    pool.check(2, "any")
+    with pytest.raises(BadRequest):
+        pool.check(2, "H200")  # one H200 here: never two
+
+
+def test_cpu_slots_stand_in_for_the_type_they_are_labelled_with() -> None:
+    typed = LeasePool([], cpu_slots=1, cpu_slot_type="fakeA", cores=[0])
+    assert typed.try_acquire(1, "fakea") is not None
+    with pytest.raises(BadRequest, match="fakeA"):
+        typed.check(1, "fakeB")
+    plain = LeasePool([], cpu_slots=1, cores=[0])
+    plain.check(1, "any")
+    with pytest.raises(BadRequest):
+        plain.check(1, "H200")
+    taken = plain.take(["cpu0"])
+    assert taken is not None and plain.take(["cpu0"]) is None and plain.take(["cpu9"]) is None

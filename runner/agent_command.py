@@ -1,0 +1,101 @@
+"""``kcoral agent --ray ADDRESS``: make this GPU host one of a kcoral cluster's hosts (runner.cluster).
+
+It starts the host's agent, a detached named actor pinned to this host's Ray node, which runs the
+jobs the front end sends here in this host's Docker engine, then waits. On SIGTERM or SIGINT it
+drains: the host takes no new jobs, the running ones finish, then the agent goes. Killed any other
+way, the agent lives on (it is detached) until ``kcoral agent`` is run again on the host, which
+replaces it (the new agent removes what the old one's jobs left).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kcoral.runner.serve_command import _parse_env, _parse_gpus
+from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
+
+log = logging.getLogger("kcoral.agent")
+
+#: seconds between the command's checks that its agent still answers
+CHECK_S = 2.0
+
+
+def agent(
+    ray_address: str = typer.Option(..., "--ray", help="the Ray cluster's address (HOST:PORT of its head)"),
+    host_name: str = typer.Option("", help="this host's name in the cluster (default: the machine's host name)"),
+    node_name: str = typer.Option(
+        "", help="the Ray node to pin the agent to, by its --node-name (default: the node this command joins)"
+    ),
+    data_dir: Path = typer.Option(Path("kcoral-agent-data"), help="the jobs' folders on this host"),
+    gpus: str = typer.Option("auto", help="auto | none | comma-separated NVML indices"),
+    cpu_slots: int = typer.Option(2, min=0, help="concurrent jobs without a GPU"),
+    image: str = typer.Option(
+        "", help="job image (default kcoral-job:cpu; kcoral-toolchain:latest with --host-toolchain)"
+    ),
+    host_toolchain: bool = typer.Option(False, help="mount the host's toolchain into a near-empty image"),
+    gpu_mode: str = typer.Option("auto", help="auto | runtime | devices"),
+    python: str = typer.Option("python3", help="interpreter inside the job container"),
+    job_env: list[str] = typer.Option([], help="NAME=VALUE added to every job's environment"),
+    tasks_dir: Path | None = typer.Option(None, help="protected tasks directory (default: the repository's tasks/)"),
+    standby: bool = typer.Option(True, help="keep a container started ahead of time per slot"),
+    log_level: str = typer.Option("info", help="debug | info | warning"),
+) -> None:
+    """Serve this GPU host's slots to a kcoral cluster's front end (`kcoral serve --ray`)."""
+    from kcoral.runner.cluster import HOST_NAME
+
+    if importlib.util.find_spec("ray") is None:
+        typer.echo("kcoral agent: Ray is not installed here: pip install 'kcoral[ray]'", err=True)
+        raise typer.Exit(2)
+    host = host_name or socket.gethostname().split(".")[0]
+    if not HOST_NAME.fullmatch(host):
+        raise typer.BadParameter(f"host name {host!r}: use letters, digits, '-', '_' or '.'")
+    settings = Settings(
+        data_dir=data_dir.resolve(),
+        gpus=_parse_gpus(gpus),
+        cpu_slots=cpu_slots,
+        image=image or ("kcoral-toolchain:latest" if host_toolchain else "kcoral-job:cpu"),
+        toolchain_mounts=DEFAULT_TOOLCHAIN_MOUNTS if host_toolchain else (),
+        gpu_mode=gpu_mode,
+        python=python,
+        job_env=_parse_env(job_env),
+        tasks_dir=tasks_dir.resolve() if tasks_dir else None,
+        standby=standby,
+    )
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from kcoral.runner.cluster import connect, start_agent
+
+    ray = connect(ray_address)
+    try:
+        actor = start_agent(ray, settings, host, node_name)
+    except (ValueError, RuntimeError, ray.exceptions.RayError) as exc:
+        typer.echo(f"kcoral agent: host {host}'s agent did not start: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"kcoral agent: host {host} serves the cluster at {ray_address} (SIGTERM drains it)", err=True)
+    _serve_until_stopped(ray, actor, host)
+
+
+def _serve_until_stopped(ray: Any, actor: Any, host: str) -> None:
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(CHECK_S):
+        try:
+            ray.get(actor.inventory.remote(), timeout=30)
+        except Exception as exc:  # noqa: BLE001 - the agent is gone (killed, its node lost)
+            typer.echo(f"kcoral agent: host {host}'s agent is gone: {exc}", err=True)
+            raise typer.Exit(1) from None
+    typer.echo(f"kcoral agent: draining host {host}: no new jobs; waiting for the running ones", err=True)
+    while ray.get(actor.drain.remote(), timeout=30):
+        time.sleep(CHECK_S)
+    ray.get(actor.close.remote(), timeout=300)
+    ray.kill(actor)
+    typer.echo(f"kcoral agent: host {host} left the cluster", err=True)
