@@ -27,6 +27,8 @@ log = logging.getLogger("kcoral.agent")
 
 #: seconds between the command's checks that its agent still answers
 CHECK_S = 2.0
+#: seconds a draining host waits for its front end to collect the jobs that ended there
+COLLECT_S = 60.0
 
 
 def agent(
@@ -73,7 +75,11 @@ def agent(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from kcoral.runner.cluster import connect, start_agent
 
-    ray = connect(ray_address)
+    try:
+        ray = connect(ray_address)
+    except ValueError as exc:
+        typer.echo(f"kcoral agent: {exc}", err=True)
+        raise typer.Exit(2) from None
     try:
         actor = start_agent(ray, settings, host, node_name)
     except (ValueError, RuntimeError, ray.exceptions.RayError) as exc:
@@ -94,8 +100,11 @@ def _serve_until_stopped(ray: Any, actor: Any, host: str) -> None:
             typer.echo(f"kcoral agent: host {host}'s agent is gone: {exc}", err=True)
             raise typer.Exit(1) from None
     typer.echo(f"kcoral agent: draining host {host}: no new jobs; waiting for the running ones", err=True)
-    while ray.get(actor.drain.remote(), timeout=30):
-        time.sleep(CHECK_S)
+    while ray.get(actor.drain.remote(), timeout=30)[0]:
+        time.sleep(CHECK_S / 4)
+    deadline = time.monotonic() + COLLECT_S  # their front end fetches their logs and outputs
+    while ray.get(actor.drain.remote(), timeout=30)[1] and time.monotonic() < deadline:
+        time.sleep(CHECK_S / 4)
     ray.get(actor.close.remote(), timeout=300)
     ray.kill(actor)
     typer.echo(f"kcoral agent: host {host} left the cluster", err=True)

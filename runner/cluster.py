@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -46,14 +47,32 @@ ASK_TIMEOUT_S = 10.0
 
 
 def connect(address: str) -> Any:
-    """Join the Ray cluster at ``address`` (in the kcoral namespace); the ``ray`` module."""
+    """Join the Ray cluster at ``address`` (in the kcoral namespace); the ``ray`` module. ValueError
+    when it cannot."""
     os.environ.setdefault("RAY_AUTH_MODE", "token")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False)
+        _reachable(address)
+        try:
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False)
+        except Exception as exc:  # ConnectionError, an auth failure, a version mismatch: all said the same way
+            raise ValueError(f"cannot join the Ray cluster at {address}: {str(exc).strip()[:500]}") from None
     return ray
+
+
+def _reachable(address: str, timeout_s: float = 10.0) -> None:
+    """ValueError unless something accepts a TCP connection at ``address`` (Ray itself would retry
+    an address where nothing listens for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not port.isdigit():
+        raise ValueError(f"the Ray address {address!r} is not HOST:PORT (the head's address)")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot join the Ray cluster at {address}: nothing answers there ({exc})") from None
 
 
 def agent_name(host: str) -> str:
@@ -134,8 +153,10 @@ class ClusterPlacement:
     """runner.leases.Placement over the cluster's hosts: a job's slots all on one host, chosen by the
     front end (each host's slots as its agent reported them, less those held here or busy there)."""
 
-    def __init__(self, ray: Any) -> None:
+    def __init__(self, ray: Any, front: str = "") -> None:
         self.ray = ray
+        #: this front end's label (its data dir's): agents drop only the unlisted jobs it started
+        self.front = front
         self._hosts: dict[str, Host] = {}
         #: host -> the slot names the front end holds there (its running jobs)
         self._held: dict[str, set[str]] = {}
@@ -154,7 +175,7 @@ class ClusterPlacement:
             jobs[host] = set(listed(host))
             try:
                 agent = self.ray.get_actor(agent_name(host))
-                inventory = self.ray.get(agent.inventory.remote(sorted(jobs[host])), timeout=ASK_TIMEOUT_S)
+                inventory = self.ray.get(agent.inventory.remote(sorted(jobs[host]), self.front), timeout=ASK_TIMEOUT_S)
             except Exception as exc:  # noqa: BLE001 - a host that is gone or restarting: not offered
                 log.debug("host %s does not answer: %s", host, exc)
                 continue

@@ -39,6 +39,8 @@ POLL_BYTES = 1 << 20
 #: a job the front end does not list is cancelled here once it has run this long (a start that
 #: crossed the front end's listing in flight is not mistaken for a forgotten one)
 UNLISTED_GRACE_S = 30.0
+#: seconds an inventory's image digests are kept before the engine is asked again
+IMAGES_TTL_S = 10.0
 #: what a job's folder sends to its host, and what comes back
 SENT = ("input", "snapshot")
 RETURNED = ("outputs", "snapshot")
@@ -58,6 +60,8 @@ class HostJob:
     job: JobRecord
     lease: Lease
     paths: JobPaths
+    #: the front end that started it (its data dir's label): only that one's listing can drop it
+    front: str = ""
     started: float = field(default_factory=time.monotonic)
     cancel: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
@@ -130,16 +134,18 @@ class HostAgent:
             log.warning("removed %d container(s) an earlier agent of %s left", removed, host)
         remove_tree(jobs_dir(settings.data_dir))
         self.draining = False
+        self._image_digests: dict[str, str] = {}
+        self._images_at = -IMAGES_TTL_S
         self._jobs: dict[str, HostJob] = {}
         self._lock = threading.Lock()
 
     # --- what the front end asks ----------------------------------------------------------------
 
-    def inventory(self, listed: Collection[str] | None = None) -> Inventory:
-        """This host as it is now. ``listed``: the jobs the front end has on this host; any other job
-        here (older than UNLISTED_GRACE_S) is one it forgot, and is cancelled."""
+    def inventory(self, listed: Collection[str] | None = None, front: str = "") -> Inventory:
+        """This host as it is now. ``listed``: the jobs the front end ``front`` has on this host; any
+        other job it started here (older than UNLISTED_GRACE_S) is one it forgot, and is cancelled."""
         if listed is not None:
-            self._drop_unlisted(set(listed))
+            self._drop_unlisted(set(listed), front)
         with self._lock:
             jobs = sorted(self._jobs)
             busy = {s.name: i for i, e in self._jobs.items() if not e.done.is_set() for s in e.lease.slots}
@@ -154,9 +160,10 @@ class HostAgent:
             jobs=jobs,
         )
 
-    def start(self, job: JobRecord, slots: list[str], payload: bytes) -> bool:
-        """Run ``job`` on exactly ``slots`` with the job folder's parts in ``payload`` (:func:`pack`).
-        False when it is here already (a front end that asks again starts nothing twice)."""
+    def start(self, job: JobRecord, slots: list[str], payload: bytes, front: str = "") -> bool:
+        """Run ``job`` on exactly ``slots`` with the job folder's parts in ``payload`` (:func:`pack`),
+        for the front end ``front``. False when it is here already (a front end that asks again starts
+        nothing twice)."""
         with self._lock:
             if job.id in self._jobs:
                 return False
@@ -165,7 +172,7 @@ class HostAgent:
             lease = self.pool.take(slots)
             if lease is None:
                 raise HostRefused(f"host {self.host}: slots {','.join(slots)} are not free")
-            entry = HostJob(job, lease, JobPaths(jobs_dir(self.settings.data_dir) / job.id))
+            entry = HostJob(job, lease, JobPaths(jobs_dir(self.settings.data_dir) / job.id), front)
             self._jobs[job.id] = entry
         try:
             remove_tree(entry.paths.root)
@@ -219,11 +226,13 @@ class HostAgent:
         if entry is not None:
             entry.cancel.set()
 
-    def drain(self) -> int:
-        """Take no new jobs; the number still running here."""
+    def drain(self) -> tuple[int, int]:
+        """Take no new jobs; (the jobs still running here, those ended whose front end has not
+        collected them yet)."""
         self.draining = True
         with self._lock:
-            return sum(not e.done.is_set() for e in self._jobs.values())
+            running = sum(not e.done.is_set() for e in self._jobs.values())
+            return running, len(self._jobs) - running
 
     def close(self) -> None:
         """The agent stops: running jobs are cancelled (their containers go), standbys go."""
@@ -268,22 +277,30 @@ class HostAgent:
                 entry.done.set()
                 log.info("job %s ended on %s: %s", job.id, self.host, result.verdict)
 
-    def _drop_unlisted(self, listed: set[str]) -> None:
+    def _drop_unlisted(self, listed: set[str], front: str) -> None:
         now = time.monotonic()
         with self._lock:
-            stale = [e for i, e in self._jobs.items() if i not in listed and now - e.started > UNLISTED_GRACE_S]
+            stale = [
+                e
+                for i, e in self._jobs.items()
+                if e.front == front and i not in listed and now - e.started > UNLISTED_GRACE_S
+            ]
         for entry in stale:
             log.warning("job %s is not the front end's any more: cancelled and removed", entry.job.id)
             self.forget(entry.job.id)
 
     def _images(self) -> dict[str, str]:
-        """The digest of each image this host's jobs may run on (those present)."""
+        """The digest of each image this host's jobs may run on (those present), asked of the engine
+        at most every IMAGES_TTL_S (an inventory is asked every second)."""
+        if time.monotonic() < self._images_at + IMAGES_TTL_S:
+            return self._image_digests
         found = {}
         for ref in dict.fromkeys((self.settings.image, self.settings.ncu_image, self.settings.iket_image)):
             try:
                 found[ref] = self.executor.image_info(ref).digest
             except KcoralError:
                 continue
+        self._image_digests, self._images_at = found, time.monotonic()
         return found
 
 

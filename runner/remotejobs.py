@@ -97,7 +97,8 @@ class RemoteJobs:
         try:
             agent = self.cluster.agent(lease.host)
             payload = pack(paths.root, SENT)
-            self.ray.get(agent.start.remote(job, [s.name for s in lease.slots], payload), timeout=START_TIMEOUT_S)
+            slots = [s.name for s in lease.slots]
+            self.ray.get(agent.start.remote(job, slots, payload, self.cluster.front), timeout=START_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - the host refused or is gone: the job did not start
             self._forget(job.id)
             return RunResult(

@@ -73,7 +73,7 @@ class Services:
             from kcoral.runner.remotejobs import RemoteJobs
 
             gpus: list[GpuInfo] = []
-            placement = ClusterPlacement(connect(settings.ray_address))
+            placement = ClusterPlacement(connect(settings.ray_address), settings.instance)
             remote = RemoteJobs(placement)
         else:
             gpus = select_gpus(nvml.list(), settings.gpus)

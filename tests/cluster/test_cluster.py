@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -170,6 +171,28 @@ def test_a_killed_front_end_finds_its_jobs_again_and_runs_the_queue_once(cluster
         assert http.get(f"/v1/jobs/{running}/log").text == "start\nend\n"
         assert http.get(f"/v1/jobs/{queued}/log").text == "start\nend\n"
         assert second["times"]["started"] >= first["times"]["finished"] - 1.0
+
+
+def test_a_draining_host_finishes_its_jobs_and_takes_no_new_ones(cluster: RayCluster) -> None:
+    agent = cluster.agents["hostA"]
+    with front(cluster) as http:
+        running = submit(http, {"m.py": SLEEPER}, ["m.py"], env={"NAP": "4"}, gpu_type="fakeA")
+        wait_started(http, running)
+        stopping = threading.Thread(target=agent.stop)
+        stopping.start()  # SIGTERM: drain
+        deadline = time.monotonic() + 30
+        while not http.get("/v1/health").json()["leases"]["hosts"]["hostA"]["draining"]:
+            assert time.monotonic() < deadline, "the host does not drain"
+            time.sleep(0.1)
+        waiting = submit(http, {"m.py": "print('later')"}, ["m.py"], gpu_type="fakeA")
+        assert wait(http, running)["verdict"] == "ok"
+        stopping.join(60)
+        assert agent.proc is not None and agent.proc.returncode == 0
+        assert http.get(f"/v1/jobs/{waiting}").json()["state"] == "queued"
+        wait_for_hosts(cluster, {"hostB"})
+        cluster.start_agent("hostA", "n1")
+        later = wait(http, waiting)
+        assert later["verdict"] == "ok" and later["slot"] == "hostA/cpu0", later
 
 
 def test_a_lost_agent_fails_its_job_by_name_and_the_queue_goes_elsewhere(cluster: RayCluster) -> None:
