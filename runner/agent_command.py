@@ -72,8 +72,17 @@ def agent(
         tasks_dir=tasks_dir.resolve() if tasks_dir else None,
         standby=standby,
     )
+    from kcoral.runner.cluster import connect, start_agent, token_file
+
+    # a job that could read the cluster's token (it has no network, but its log leaves the host) would
+    # give its submitter the run of every host; the data dir holds the holdout keys
+    exposed = settings.exposed_secrets({"the Ray token file": token_file()})
+    if exposed:
+        typer.echo(
+            f"kcoral agent: refusing to start: {'; '.join(exposed)}: move it out of the toolchain mounts", err=True
+        )
+        raise typer.Exit(2)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from kcoral.runner.cluster import connect, start_agent
 
     try:
         ray = connect(ray_address)

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kcoral.runner.errors import BadRequest
@@ -60,6 +61,11 @@ def connect(address: str) -> Any:
         except Exception as exc:  # ConnectionError, an auth failure, a version mismatch: all said the same way
             raise ValueError(f"cannot join the Ray cluster at {address}: {str(exc).strip()[:500]}") from None
     return ray
+
+
+def token_file() -> Path:
+    """Where Ray reads this process's cluster token from when RAY_AUTH_TOKEN does not give it."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
 
 
 def _reachable(address: str, timeout_s: float = 10.0) -> None:

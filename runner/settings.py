@@ -100,12 +100,14 @@ class Settings:
         """Label value that marks this server's containers (one per data directory)."""
         return hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:16]
 
-    def exposed_secrets(self) -> list[str]:
-        """What of the server's own a job could read through the toolchain mounts: the tokens file
-        and the data dir (the holdout key, every job's files) must lie outside all of them."""
+    def exposed_secrets(self, others: dict[str, Path] | None = None) -> list[str]:
+        """What of the server's own a job could read through the toolchain mounts: the tokens file,
+        the data dir (the holdout key, every job's files) and ``others`` (what -> path: a cluster
+        host's Ray token) must lie outside all of them."""
         found = []
         mounts = [Path(m).resolve() for m in self.toolchain_mounts]
-        for what, path in (("the tokens file", self.tokens_file), ("the data dir", self.data_dir)):
+        secrets = {"the tokens file": self.tokens_file, "the data dir": self.data_dir, **(others or {})}
+        for what, path in secrets.items():
             if path is None:
                 continue
             real = path.resolve()

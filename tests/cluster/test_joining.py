@@ -3,6 +3,7 @@ wait of minutes (Ray retries an address where nothing listens for that long)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -22,3 +23,19 @@ def test_a_cluster_that_is_not_there_is_said_so(command: str, address: str, tmp_
     assert done.returncode == 2, done
     assert "Traceback" not in done.stderr and f"kcoral {command}:" in done.stderr, done.stderr
     assert "nothing answers there" in done.stderr or "not HOST:PORT" in done.stderr, done.stderr
+
+
+def test_an_agent_whose_jobs_could_read_its_secrets_does_not_start(tmp_path: object) -> None:
+    """With --host-toolchain every job reads /usr /lib /bin /opt /etc: the Ray token (which opens
+    every host of the cluster) and the data dir (holdout keys) must not be there."""
+    cases = [
+        ({"RAY_AUTH_TOKEN_PATH": "/etc/kcoral-ray-token"}, str(tmp_path), "the Ray token file /etc/kcoral-ray-token"),
+        ({}, "/opt/kcoral-agent-data", "the data dir /opt/kcoral-agent-data"),
+    ]
+    agent = [sys.executable, "-m", "kcoral", "agent", "--ray", "127.0.0.1:1", "--host-toolchain"]
+    for env, data_dir, said in cases:
+        done = subprocess.run(
+            [*agent, "--data-dir", data_dir],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+        )  # fmt: skip
+        assert done.returncode == 2 and said in done.stderr and "refusing to start" in done.stderr, done.stderr
