@@ -19,6 +19,7 @@ import typer
 
 from kcoral.cli.commands.common import (
     EnvOption,
+    GpuTypeOption,
     JsonOption,
     ProfilerGpusOption,
     RemoteOption,
@@ -81,6 +82,7 @@ def iket(
     env: EnvOption = None,
     timeout: TimeoutOption = None,
     gpus: ProfilerGpusOption = 1,
+    gpu_type: GpuTypeOption = "any",
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,
@@ -95,7 +97,8 @@ def iket(
     if args and args[0] in TOOLS:
         raise typer.Exit(run_tool(args))
     argv, command = split_iket_args(args)
-    spec = job_spec({"kind": "iket", "argv": argv, "command": command, "gpus": gpus}, env, timeout)
+    fields = {"kind": "iket", "argv": argv, "command": command, "gpus": gpus, "gpu_type": gpu_type}
+    spec = job_spec(fields, env, timeout)
     if not send.is_dir():
         raise UsageError(f"--send {send}: not a directory")
     options = RunOptions(spec=spec, send_dir=send, output_dir=output_dir, json=json)

@@ -21,6 +21,7 @@ import typer
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.common import (
     EnvOption,
+    GpuTypeOption,
     JsonOption,
     ProfilerGpusOption,
     RemoteOption,
@@ -48,6 +49,7 @@ OWN_OPTIONS = {
     "--env": True,
     "--timeout": True,
     "--gpus": True,
+    "--gpu-type": True,
     "--remote": True,
     "-r": True,
     "--token": True,
@@ -176,13 +178,16 @@ class NcuRun(PythonRun):
         return 1 if code == 0 and not self.saved else code
 
 
-def build_ncu_spec(parsed: NcuArgs, env: list[str], timeout: float | None, gpus: int) -> SpecBase:
+def build_ncu_spec(
+    parsed: NcuArgs, env: list[str], timeout: float | None, gpus: int, gpu_type: str = "any"
+) -> SpecBase:
     try:
         ncu_opts.normalise_ncu_options(parsed.ncu)
         ncu_opts.check_command(parsed.command)
     except ncu_opts.NcuOptionError as exc:
         raise UsageError(str(exc)) from None
-    return job_spec({"kind": "ncu", "argv": parsed.ncu, "command": parsed.command, "gpus": gpus}, env, timeout)
+    fields = {"kind": "ncu", "argv": parsed.ncu, "command": parsed.command, "gpus": gpus, "gpu_type": gpu_type}
+    return job_spec(fields, env, timeout)
 
 
 def _float(value: str | None, name: str) -> float | None:
@@ -213,6 +218,7 @@ def ncu(
     env: EnvOption = None,
     timeout: TimeoutOption = None,
     gpus: ProfilerGpusOption = 1,
+    gpu_type: GpuTypeOption = "any",
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,
@@ -234,13 +240,14 @@ def ncu(
     timeout = _duration(parsed.last("--timeout")) or timeout
     gpus_text = parsed.last("--gpus")
     gpus = int(_float(gpus_text, "--gpus") or gpus) if gpus_text else gpus
+    gpu_type = parsed.last("--gpu-type") or gpu_type
     remote = parsed.last("--remote", "-r") or remote
     token = parsed.last("--token") or token
     json = json or parsed.flag("--json")
     force = force or parsed.flag("-f", "--force-overwrite")
 
     report = report_path(output)
-    spec = build_ncu_spec(parsed, env_all, timeout, gpus)
+    spec = build_ncu_spec(parsed, env_all, timeout, gpus, gpu_type)
     if not send.is_dir():
         raise UsageError(f"--send {send}: not a directory")
     if report.exists() and not force:

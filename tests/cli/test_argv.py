@@ -60,3 +60,17 @@ def test_an_unknown_option_before_c_or_m_is_found_and_the_programs_own_are_not()
     assert misplaced_options(["python", "-s", "d", "-m", "pytest", "-x", "-k", "t"], ["-x", "-k", "t"], "-m") == []
     assert misplaced_options(["python", "-cprint(1)", "--bad"], ["--bad"], "-c") == []
     assert misplaced_options(None, ["--x"], "-c") == []
+
+
+def test_every_job_command_passes_its_gpu_type_on() -> None:
+    from kcoral.cli.commands.eval_cmd import build_eval_spec
+    from kcoral.cli.commands.ncu_cmd import build_ncu_spec, split_ncu_args
+
+    assert build_spec(["s.py"], None, None, [], None, 1).gpu_type == "any"
+    assert build_spec(["s.py"], None, None, [], None, 1, "H200").gpu_type == "H200"
+    assert build_eval_spec("demo/softmax", None, False, "h100").gpu_type == "h100"
+    parsed = split_ncu_args(["--set", "full", "--gpu-type", "H200", "--", "python3", "c.py"])
+    assert parsed.last("--gpu-type") == "H200" and "--gpu-type" not in parsed.ncu
+    assert build_ncu_spec(parsed, [], None, 1, "H200").gpu_type == "H200"
+    with pytest.raises(UsageError, match="gpu_type"):
+        build_eval_spec("demo/softmax", None, False, "H200; rm -rf /")
