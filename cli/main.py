@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from kcoral import __version__
 from kcoral.cli.argv import RAW_ARGV
 from kcoral.cli.commands.common import PASSTHROUGH_CONTEXT
 from kcoral.cli.errors import KcoralError, UsageError
@@ -31,7 +32,7 @@ from kcoral.cli.output import (
 
 __all__ = ["app", "main", "register_commands", "register_optional_commands", "run"]
 
-VERSION = "0.1.0"
+VERSION = __version__
 
 app = typer.Typer(
     name="kcoral",
@@ -80,6 +81,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "rerun": ("rerun_cmd", "rerun", False),
     "wait": ("wait_cmd", "wait", False),
     "download": ("wait_cmd", "download", False),
+    "doctor": ("doctor", "doctor", False),
 }
 CORE_COMMANDS = frozenset(COMMANDS)
 _registered: set[str] = set()

@@ -8,6 +8,8 @@ adds one top-level name to site-packages.
 from typing import Any
 
 __all__ = ["Client", "JobResult", "KcoralError"]
+#: the client's and the server's (``kcoral doctor`` compares them); pyproject.toml says the same
+__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

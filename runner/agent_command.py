@@ -20,6 +20,7 @@ from typing import Any
 
 import typer
 
+from kcoral.runner.logsetup import configure
 from kcoral.runner.serve_command import _parse_env, _parse_gpus
 from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
 
@@ -82,7 +83,7 @@ def agent(
             f"kcoral agent: refusing to start: {'; '.join(exposed)}: move it out of the toolchain mounts", err=True
         )
         raise typer.Exit(2)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure(log_level)
 
     try:
         ray = connect(ray_address)

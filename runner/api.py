@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import time
 import typing
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from pydantic import PlainValidator
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from kcoral import __version__
 from kcoral.runner.archive import extract_upload, safe_output_path
 from kcoral.runner.cluster import slot_rows
 from kcoral.runner.enqueue import queue_with_input
@@ -151,6 +153,11 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         svc.auth.owner(authorization)
     except Unauthorized:
         return {"ok": True, "auth": True}
+    return server_facts(svc)
+
+
+def server_facts(svc: Services) -> dict[str, object]:
+    """What /v1/health tells a token holder (and the web page's host view shows)."""
     try:
         image = to_data(svc.executor.image_info(svc.settings.image)) | {"present": True}
     except InfrastructureError as exc:
@@ -158,6 +165,10 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
     leases = svc.placement.describe()
     return {
         "ok": True,
+        "version": __version__,
+        # for the client's clock check (kcoral doctor), and how much the data dir can still take
+        "time": time.time(),
+        "data_dir_free_bytes": _free_bytes(svc.settings.data_dir),
         "docker": svc.executor.engine(),
         "gpus": to_data(svc.gpus),
         "nvml": {"available": svc.nvml.available, "error": svc.nvml.error},
@@ -175,6 +186,13 @@ def health(request: Request, authorization: str | None = Header(default=None)) -
         # a job's /proc/PID/mountinfo shows its mounts' sources as paths on the data dir's filesystem
         "data_dir_own_filesystem": os.path.ismount(svc.settings.data_dir),
     }
+
+
+def _free_bytes(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
 
 
 def _warm_up(svc: Services, warm: WarmUp) -> dict[str, object]:

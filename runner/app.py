@@ -11,12 +11,13 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from kcoral import __version__
 from kcoral.runner.api import owner, router
 from kcoral.runner.errors import KcoralError
 from kcoral.runner.printable import printable
@@ -58,7 +59,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     open_docs = svc.auth.tokens is None  # with tokens, the schema is for token holders and /docs is off
     app = FastAPI(
         title="kcoral",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         description="Remote GPU benchmark server: jobs in locked-down containers on leased GPUs.",
         docs_url="/docs" if open_docs else None,
@@ -67,12 +68,25 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     )
     app.state.services = svc
     app.include_router(router)
+    from kcoral.runner import web
+
+    app.include_router(web.router)
+    app.mount("/ui/static", web.static, name="ui-static")
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     if not open_docs:
 
         @app.get("/openapi.json", include_in_schema=False)
         def schema(_: str = Depends(owner)) -> dict[str, Any]:
             return app.openapi()
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics(authorization: str | None = Header(default=None)) -> Response:
+        """Prometheus's scrape (runner.metrics): a token's unless the operator made it public."""
+        if not settings.metrics_public:
+            svc.auth.owner(authorization)
+        from kcoral.runner.metrics import CONTENT_TYPE, render
+
+        return Response(render(svc), media_type=CONTENT_TYPE)
 
     @app.exception_handler(KcoralError)
     async def kcoral_error(_: Request, exc: KcoralError) -> JSONResponse:
@@ -136,11 +150,19 @@ class _Server(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def run_server(app: FastAPI, host: str, port: int, log_level: str) -> None:
-    """Run ``app`` until SIGTERM or SIGINT, then shut down as :class:`_Server` says."""
+def run_server(app: FastAPI, host: str, port: int, log_level: str, log_format: str = "text") -> None:
+    """Run ``app`` until SIGTERM or SIGINT, then shut down as :class:`_Server` says. With the JSON log
+    format uvicorn's own lines go through the same handler (runner.logsetup)."""
     svc: Services = app.state.services
     grace = svc.settings.shutdown_grace_s
+    own = {"log_config": None} if log_format == "json" else {}
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, access_log=False, timeout_graceful_shutdown=int(grace) + 60
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        timeout_graceful_shutdown=int(grace) + 60,
+        **own,  # type: ignore[arg-type]
     )
     _Server(config, svc).run()

@@ -29,6 +29,7 @@ from kcoral.runner.enginelog import container_output
 from kcoral.runner.errors import DISK_FULL, InfrastructureError
 from kcoral.runner.joblog import STDERR, LogWriter
 from kcoral.runner.leases import Lease
+from kcoral.runner.logsetup import child_thread
 from kcoral.runner.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.plan import ContainerStep, StepOutcome
 from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, LABEL_STEP, container_options
@@ -491,9 +492,14 @@ class _Member:
             self.budget = keep
         drop = self.drop = keep is not None and self.budget == keep
         self.threads = [
-            threading.Thread(target=_wait_exit, args=(self.container, self.watch), daemon=True),
             threading.Thread(
-                target=_copy_log, args=(self.container, self.log, self.budget, self.watch, drop), daemon=True
+                target=_wait_exit, args=(self.container, self.watch), daemon=True, name=child_thread("wait")
+            ),
+            threading.Thread(
+                target=_copy_log,
+                args=(self.container, self.log, self.budget, self.watch, drop),
+                daemon=True,
+                name=child_thread("log"),
             ),
         ]
         for t in self.threads:

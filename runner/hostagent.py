@@ -26,6 +26,7 @@ from kcoral.runner.gpus import Nvml
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.joblog import read_pieces
 from kcoral.runner.leases import Lease, LeasePool, Slot
+from kcoral.runner.logsetup import job_thread
 from kcoral.runner.models import ImageInfo, Verdict
 from kcoral.runner.plan import RunResult
 from kcoral.runner.runplan import JobRun, run_job
@@ -183,8 +184,8 @@ class HostAgent:
             self.pool.release(lease)
             remove_tree(entry.paths.root)
             raise
-        threading.Thread(target=self._run, args=(entry,), name=f"job-{job.id}", daemon=True).start()
-        log.info("job %s started on %s %s", job.id, self.host, lease.name)
+        threading.Thread(target=self._run, args=(entry,), name=job_thread(job.id), daemon=True).start()
+        log.info("job %s started on %s %s", job.id, self.host, lease.name, extra={"job": job.id})
         return True
 
     def poll(self, job_id: str, offset: int, wait_s: float = 1.0) -> Poll:
@@ -262,7 +263,7 @@ class HostAgent:
             run = JobRun(job, entry.lease, entry.paths, entry.cancel, self.executor, self.settings, pinned, self.nvml)
             result = run_job(run)
         except Exception as exc:
-            log.exception("job %s: executor crashed", job.id)
+            log.exception("job %s: executor crashed", job.id, extra={"job": job.id})
             result = RunResult(Verdict.infrastructure_error, reason=f"host {self.host}: executor crashed: {exc}")
         finally:
             try:
@@ -275,7 +276,7 @@ class HostAgent:
                 self.pool.release(entry.lease)
                 entry.result = result
                 entry.done.set()
-                log.info("job %s ended on %s: %s", job.id, self.host, result.verdict)
+                log.info("job %s ended on %s: %s", job.id, self.host, result.verdict, extra={"job": job.id})
 
     def _drop_unlisted(self, listed: set[str], front: str) -> None:
         now = time.monotonic()
@@ -286,7 +287,11 @@ class HostAgent:
                 if e.front == front and i not in listed and now - e.started > UNLISTED_GRACE_S
             ]
         for entry in stale:
-            log.warning("job %s is not the front end's any more: cancelled and removed", entry.job.id)
+            log.warning(
+                "job %s is not the front end's any more: cancelled and removed",
+                entry.job.id,
+                extra={"job": entry.job.id},
+            )
             self.forget(entry.job.id)
 
     def _images(self) -> dict[str, str]:

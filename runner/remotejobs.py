@@ -115,7 +115,7 @@ class RemoteJobs:
         try:
             result = self._follow(job, host, paths, cancel, on_image)
         except Exception as exc:  # noqa: BLE001 - whatever failed here, the job gets a result
-            log.exception("job %s on host %s: following it failed", job.id, host)
+            log.exception("job %s on host %s: following it failed", job.id, host, extra={"job": job.id})
             result = RunResult(Verdict.infrastructure_error, reason=f"following the job on host {host} failed: {exc}")
         if result is not None:
             self._forget(job.id)

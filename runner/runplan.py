@@ -20,6 +20,7 @@ from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.joblog import STDOUT, LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
+from kcoral.runner.logsetup import child_thread
 from kcoral.runner.models import ImageInfo, OutputFile, Verdict
 from kcoral.runner.plan import Executor, Finished, JobContext, Outcomes, Plan, RunResult, StepOutcome, judge
 from kcoral.runner.settings import Settings
@@ -127,7 +128,7 @@ def _sampling(source: Telemetry | None, lease: Lease) -> Iterator[list[dict[str,
             if reading:
                 samples.append(reading)
 
-    thread = threading.Thread(target=sample, name="kcoral-telemetry", daemon=True)
+    thread = threading.Thread(target=sample, name=child_thread("telemetry"), daemon=True)
     thread.start()
     try:
         yield samples

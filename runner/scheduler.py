@@ -18,6 +18,7 @@ from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import python_step
 from kcoral.runner.leases import Lease, Placement
+from kcoral.runner.logsetup import job_thread
 from kcoral.runner.models import ImageInfo, JobState, Verdict
 from kcoral.runner.plan import Executor, RunResult
 from kcoral.runner.remotejobs import RemoteJobs
@@ -169,9 +170,14 @@ class Scheduler:
                     Verdict.infrastructure_error,
                     reason="the server stopped while this job was running; its container was removed",
                 )
-                log.warning("job %s was running when the server stopped: marked failed", job.id)
+                log.warning("job %s was running when the server stopped: marked failed", job.id, extra={"job": job.id})
             except KcoralError as exc:
-                log.error("job %s was running when the server stopped; cannot record it: %s", job.id, exc.message)
+                log.error(
+                    "job %s was running when the server stopped; cannot record it: %s",
+                    job.id,
+                    exc.message,
+                    extra={"job": job.id},
+                )
         for job in self.store.in_state(JobState.created):  # its upload died with the server
             paths = self.store.paths(job.id)
             paths.tar.unlink(missing_ok=True)
@@ -179,7 +185,12 @@ class Scheduler:
             try:
                 self.store.finish_if(job.id, JobState.created, Verdict.infrastructure_error, UPLOAD_CUT)
             except KcoralError as exc:
-                log.error("job %s was waiting for its upload; cannot record it: %s", job.id, exc.message)
+                log.error(
+                    "job %s was waiting for its upload; cannot record it: %s",
+                    job.id,
+                    exc.message,
+                    extra={"job": job.id},
+                )
         try:
             removed = self.executor.remove_orphans()
             if removed:
@@ -225,7 +236,7 @@ class Scheduler:
             if not self._claim(job, lease):
                 self.placement.release(lease)
                 continue
-            worker = threading.Thread(target=self._run, args=(job, lease), name=f"job-{job.id}", daemon=True)
+            worker = threading.Thread(target=self._run, args=(job, lease), name=job_thread(job.id), daemon=True)
             with self._lock:
                 self._workers[job.id] = worker
             worker.start()
@@ -237,7 +248,7 @@ class Scheduler:
                 return False
             self._cancels[job.id] = threading.Event()
             self.store.mark_running(job.id, lease.name, lease.gpus)
-        log.info("job %s claimed %s", job.id, lease.name)
+        log.info("job %s claimed %s", job.id, lease.name, extra={"job": job.id})
         return True
 
     def _attach(self, job: JobRecord) -> None:
@@ -245,11 +256,18 @@ class Scheduler:
         assert self.remote is not None
         lease = self.remote.cluster.lease_of(job.slot)
         self.remote.cluster.hold(lease)
-        worker = threading.Thread(target=self._run_remote, args=(job, lease, True), name=f"job-{job.id}", daemon=True)
+        worker = threading.Thread(
+            target=self._run_remote, args=(job, lease, True), name=job_thread(job.id), daemon=True
+        )
         with self._lock:
             self._cancels[job.id] = threading.Event()
             self._workers[job.id] = worker
-        log.warning("job %s runs on host %s since before this start: following it again", job.id, lease.host)
+        log.warning(
+            "job %s runs on host %s since before this start: following it again",
+            job.id,
+            lease.host,
+            extra={"job": job.id},
+        )
         worker.start()
 
     def _run_remote(self, job: JobRecord, lease: Lease, attach: bool = False) -> None:
@@ -298,7 +316,7 @@ class Scheduler:
                 )
             )
         except Exception as exc:
-            log.exception("job %s: executor crashed", job.id)
+            log.exception("job %s: executor crashed", job.id, extra={"job": job.id})
             result = RunResult(Verdict.infrastructure_error, reason=f"executor crashed: {exc}")
         finally:
             try:
@@ -322,9 +340,15 @@ class Scheduler:
             self.store.finish(
                 job_id, result.verdict, result.exit_code, result.reason, result.outputs, result.log_bytes, result.steps
             )
-            log.info("job %s finished: %s %s", job_id, result.verdict, result.exit_code)
+            log.info("job %s finished: %s %s", job_id, result.verdict, result.exit_code, extra={"job": job_id})
         except KcoralError as exc:
-            log.error("job %s finished (%s) but cannot be recorded yet: %s", job_id, result.verdict, exc.message)
+            log.error(
+                "job %s finished (%s) but cannot be recorded yet: %s",
+                job_id,
+                result.verdict,
+                exc.message,
+                extra={"job": job_id},
+            )
             with self._lock:
                 self._unrecorded[job_id] = result
 

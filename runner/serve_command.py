@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import logging
 from pathlib import Path
 
 import typer
 
+from kcoral.runner.logsetup import FORMATS, configure
 from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
 
 
@@ -58,6 +58,7 @@ def serve(
     job_env: list[str] = typer.Option([], help="NAME=VALUE added to every job's environment"),
     tasks_dir: Path | None = typer.Option(None, help="protected tasks directory (default: the repository's tasks/)"),
     log_level: str = typer.Option("info", help="debug | info | warning"),
+    log_format: str = typer.Option("text", help="text | json (one object a line, each job's lines with its id)"),
     shutdown_grace: float = typer.Option(
         30.0, min=0, help="on SIGTERM: seconds running jobs get to finish before they are interrupted"
     ),
@@ -67,11 +68,16 @@ def serve(
     warm_up: list[str] = typer.Option(
         [], help="evaluate this task's template at the start, so its kernels are cached before the first request"
     ),
+    metrics_public: bool = typer.Option(
+        False, help="serve /metrics (Prometheus) without a token; with a tokens file it wants one otherwise"
+    ),
     ray: str = typer.Option(
         "", "--ray", help="a Ray cluster's address: run jobs on its hosts' agents (`kcoral agent`), not here"
     ),
 ) -> None:
     """Run the kcoral job server."""
+    if log_format not in FORMATS:
+        raise typer.BadParameter("--log-format must be text or json")
     if gpu_mode not in ("auto", "runtime", "devices"):
         raise typer.BadParameter("--gpu-mode must be auto, runtime or devices")
     settings = Settings(
@@ -94,6 +100,7 @@ def serve(
         standby=standby,
         warm_up=tuple(dict.fromkeys(warm_up)),
         ray_address=ray,
+        metrics_public=metrics_public,
     )
     exposed = settings.exposed_secrets()
     if exposed:
@@ -110,7 +117,7 @@ def serve(
     from kcoral.runner.warmup import template
     from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    configure(log_level, log_format)
     try:
         for task_id in settings.warm_up:
             template(settings.tasks_dir or DEFAULT_TASKS_DIR, task_id)
@@ -118,4 +125,4 @@ def serve(
     except (KcoralError, ValueError) as exc:
         typer.echo(f"kcoral serve: {getattr(exc, 'message', exc)}", err=True)
         raise typer.Exit(2) from None
-    run_server(app, host, port, log_level)
+    run_server(app, host, port, log_level, log_format)

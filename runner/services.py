@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from kcoral.runner.auth import Authenticator, load_tokens
+from kcoral.runner.auth import Authenticator, load_operators, load_tokens
 from kcoral.runner.errors import Conflict
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpus import Nvml
@@ -81,7 +81,9 @@ class Services:
         executor = DockerExecutor(settings)
         scheduler = Scheduler(store, placement, executor, nvml, settings, remote)
         tokens = load_tokens(settings.tokens_file) if settings.tokens_file else None
-        return cls(settings, store, nvml, gpus, placement, executor, scheduler, Authenticator(tokens))
+        operators = load_operators(settings.tokens_file) if settings.tokens_file else frozenset()
+        auth = Authenticator(tokens, operators)
+        return cls(settings, store, nvml, gpus, placement, executor, scheduler, auth)
 
 
 def select_gpus(found: list[GpuInfo], wanted: str | tuple[int, ...]) -> list[GpuInfo]:

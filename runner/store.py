@@ -181,6 +181,22 @@ class JobPaths:
         return earlier if earlier.is_dir() else self.root / "snapshot"
 
 
+@dataclass(frozen=True)
+class StoreStats:
+    """Aggregates of the store's jobs (:meth:`JobStore.stats`)."""
+
+    #: (kind, state, verdict or "") -> jobs
+    jobs: dict[tuple[str, str, str], int]
+    #: owner -> queued jobs
+    queued: dict[str, int]
+    #: of finished jobs that ran: (count, sum of seconds, count at or under each bucket's bound)
+    wait: tuple[int, float, list[int]]
+    run: tuple[int, float, list[int]]
+    input_bytes: int
+    log_bytes: int
+    output_bytes: int
+
+
 def jobs_dir(data_dir: Path) -> Path:
     """Where the job folders of a data dir are (``JOB_ID/`` each)."""
     return data_dir / "jobs"
@@ -373,6 +389,38 @@ class JobStore:
         except sqlite3.Error as exc:
             raise InfrastructureError(f"job database error: {exc}") from None
         return {str(owner): float(started) for owner, started in rows}
+
+    def stats(self, buckets: tuple[float, ...]) -> StoreStats:
+        """What /metrics says of the jobs the store holds (runner.metrics): one pass of aggregates."""
+        wait, run = "(started - queued)", "(finished - started)"
+        cuts = ", ".join(f"SUM({x} <= {float(b)!r})" for x in (wait, run) for b in buckets)
+        try:
+            with self._lock:
+                db = self._db
+                counts = db.execute(
+                    "SELECT json_extract(spec, '$.kind'), state, COALESCE(verdict, ''), COUNT(*) FROM jobs "
+                    "GROUP BY 1, 2, 3"
+                ).fetchall()
+                queued = db.execute("SELECT owner, COUNT(*) FROM jobs WHERE state='queued' GROUP BY owner").fetchall()
+                sums = db.execute(
+                    f"SELECT COUNT({wait}), TOTAL({wait}), COUNT({run}), TOTAL({run}), TOTAL(input_bytes), "
+                    f"TOTAL(log_bytes), {cuts} FROM jobs WHERE state='finished'"
+                ).fetchone()
+                outputs = db.execute(
+                    "SELECT TOTAL(json_extract(o.value, '$.size')) FROM jobs, json_each(jobs.outputs) AS o"
+                ).fetchone()[0]
+        except sqlite3.Error as exc:
+            raise InfrastructureError(f"job database error: {exc}") from None
+        n = len(buckets)
+        return StoreStats(
+            jobs={(str(k), str(st), str(v)): int(c) for k, st, v, c in counts},
+            queued={str(owner): int(c) for owner, c in queued},
+            wait=(int(sums[0]), float(sums[1]), [int(x or 0) for x in sums[6 : 6 + n]]),
+            run=(int(sums[2]), float(sums[3]), [int(x or 0) for x in sums[6 + n : 6 + 2 * n]]),
+            input_bytes=int(sums[4]),
+            log_bytes=int(sums[5]),
+            output_bytes=int(outputs or 0),
+        )
 
     def _select(self, where: str, args: tuple[object, ...]) -> builtins.list[JobRecord]:
         try:

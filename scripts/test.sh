@@ -3,6 +3,11 @@
 # see scripts/gpu-host-e2e.sh). Lint and types first: a ruff or mypy finding fails the run.
 set -euo pipefail
 source "$(dirname "$0")/install.sh"
+# the web page's tests drive a real browser: Debian's chromium and its driver
+if ! command -v chromium > /dev/null || ! command -v chromedriver > /dev/null; then
+  apt-get update -q > /dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-dejavu-core > /dev/null
+fi
 ruff check .
 ruff format --check .
 mypy

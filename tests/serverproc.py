@@ -39,8 +39,11 @@ class ServerProcess:
         port: int | None = None,
         *extra: str,
         env: dict[str, str] | None = None,
+        log: Path | None = None,
     ) -> None:
         self.data_dir, self.image, self.cpu_slots = data_dir, image, cpu_slots
+        #: where the server's stdout and stderr go (None: this process's)
+        self.log = log
         self.port = port or free_port()
         self.extra = extra
         self.env = env or {}
@@ -49,14 +52,17 @@ class ServerProcess:
 
     def start(self, timeout: float = 30) -> ServerProcess:
         """Start the server and wait for its health check; AssertionError when it does not come up."""
+        out = open(self.log, "ab") if self.log is not None else None  # noqa: SIM115 - the child keeps it
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kcoral", "serve", "--port", str(self.port), "--data-dir", str(self.data_dir),
              "--image", self.image, "--gpus", "none", "--cpu-slots", str(self.cpu_slots),
              "--log-level", "warning", *self.extra],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), **self.env},
-            start_new_session=True,
+            start_new_session=True, stdout=out, stderr=subprocess.STDOUT if out else None,
         )  # fmt: skip
+        if out is not None:
+            out.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

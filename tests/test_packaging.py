@@ -124,3 +124,6 @@ def test_the_wheel_carries_the_task_manifests(client_venv: Path) -> None:
         f"kcoral/{p.relative_to(ROOT).as_posix()}" for p in (ROOT / "tasks").rglob("manifest.json")
     ), manifests
     assert (site / "kcoral" / "images" / "cpu" / "Dockerfile").is_file()
+    # the web page's templates and vendored scripts (runner.web)
+    for name in ("templates/job.html", "static/htmx-2.0.4.min.js", "static/uPlot-1.6.31.iife.min.js"):
+        assert (site / "kcoral" / "runner" / "web" / name).is_file(), name

@@ -140,6 +140,8 @@ def test_an_evaluation_runs_on_a_host_and_kcoral_gpus_shows_every_host(cluster: 
     assert {(r["host"], r["slot"], r["type"]) for r in rows} == {("hostA", "cpu0", "fakeA"), ("hostB", "cpu0", "fakeB")}
     text = subprocess.run(cli, capture_output=True, text=True, check=True).stdout
     assert "hostA" in text and "fakeB" in text
+    metrics = httpx.get(f"{cluster.front.url}/metrics").text  # every host's slots
+    assert 'kcoral_slot_busy{slot="hostA/cpu0"}' in metrics and 'kcoral_slot_drained{slot="hostB/cpu0"} 0.0' in metrics
 
 
 def test_a_cancelled_job_stops_on_its_host(cluster: RayCluster) -> None:
@@ -171,6 +173,25 @@ def test_a_killed_front_end_finds_its_jobs_again_and_runs_the_queue_once(cluster
         assert http.get(f"/v1/jobs/{running}/log").text == "start\nend\n"
         assert http.get(f"/v1/jobs/{queued}/log").text == "start\nend\n"
         assert second["times"]["started"] >= first["times"]["finished"] - 1.0
+
+
+def test_a_front_end_stopped_by_sigterm_leaves_its_hosts_jobs_running(cluster: RayCluster) -> None:
+    """Unlike a single server (which interrupts its jobs after the grace period), a cluster's front
+    end leaves its jobs to their hosts: the next start follows them to their end."""
+    assert cluster.front is not None
+    with front(cluster) as http:
+        job_id = submit(http, {"m.py": SLEEPER}, ["m.py"], env={"NAP": "5"}, gpu_type="fakeB")
+        wait_started(http, job_id)
+    began = time.monotonic()
+    cluster.front.stop()
+    # it left by itself (SIGTERM's own status after its shutdown: 15 under Ray's handler), not by the
+    # SIGKILL that follows a stop that takes too long, and it did not wait for the job
+    assert cluster.front.proc is not None and cluster.front.proc.returncode in (0, 15, -15)
+    assert time.monotonic() - began < 15
+    cluster.front.start(timeout=60)
+    with front(cluster) as http:
+        job = wait(http, job_id)
+        assert job["verdict"] == "ok" and http.get(f"/v1/jobs/{job_id}/log").text == "start\nend\n", job
 
 
 def test_a_draining_host_finishes_its_jobs_and_takes_no_new_ones(cluster: RayCluster) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.runner.auth import LOCAL_OWNER, Authenticator, load_tokens
+from kcoral.runner.auth import LOCAL_OWNER, Authenticator, load_operators, load_tokens
 from kcoral.runner.errors import BadRequest, Unauthorized
 
 TOKEN = "a" * 16
@@ -39,7 +39,17 @@ def test_too_many_words(tmp_path: Path) -> None:
     path = tokens_file(tmp_path, f"\nalice bob {TOKEN}\n")
     with pytest.raises(BadRequest) as exc:
         load_tokens(path)
-    assert exc.value.message == f"{path}:2: expected 'NAME TOKEN' or 'TOKEN'"
+    assert exc.value.message == f"{path}:2: expected 'NAME TOKEN', 'TOKEN' or 'NAME TOKEN operator'"
+
+
+def test_operators_are_marked_in_the_tokens_file(tmp_path: Path) -> None:
+    lines = [f"alice {TOKEN} operator", "bob " + "b" * 16]
+    path = tokens_file(tmp_path, "\n".join(lines) + "\n")
+    assert load_tokens(path) == {TOKEN: "alice", "b" * 16: "bob"}
+    assert load_operators(path) == {"alice"}
+    auth = Authenticator(load_tokens(path), load_operators(path))
+    assert auth.is_operator("alice") and not auth.is_operator("bob")
+    assert Authenticator(None).is_operator(LOCAL_OWNER)
 
 
 @pytest.mark.parametrize("text", ["", "\n# only a comment\n  \n"])

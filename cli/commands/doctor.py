@@ -1,0 +1,174 @@
+"""``kcoral doctor``: is everything in place to run jobs? The client's side (its server, its token, the
+versions, the clocks), then the server's (its engine, GPUs, images, profilers, disk), one line each:
+ok, warn or fail, and what to do about it. ``--json`` for agents; exit status 1 when a check fails."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import typer
+
+from kcoral import __version__
+from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption
+from kcoral.cli.errors import KcoralError
+from kcoral.cli.output import emit_json
+
+#: the clocks may differ by this much (seconds) before it is worth a warning (job times come from the server)
+CLOCK_SKEW_S = 5.0
+#: free bytes in the server's data dir under which a check warns, and fails
+DISK_WARN = 10 << 30
+DISK_FAIL = 1 << 30
+
+
+@dataclass
+class Check:
+    name: str
+    #: ok | warn | fail
+    status: str
+    detail: str
+    fix: str = ""
+
+
+def doctor(remote: RemoteOption = None, token: TokenOption = None, json: JsonOption = False) -> None:
+    """Check the client's set-up and the server's, one line each (ok / warn / fail, with the fix).
+
+    Exit status: 0 nothing failed (warnings allowed), 1 a check failed.
+    """
+    checks = run_checks(remote, token)
+    failed = any(c.status == "fail" for c in checks)
+    if json:
+        emit_json({"ok": not failed, "checks": [asdict(c) for c in checks]})
+    else:
+        width = max(len(c.name) for c in checks)
+        for c in checks:
+            typer.echo(f"{c.status:<4}  {c.name:<{width}}  {c.detail}")
+            if c.fix and c.status != "ok":
+                typer.echo(f"{'':<4}  {'':<{width}}  fix: {c.fix}")
+    raise typer.Exit(1 if failed else 0)
+
+
+def run_checks(remote: str | None, token: str | None) -> list[Check]:
+    checks = [Check("client", "ok", f"kcoral {__version__}, Python {sys.version.split()[0]}")]
+    if not remote:
+        checks.append(Check("server", "fail", "no server given", "pass --remote URL or set KCORAL_REMOTE"))
+        return checks
+    from kcoral.cli.client import KcoralClient
+
+    asked = time.time()
+    try:
+        with KcoralClient(remote, token or None, 15.0) as client:
+            health = client.health()
+    except KcoralError as exc:
+        fix = "is `kcoral serve` running there, and is the URL (scheme, host, port) right?"
+        checks.append(Check("server", "fail", f"{remote}: {exc.message}", fix))
+        return checks
+    answered = time.time()
+    checks.append(Check("server", "ok", f"{remote} answers"))
+    if "docker" not in health:  # the server tells an unknown token no more than that it wants one
+        what = "the server does not know this token" if token else "the server wants a token"
+        checks.append(Check("token", "fail", what, "set KCORAL_TOKEN or pass --token (the operator's tokens file)"))
+        return checks
+    checks.append(Check("token", "ok", "accepted" if health.get("auth") else "not needed (no tokens file there)"))
+    checks.append(_versions(health))
+    checks.append(_clock(health, (asked + answered) / 2))
+    checks.append(_engine(health.get("docker") or {}))
+    checks += _gpus(health)
+    checks += _images(health.get("images") or [])
+    checks += _profilers(health.get("profiling") or {})
+    checks.append(_disk(health.get("data_dir_free_bytes")))
+    return checks
+
+
+def _versions(health: dict[str, Any]) -> Check:
+    server = health.get("version")
+    if server == __version__:
+        return Check("versions", "ok", f"client and server are kcoral {server}")
+    return Check("versions", "warn", f"client {__version__}, server {server or 'older than 0.1'}",
+                 f"pip install 'kcoral=={server}'" if server else "update the server")  # fmt: skip
+
+
+def _clock(health: dict[str, Any], local: float) -> Check:
+    server = health.get("time")
+    if not isinstance(server, int | float):
+        return Check("clock", "warn", "the server does not say its time", "update the server")
+    skew = float(server) - local
+    detail = f"the server's clock is {abs(skew):.1f} s {'ahead' if skew > 0 else 'behind'}"
+    if abs(skew) > CLOCK_SKEW_S:
+        return Check("clock", "warn", detail, "sync both clocks (timedatectl set-ntp true)")
+    return Check("clock", "ok", detail)
+
+
+def _engine(docker: dict[str, Any]) -> Check:
+    if not docker.get("ok"):
+        return Check("engine", "fail", f"Docker: {docker.get('error', 'not reachable')}",
+                     "start the server's Docker engine (bash scripts/install.sh)")  # fmt: skip
+    return Check("engine", "ok", f"Docker {docker.get('version', '?')} ({docker.get('storage', '?')}, "
+                 f"cgroup v{docker.get('cgroup', '?')})")  # fmt: skip
+
+
+def _gpus(health: dict[str, Any]) -> list[Check]:
+    leases = health.get("leases") or {}
+    if leases.get("cluster"):
+        rows = health.get("cluster_slots") or []
+        if not rows:
+            return [
+                Check("hosts", "warn", "no host has joined the cluster", "run `kcoral agent --ray ...` on a GPU host")
+            ]
+        return [_slot_check(f"{r['host']}/{r['slot']}", f"{r['type']} {r['gpu']}", r["state"]) for r in rows]
+    drained = leases.get("drained") or {}
+    gpus = health.get("gpus") or []
+    if not gpus:
+        nvml = (health.get("nvml") or {}).get("error") or ""
+        slots = ", ".join(s for s in leases.get("slots", []) if s.startswith("cpu")) or "none"
+        detail = f"none: jobs run on CPU slots ({slots})" + (f"; {nvml}" if nvml else "")
+        return [Check("gpus", "ok", detail)]
+    checks = [Check("gpu mode", "ok", str(health.get("gpu_mode")))]
+    for gpu in gpus:
+        slot = f"gpu{gpu.get('index')}"
+        state = f"drained: {drained[slot]}" if slot in drained else "free" if slot in leases.get("free", []) else "busy"
+        checks.append(_slot_check(slot, f"{gpu.get('name')} {gpu.get('uuid')}", state))
+    return checks
+
+
+def _slot_check(name: str, what: str, state: str) -> Check:
+    if state.startswith("drained"):
+        return Check(name, "warn", f"{what}: {state}", "clean the GPU (nvidia-smi), then restart the server or agent")
+    return Check(name, "ok", f"{what}: {state}")
+
+
+def _images(images: list[dict[str, Any]]) -> list[Check]:
+    checks = []
+    for image in images:
+        ref = image.get("ref", "?")
+        if image.get("present"):
+            checks.append(Check("image", "ok", f"{ref} {image.get('digest', '')}"))
+        else:
+            checks.append(Check("image", "fail", f"{ref}: {image.get('error', 'absent')}",
+                                "on the server: kcoral images build (README \"Set up\")"))  # fmt: skip
+    return checks
+
+
+def _profilers(profiling: dict[str, Any]) -> list[Check]:
+    checks = []
+    for tool in ("ncu", "iket"):
+        info = profiling.get(tool)
+        if isinstance(info, dict):
+            if info.get("ok"):
+                checks.append(Check(tool, "ok", str(info.get("image") or info.get("path") or "available")))
+            else:
+                checks.append(Check(tool, "warn", str(info.get("reason") or "not available"), 'see README "GPU hosts"'))
+    return checks
+
+
+def _disk(free: object) -> Check:
+    if not isinstance(free, int):
+        return Check("disk", "warn", "the server does not say its free space", "update the server")
+    detail = f"{free / (1 << 30):.1f} GiB free in the data dir"
+    if free < DISK_FAIL:
+        return Check("disk", "fail", detail, "free space under the server's data dir: jobs cannot keep their files")
+    if free < DISK_WARN:
+        return Check("disk", "warn", detail, "free space under the server's data dir")
+    return Check("disk", "ok", detail)

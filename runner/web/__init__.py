@@ -1,0 +1,350 @@
+"""The web page ``kcoral serve`` serves at ``/ui``: jobs (a live list, each job's live log, outputs,
+receipt and image), evaluations (the per-workload table, the timing samples as a plot, telemetry, two
+side by side) and the host (GPUs, leases, drains, the queue per token, images, profilers).
+
+Server-rendered Jinja2 templates (autoescaped: every job-chosen text is escaped), htmx for the live
+parts and uPlot for the sample plot, both vendored in ``static/`` (no build step). Auth: the login
+form takes a token and keeps it in an HttpOnly, SameSite=Strict cookie; a token sees its own jobs, an
+operator's (tokens file: ``NAME TOKEN operator``) every job. Nothing changes state on a GET; cancel
+is a POST carrying a CSRF token derived from the session's token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from kcoral.runner.archive import safe_output_path
+from kcoral.runner.errors import BadRequest, NotFound, Unauthorized
+from kcoral.runner.jobfs import read_file
+from kcoral.runner.models import JobState
+from kcoral.runner.printable import printable
+from kcoral.runner.store import JobRecord
+
+HERE = Path(__file__).resolve().parent
+COOKIE = "kcoral_token"
+#: the most of a job's log the page shows (its end)
+LOG_TAIL = 256 << 10
+#: the most of a report or receipt the page reads
+DOC_BYTES = 8 << 20
+STATES = ("created", "queued", "running", "finished")
+KINDS = ("python", "eval", "ncu", "iket")
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+static = StaticFiles(directory=HERE / "static")
+#: the CSRF tokens' key: a new one per process (a page from before a restart is refused once)
+_CSRF_KEY = secrets.token_bytes(32)
+
+
+class _Session:
+    """Who is looking: the owner the cookie's token stands for, and whether they see every job."""
+
+    def __init__(self, request: Request) -> None:
+        self.svc = request.app.state.services
+        token = request.cookies.get(COOKIE, "")
+        self.owner = self.svc.auth.owner(f"Bearer {token}" if token else None)
+        self.operator = self.svc.auth.is_operator(self.owner)
+        self.csrf = hmac.new(_CSRF_KEY, f"{self.owner}:{token}".encode(), hashlib.sha256).hexdigest()
+
+    def job(self, job_id: str) -> JobRecord:
+        """The job, if this session may see it (the same answer for another's job as for none)."""
+        try:
+            job: JobRecord = self.svc.store.get(job_id)
+        except NotFound:
+            raise NotFound(f"no job {printable(job_id[:100])}") from None
+        if not self.operator and job.owner != self.owner:
+            raise NotFound(f"no job {printable(job_id[:100])}")
+        return job
+
+    def jobs(self, limit: int = 200) -> list[JobRecord]:
+        found: list[JobRecord] = self.svc.store.list(None if self.operator else self.owner, limit)
+        return found
+
+
+def _page(name: str, session: _Session | None, **values: Any) -> HTMLResponse:
+    html = templates.get_template(name).render(session=session, **values)
+    return HTMLResponse(html, headers=_HEADERS)
+
+
+#: no framing, no inline script from elsewhere, no referrer: the page shows what jobs chose
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "frame-ancestors 'none'; form-action 'self'",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def _session(request: Request) -> _Session | None:
+    try:
+        return _Session(request)
+    except Unauthorized:
+        return None
+
+
+def _login_needed() -> RedirectResponse:
+    return RedirectResponse("/ui/login", status_code=303)
+
+
+# --- login --------------------------------------------------------------------------------------
+
+
+@router.get("/login")
+def login_form(request: Request) -> HTMLResponse:
+    return _page("login.html", None, error="")
+
+
+async def _form(request: Request, name: str) -> str:
+    """A field of a urlencoded form (the page's two forms have one field each that matters)."""
+    body = await request.body()
+    if len(body) > 4096:
+        raise BadRequest("form too large")
+    return parse_qs(body.decode(errors="replace")).get(name, [""])[0]
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    token = await _form(request, "token")
+    svc = request.app.state.services
+    try:
+        svc.auth.owner(f"Bearer {token.strip()}")
+    except Unauthorized:
+        page = _page("login.html", None, error="this server does not know that token")
+        page.status_code = 401
+        return page
+    answer = RedirectResponse("/ui/jobs", status_code=303)
+    answer.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", path="/ui")
+    return answer
+
+
+@router.post("/logout")
+def logout() -> Response:
+    answer = RedirectResponse("/ui/login", status_code=303)
+    answer.delete_cookie(COOKIE, path="/ui")
+    return answer
+
+
+# --- jobs ---------------------------------------------------------------------------------------
+
+
+@router.get("")
+def home() -> RedirectResponse:
+    return RedirectResponse("/ui/jobs", status_code=303)
+
+
+@router.get("/jobs")
+def jobs_page(request: Request, state: str = "", kind: str = "", task: str = "") -> Response:
+    session = _session(request)
+    if session is None:
+        return _login_needed()
+    filters = _filters(state, kind, task)
+    return _page("jobs.html", session, rows=_rows(session, filters), filters=filters, states=STATES, kinds=KINDS)
+
+
+@router.get("/jobs/rows")
+def jobs_rows(request: Request, state: str = "", kind: str = "", task: str = "") -> Response:
+    session = _session(request)
+    if session is None:
+        return Response(status_code=401)
+    return _page("job_rows.html", session, rows=_rows(session, _filters(state, kind, task)))
+
+
+def _filters(state: str, kind: str, task: str) -> dict[str, str]:
+    if state and state not in STATES:
+        raise BadRequest(f"state must be one of {', '.join(STATES)}")
+    if kind and kind not in KINDS:
+        raise BadRequest(f"kind must be one of {', '.join(KINDS)}")
+    return {"state": state, "kind": kind, "task": task[:200]}
+
+
+def _rows(session: _Session, filters: dict[str, str]) -> list[dict[str, Any]]:
+    rows = []
+    for job in session.jobs():
+        task = getattr(job.spec, "task", "") or ""
+        if filters["state"] and job.state.value != filters["state"]:
+            continue
+        if filters["kind"] and job.spec.kind.value != filters["kind"]:
+            continue
+        if filters["task"] and filters["task"] not in task:
+            continue
+        rows.append(_row(session, job, task))
+    return rows
+
+
+def _row(session: _Session, job: JobRecord, task: str) -> dict[str, Any]:
+    times = job.times
+    ran = (times.finished or time.time()) - times.started if times.started else None
+    summary = _summary(session, job) if task else {}
+    return {
+        "job": job,
+        "kind": job.spec.kind.value,
+        "what": task or " ".join(job.spec.words())[:120],
+        "outcome": job.verdict.value if job.verdict else job.state.value,
+        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(times.created)),
+        "ran": f"{ran:.1f} s" if ran is not None else "",
+        "score": f"{summary['speedup']:.4f}x" if isinstance(summary.get("speedup"), int | float) else "",
+    }
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, job_id: str) -> Response:
+    session = _session(request)
+    if session is None:
+        return _login_needed()
+    job = session.job(job_id)
+    report, receipt = _report(session, job), _doc(session, job, "receipt.json")
+    return _page(
+        "job.html",
+        session,
+        job=job,
+        live=job.state != JobState.finished,
+        report=report,
+        receipt=receipt,
+        plot=json.dumps(_plot_series(receipt)),
+        row=_row(session, job, getattr(job.spec, "task", "") or ""),
+    )
+
+
+@router.get("/jobs/{job_id}/log")
+def job_log(request: Request, job_id: str) -> Response:
+    """The end of the job's log (escaped); htmx swaps it in while the job runs."""
+    session = _session(request)
+    if session is None:
+        return Response(status_code=401)
+    job = session.job(job_id)
+    text, size = _tail(session.svc.store.paths(job.id).log, LOG_TAIL)
+    headers = {} if job.state != JobState.finished else {"HX-Trigger": "job-finished"}
+    page = _page("log.html", session, text=printable(text, newlines=True), cut=size > LOG_TAIL, job=job)
+    page.headers.update(headers)
+    return page
+
+
+def _tail(path: Path, most: int) -> tuple[str, int]:
+    """The last ``most`` bytes of a log (as text), and the log's size; ("", 0) before it exists."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(max(0, size - most))
+            return f.read(most).decode(errors="replace"), size
+    except FileNotFoundError:
+        return "", 0
+
+
+@router.get("/jobs/{job_id}/outputs/{path:path}")
+def job_output(request: Request, job_id: str, path: str) -> Response:
+    session = _session(request)
+    if session is None:
+        return Response(status_code=401)
+    job = session.job(job_id)
+    if path not in {o.path for o in job.outputs}:
+        raise NotFound(f"job {job.id} has no output file {printable(path[:200])!r}")
+    where = safe_output_path(session.svc.store.paths(job.id).outputs, path)
+    return FileResponse(where, media_type="application/octet-stream", filename=Path(path).name)
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def cancel(request: Request, job_id: str) -> Response:
+    csrf = await _form(request, "csrf")
+    session = _session(request)
+    if session is None:
+        return Response(status_code=401)
+    if not hmac.compare_digest(csrf, session.csrf):
+        return Response("this form is stale or not this page's: reload the job's page", status_code=403)
+    job = session.job(job_id)
+    session.svc.scheduler.cancel(job.id)
+    return RedirectResponse(f"/ui/jobs/{job.id}", status_code=303)
+
+
+# --- evaluations --------------------------------------------------------------------------------
+
+
+def _doc(session: _Session, job: JobRecord, name: str) -> dict[str, Any]:
+    """An output JSON document of the job ({} when it has none or it does not parse)."""
+    if name not in {o.path for o in job.outputs}:
+        return {}
+    try:
+        data = json.loads(read_file(session.svc.store.paths(job.id).outputs, name, DOC_BYTES))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _report(session: _Session, job: JobRecord) -> dict[str, Any]:
+    return _doc(session, job, "report.json")
+
+
+#: finished evaluations' summaries (a finished job's report does not change), for the list's rows
+_SUMMARIES: dict[str, dict[str, Any]] = {}
+_SUMMARIES_KEPT = 2000
+
+
+def _summary(session: _Session, job: JobRecord) -> dict[str, Any]:
+    """The report's summary of an evaluation (read once per finished job, not at every refresh)."""
+    if job.id in _SUMMARIES:
+        return _SUMMARIES[job.id]
+    summary = _report(session, job).get("summary")
+    summary = summary if isinstance(summary, dict) else {}
+    if job.state == JobState.finished:
+        if len(_SUMMARIES) >= _SUMMARIES_KEPT:
+            _SUMMARIES.pop(next(iter(_SUMMARIES)))
+        _SUMMARIES[job.id] = summary
+    return summary
+
+
+def _plot_series(receipt: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
+    """workload -> {"baseline": [ms...], "kernel": [ms...]} for the sample plot."""
+    out = {}
+    for workload, timing in (receipt.get("timings") or {}).items():
+        if isinstance(timing, dict):
+            base, kern = timing.get("baseline_ms") or [], timing.get("kernel_ms") or []
+            out[str(workload)] = {
+                "baseline": [float(x) for x in base if isinstance(x, int | float)],
+                "kernel": [float(x) for x in kern if isinstance(x, int | float)],
+            }
+    return out
+
+
+@router.get("/compare")
+def compare(request: Request, a: str = Query(...), b: str = Query(...)) -> Response:
+    session = _session(request)
+    if session is None:
+        return _login_needed()
+    sides = []
+    for job_id in (a, b):
+        job = session.job(job_id)
+        sides.append({"job": job, "report": _report(session, job)})
+    return _page("compare.html", session, sides=sides)
+
+
+# --- the host -----------------------------------------------------------------------------------
+
+
+@router.get("/host")
+def host(request: Request) -> Response:
+    from kcoral.runner.api import server_facts
+
+    session = _session(request)
+    if session is None:
+        return _login_needed()
+    svc = session.svc
+    facts = server_facts(svc)
+    telemetry = {g.index: svc.nvml.telemetry(g.index) or {} for g in svc.gpus}
+    queued: dict[str, int] = {}
+    for job in svc.store.in_state(JobState.queued):
+        if session.operator or job.owner == session.owner:
+            queued[job.owner] = queued.get(job.owner, 0) + 1
+    return _page("host.html", session, facts=facts, telemetry=telemetry, queued=queued)

@@ -1,0 +1,59 @@
+"""``kcoral doctor`` against live servers: each check's line, the fix on what fails, exit status 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.serverproc import ROOT, free_port
+
+
+def doctor(*args: str, token: str = "") -> tuple[int, dict[str, Any], str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("KCORAL_REMOTE", "KCORAL_TOKEN")}
+    if token:
+        env["KCORAL_TOKEN"] = token
+    run = [sys.executable, "-m", "kcoral", "doctor", *args]
+    as_json = subprocess.run([*run, "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    text = subprocess.run(run, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert as_json.returncode == text.returncode and "Traceback" not in as_json.stderr + text.stderr
+    return as_json.returncode, json.loads(as_json.stdout), text.stdout
+
+
+def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in doc["checks"]}
+
+
+def test_a_healthy_server_passes_every_check(server_factory: Any) -> None:
+    srv = server_factory()
+    code, doc, text = doctor("--remote", srv.url)
+    checks = by_name(doc)
+    assert code == 0 and doc["ok"], doc
+    for name in ("client", "server", "token", "versions", "clock", "engine", "gpus", "image", "disk"):
+        assert name in checks, name
+    assert checks["engine"]["status"] == "ok" and checks["engine"]["detail"].startswith("Docker ")
+    assert checks["image"]["status"] == "ok" and "sha256:" in checks["image"]["detail"]
+    assert checks["clock"]["status"] == "ok" and checks["versions"]["status"] == "ok"
+    assert "CPU slots" in checks["gpus"]["detail"]
+    assert all(line.split()[0] in ("ok", "warn", "fail") for line in text.splitlines() if not line.startswith(" "))
+
+
+def test_what_fails_says_how_to_fix_it(server_factory: Any, tmp_path: Path) -> None:
+    code, doc, text = doctor("--remote", f"http://127.0.0.1:{free_port()}")
+    assert code == 1 and by_name(doc)["server"]["status"] == "fail" and "fix:" in text
+    code, doc, _ = doctor()
+    assert code == 1 and "KCORAL_REMOTE" in by_name(doc)["server"]["fix"]
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice " + "a" * 32 + "\n")
+    srv = server_factory(tokens_file=tokens, image="kcoral-no-such-image:latest")
+    code, doc, _ = doctor("--remote", srv.url)
+    assert code == 1 and by_name(doc)["token"]["detail"] == "the server wants a token"
+    code, doc, _ = doctor("--remote", srv.url, token="b" * 32)
+    assert code == 1 and by_name(doc)["token"]["detail"] == "the server does not know this token"
+    code, doc, text = doctor("--remote", srv.url, token="a" * 32)
+    checks = by_name(doc)
+    assert code == 1 and checks["token"]["status"] == "ok" and checks["image"]["status"] == "fail", doc
+    assert "kcoral images build" in checks["image"]["fix"] and "kcoral-no-such-image" in text

@@ -1,0 +1,152 @@
+"""The web page (runner.web) in a real browser: Debian's headless Chromium driven by selenium against
+a live server. Screenshots go to $KCORAL_SCREENSHOTS (default tests/web/artifacts, git-ignored)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.attacks.test_attacks import CANDIDATES
+from tests.conftest import make_tar
+
+SHOTS = Path(os.environ.get("KCORAL_SCREENSHOTS") or Path(__file__).parent / "artifacts")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    driver_path = shutil.which("chromedriver")
+    if driver_path is None:
+        pytest.fail("chromedriver is not installed (scripts/test.sh installs Debian's chromium-driver)")
+    options = webdriver.ChromeOptions()
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1000",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def shot(browser: webdriver.Chrome, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def until(browser: webdriver.Chrome, test: Any, timeout: float = 60) -> Any:
+    return WebDriverWait(browser, timeout, poll_frequency=0.2, ignored_exceptions=(WebDriverException,)).until(test)
+
+
+def outcome(browser: webdriver.Chrome, job_id: str) -> str:
+    return str(browser.find_element(By.CSS_SELECTOR, f'tr[data-job="{job_id}"]').get_attribute("data-outcome"))
+
+
+def test_the_jobs_list_updates_when_a_job_finishes(server_factory: Any, browser: webdriver.Chrome) -> None:
+    srv = server_factory(cpu_slots=1)
+    job = srv.submit({"m.py": "import time\nprint('working', flush=True)\ntime.sleep(4)"}, ["m.py"])
+    browser.get(f"{srv.url}/ui/jobs")
+    assert outcome(browser, job["id"]) in ("queued", "running")
+    until(browser, lambda b: outcome(b, job["id"]) == "ok")  # the rows refresh by themselves
+    shot(browser, "jobs")
+    browser.get(f"{srv.url}/ui/jobs?state=queued")
+    assert browser.find_elements(By.CSS_SELECTOR, f'tr[data-job="{job["id"]}"]') == []
+
+
+def test_a_jobs_log_streams_into_its_page(server_factory: Any, browser: webdriver.Chrome) -> None:
+    srv = server_factory(cpu_slots=1)
+    script = (
+        "import time\nfor i in range(8):\n    print(f'line {i}', flush=True)\n    time.sleep(0.5)\n"
+        "print('<b>not bold</b>')"
+    )
+    job = srv.submit({"m.py": script}, ["m.py"])
+    browser.get(f"{srv.url}/ui/jobs/{job['id']}")
+    until(browser, lambda b: "line 1" in b.find_element(By.ID, "log-text").text)
+    assert "line 7" not in browser.find_element(By.ID, "log-text").text  # the page came before the end
+    until(browser, lambda b: "line 7" in b.find_element(By.ID, "log-text").text)
+    until(browser, lambda b: "<b>not bold</b>" in b.find_element(By.ID, "log-text").text)  # escaped, shown as text
+    assert browser.find_elements(By.CSS_SELECTOR, "#log-text b") == []
+
+
+def test_an_evaluation_shows_its_workloads_and_its_samples_plot(server_factory: Any, browser: webdriver.Chrome) -> None:
+    srv = server_factory()
+    source = (CANDIDATES / "honest" / "solution.py").read_bytes()
+    r = srv.http.post("/v1/jobs", json={"kind": "eval", "task": "demo/softmax", "timeout_s": 300})
+    job_id = r.json()["id"]
+    assert srv.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": source})).status_code == 200
+    assert srv.wait(job_id, timeout=300)["verdict"] == "ok"
+    browser.get(f"{srv.url}/ui/jobs/{job_id}")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#workloads tbody tr")
+    assert len(rows) >= 5 and "speedup" in browser.find_element(By.ID, "score").text
+    until(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "#plots .plot canvas"))  # uPlot drew
+    assert browser.find_element(By.ID, "receipt").text.count("sha256") >= 1
+    shot(browser, "evaluation")
+    browser.execute_script("document.getElementById('plots').scrollIntoView()")
+    shot(browser, "evaluation-samples")
+    browser.get(f"{srv.url}/ui/compare?a={job_id}&b={job_id}")
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".side")) == 2
+    shot(browser, "compare")
+    browser.get(f"{srv.url}/ui/host")
+    assert "cpu0" in browser.find_element(By.ID, "slots").text
+    assert "kcoral-job:cpu" in browser.find_element(By.ID, "images").text
+    shot(browser, "host")
+
+
+def test_a_token_sees_its_own_jobs_and_nothing_changes_without_the_page(
+    server_factory: Any, browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    alice, bob, ops = "a" * 32, "b" * 32, "o" * 32
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"alice {alice}\nbob {bob}\nops {ops} operator\n")
+    srv = server_factory(tokens_file=tokens, cpu_slots=1)
+    as_alice = {"Authorization": f"Bearer {alice}"}
+    job_id = srv.http.post("/v1/jobs", json={"argv": ["m.py"]}, headers=as_alice).json()["id"]
+    srv.http.put(
+        f"/v1/jobs/{job_id}/input", content=make_tar({"m.py": "import time; time.sleep(60)"}), headers=as_alice
+    )
+
+    def log_in(token: str) -> None:
+        browser.delete_all_cookies()
+        browser.get(f"{srv.url}/ui/jobs")
+        assert browser.current_url.endswith("/ui/login")
+        browser.find_element(By.ID, "token").send_keys(token)
+        browser.find_element(By.CSS_SELECTOR, "#login button").click()
+
+    log_in("w" * 32)
+    assert "does not know that token" in browser.find_element(By.ID, "login-error").text
+    log_in(bob)
+    until(browser, lambda b: b.current_url.endswith("/ui/jobs"))
+    assert browser.find_elements(By.CSS_SELECTOR, "tr[data-job]") == []
+    browser.get(f"{srv.url}/ui/jobs/{job_id}")
+    assert job_id not in browser.find_element(By.TAG_NAME, "body").text.replace(f"no job {job_id}", "")
+    log_in(ops)
+    until(browser, lambda b: b.find_elements(By.CSS_SELECTOR, f'tr[data-job="{job_id}"]'))
+    shot(browser, "operator")
+    # a cancel without the page's CSRF token is refused, with it the job ends
+    cookie = {"kcoral_token": alice}
+    with httpx.Client(base_url=srv.url, cookies=cookie, follow_redirects=False) as http:
+        assert http.post(f"/ui/jobs/{job_id}/cancel", data={"csrf": "forged"}).status_code == 403
+        assert http.get(f"/ui/jobs/{job_id}").status_code == 200
+    log_in(alice)
+    browser.get(f"{srv.url}/ui/jobs/{job_id}")
+    browser.find_element(By.CSS_SELECTOR, "#cancel button").click()
+    deadline = time.monotonic() + 30
+    while srv.http.get(f"/v1/jobs/{job_id}", headers=as_alice).json()["verdict"] != "cancelled":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
