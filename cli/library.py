@@ -137,7 +137,7 @@ class Client:
     def iket(
         self,
         command: Sequence[str],
-        iket_args: Sequence[str] = ("profile", "--postprocess", "json"),
+        iket_args: Sequence[str] = ("profile", "--postprocess", "all"),
         send: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,

@@ -82,6 +82,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "wait": ("wait_cmd", "wait", False),
     "download": ("wait_cmd", "download", False),
     "doctor": ("doctor", "doctor", False),
+    "mcp": ("mcp_cmd", "mcp", False),
 }
 CORE_COMMANDS = frozenset(COMMANDS)
 _registered: set[str] = set()
@@ -217,12 +218,14 @@ def _quiet_broken_stdout() -> None:
 #: syntax highlighting): ~130 ms of every command on the dev VM. Each library copes with the
 #: import failing (that is how it runs where they are not installed).
 UNUSED_BY_CLIENT = ("trio", "anyio", "httpx._main")
+#: client commands that do run async code (the MCP server: anyio), and keep those imports
+ASYNC_COMMANDS = frozenset({"mcp"})
 
 
 def _skip_unused_imports(args: Sequence[str]) -> None:
     """For a client command run as its own process: make those imports fail at once. The server's
     commands need anyio, so they keep it."""
-    if args and args[0] in CORE_COMMANDS:
+    if args and args[0] in CORE_COMMANDS and args[0] not in ASYNC_COMMANDS:
         for name in UNUSED_BY_CLIENT:
             sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "import fails"
 

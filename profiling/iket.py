@@ -64,11 +64,18 @@ def check_command(command: list[str]) -> None:
         raise IketOptionError("the traced command contains a NUL byte")
 
 
+#: what run-iket is asked for when the client chose nothing: ``all`` writes the JSON trace (which
+#: ``kcoral iket summarize`` and ``plot`` read), the Perfetto trace (``.pftrace``, for ui.perfetto.dev)
+#: and its self-contained HTML viewer (run-iket's profiler/postprocess.py); run-iket's own default,
+#: ``perfetto``, would leave no JSON
+DEFAULT_POSTPROCESS = "all"
+
+
 def with_default_postprocess(profile_options: list[str]) -> list[str]:
-    """Add ``--postprocess json`` when the client chose no postprocessing (summaries need the JSON)."""
+    """Add ``--postprocess all`` when the client chose no postprocessing (its choice stands otherwise)."""
     if any(w == "--postprocess" or w.startswith("--postprocess=") for w in profile_options):
         return list(profile_options)
-    return ["--postprocess", "json", *profile_options]
+    return ["--postprocess", DEFAULT_POSTPROCESS, *profile_options]
 
 
 def build_iket_command(

@@ -9,6 +9,7 @@ container on the deadline, a cancel, a log flood or an output-directory breach.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -89,9 +90,14 @@ class DockerExecutor:
         self._connect()
 
     def close(self) -> None:
-        """The server stops: the standby containers go (running jobs' containers are the scheduler's)."""
+        """The server stops: the standby containers go (running jobs' containers are the scheduler's),
+        then the engine's connections (a server in a process that goes on, as in the tests, would
+        keep its pool's sockets open otherwise)."""
         if self.standbys is not None:
             self.standbys.close(self._discard)
+        if self.client is not None:
+            with contextlib.suppress(*_DOCKER_ERRORS):
+                self.client.close()
 
     # --- engine facts ---------------------------------------------------------------------------
 

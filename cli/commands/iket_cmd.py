@@ -6,7 +6,8 @@
     kcoral iket plot TRACE.json -o timeline.png [--launch N]
 
 Everything after kcoral's options up to ``profile`` goes to run-iket, everything from ``profile`` to the
-next ``--`` to its profile subcommand (``--postprocess json`` is added when no --postprocess is given),
+next ``--`` to its profile subcommand (``--postprocess all`` is added when no --postprocess is given: the JSON
+trace, the Perfetto trace and its HTML viewer),
 and the rest is the traced command.
 """
 
@@ -47,7 +48,7 @@ def split_iket_args(args: list[str]) -> tuple[list[str], list[str]]:
     if "--" not in rest:
         raise UsageError(
             "put the traced command after a -- following the profile options: "
-            "... profile --postprocess json -- python capture.py"
+            "... profile --postprocess all -- python capture.py"
         )
     cut = rest.index("--")
     argv, command = [*args[:at], iket_opts.SUBCOMMAND, *rest[:cut]], rest[cut + 1 :]
@@ -63,12 +64,20 @@ class IketRun(PythonRun):
     """``kcoral python``'s flow; afterwards, name the traces that came back."""
 
     def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
-        traces = sorted(str(p) for p in output_dir.rglob("*.trace.json")) if output_dir else []
+        def found(pattern: str) -> list[str]:
+            return sorted(str(p) for p in output_dir.rglob(pattern)) if output_dir else []
+
+        traces, perfetto, viewers = found("*.trace.json"), found("*.pftrace"), found("*.html")
         if not traces:
-            note("kcoral: no IKET JSON trace came back (see the log; was the kernel compiled in the traced process?)")
+            why = "run-iket wrote none: pass --postprocess json or all" if perfetto else "see the log"
+            note(f"kcoral: no IKET JSON trace came back ({why}; was the kernel compiled in the traced process?)")
         for t in traces:
             note(f"kcoral: trace {t}  (kcoral iket summarize {t})")
-        return {"traces": traces}
+        for t in perfetto:
+            note(f"kcoral: Perfetto trace {t}  (open it at https://ui.perfetto.dev: Open trace file)")
+        for t in viewers:
+            note(f"kcoral: trace viewer {t}  (opens in a browser, the trace inside)")
+        return {"traces": traces, "perfetto_traces": perfetto, "trace_viewers": viewers}
 
 
 def iket(

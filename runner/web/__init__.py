@@ -216,6 +216,7 @@ def job_page(request: Request, job_id: str) -> Response:
         receipt=receipt,
         plot=json.dumps(_plot_series(receipt)),
         row=_row(session, job, getattr(job.spec, "task", "") or ""),
+        pictures=[o.path for o in job.outputs if o.path.endswith(".png")],
     )
 
 
@@ -254,6 +255,26 @@ def job_output(request: Request, job_id: str, path: str) -> Response:
         raise NotFound(f"job {job.id} has no output file {printable(path[:200])!r}")
     where = safe_output_path(session.svc.store.paths(job.id).outputs, path)
     return FileResponse(where, media_type="application/octet-stream", filename=Path(path).name)
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@router.get("/jobs/{job_id}/image/{path:path}")
+def job_image(request: Request, job_id: str, path: str) -> Response:
+    """A PNG output shown in the job's page (an IKET timeline, a plot the job drew): only a file that
+    is named .png and starts as a PNG, sent as image/png that the browser may not sniff as anything else."""
+    session = _session(request)
+    if session is None:
+        return Response(status_code=401)
+    job = session.job(job_id)
+    if not path.endswith(".png") or path not in {o.path for o in job.outputs}:
+        raise NotFound(f"job {job.id} has no PNG output {printable(path[:200])!r}")
+    data = read_file(session.svc.store.paths(job.id).outputs, path, DOC_BYTES)
+    if not data.startswith(PNG_SIGNATURE):
+        raise NotFound(f"{printable(path[:200])!r} is not a PNG")
+    headers = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'"}
+    return Response(data, media_type="image/png", headers=headers)
 
 
 @router.post("/jobs/{job_id}/cancel")

@@ -199,7 +199,7 @@ def test_iket_end_to_end(fake_tools: RunningServer, tmp_path: Path, capfd: pytes
     captured = capfd.readouterr()
     assert code == 0, captured
     assert (
-        "fake run-iket --output-dir /job/out/.iket-stage profile --postprocess json -- python3 capture.py"
+        "fake run-iket --output-dir /job/out/.iket-stage profile --postprocess all -- python3 capture.py"
         in captured.out
     )
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [

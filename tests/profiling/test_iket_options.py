@@ -32,7 +32,7 @@ def test_refused(argv: list[str], message: str) -> None:
         split_iket_argv(argv)
 
 
-def test_build_adds_json_postprocess_when_missing() -> None:
+def test_build_asks_for_every_trace_shape_when_the_client_chose_none() -> None:
     argv = build_iket_command(
         ["profile", "--enabled-cluster", "0,0,0"], ["python", "capture.py"], run_iket="/opt/venv/bin/run-iket"
     )
@@ -42,7 +42,7 @@ def test_build_adds_json_postprocess_when_missing() -> None:
         "/job/out/.iket-stage",
         "profile",
         "--postprocess",
-        "json",
+        "all",
         "--enabled-cluster",
         "0,0,0",
         "--",

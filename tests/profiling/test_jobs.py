@@ -91,7 +91,7 @@ def test_commands_use_host_paths_in_toolchain_mode(tmp_path: Path) -> None:
         "/job/out/.iket-stage",
         "profile",
         "--postprocess",
-        "json",
+        "all",
         "--",
         "python",
         "c.py",

@@ -84,6 +84,31 @@ def test_a_jobs_log_streams_into_its_page(server_factory: Any, browser: webdrive
     assert browser.find_elements(By.CSS_SELECTOR, "#log-text b") == []
 
 
+PNG_JOB = """import os, struct, zlib
+def chunk(kind, data):
+    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data) & 0xffffffff)
+rows = b''.join(b'\\x00' + bytes([255, 0, 0] * 40) for _ in range(20))
+png = b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 40, 20, 8, 2, 0, 0, 0))
+png += chunk(b'IDAT', zlib.compress(rows)) + chunk(b'IEND', b'')
+out = os.environ['KCORAL_OUTPUT_DIR']
+open(out + '/timeline.png', 'wb').write(png)
+open(out + '/fake.png', 'w').write('<script>alert(1)</script>')
+"""
+
+
+def test_a_jobs_pictures_show_in_its_page(server_factory: Any, browser: webdriver.Chrome) -> None:
+    """A PNG output (an IKET timeline, say) shows inline; a file that only calls itself .png does not."""
+    srv = server_factory(cpu_slots=1)
+    job, _ = srv.run({"m.py": PNG_JOB}, ["m.py"])
+    assert job["verdict"] == "ok", job
+    browser.get(f"{srv.url}/ui/jobs/{job['id']}")
+    images = {i.get_attribute("alt"): i for i in browser.find_elements(By.CSS_SELECTOR, "#pictures img")}
+    until(browser, lambda b: b.execute_script("return arguments[0].naturalWidth", images["timeline.png"]) == 40)
+    assert browser.execute_script("return arguments[0].naturalWidth", images["fake.png"]) == 0
+    r = httpx.get(f"{srv.url}/ui/jobs/{job['id']}/image/fake.png")
+    assert r.status_code == 404 and "alert" not in r.text
+
+
 def test_an_evaluation_shows_its_workloads_and_its_samples_plot(server_factory: Any, browser: webdriver.Chrome) -> None:
     srv = server_factory()
     source = (CANDIDATES / "honest" / "solution.py").read_bytes()

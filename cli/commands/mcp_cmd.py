@@ -1,0 +1,29 @@
+"""``kcoral mcp``: kcoral's tools for coding agents over the Model Context Protocol (cli.mcp_server)."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Annotated
+
+import typer
+
+from kcoral.cli.commands.common import RemoteOption, TokenOption
+from kcoral.cli.errors import UsageError
+
+
+def mcp(
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+    http: Annotated[
+        str | None, typer.Option("--http", help="serve streamable HTTP on this loopback HOST:PORT instead of stdio")
+    ] = None,
+) -> None:
+    """Serve kcoral's tools to an agent host over MCP (stdio by default): list_tasks, show_task,
+    evaluate, check, run_python, job_status, job_log, download_outputs, ncu, iket, cancel."""
+    if importlib.util.find_spec("mcp") is None:
+        raise UsageError("`kcoral mcp` needs the MCP SDK, which is not installed here: pip install 'kcoral[mcp]'")
+    if not remote:
+        raise UsageError("no server given: pass --remote URL or set KCORAL_REMOTE")
+    from kcoral.cli.mcp_server import main
+
+    main(remote, token, http)

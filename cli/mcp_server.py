@@ -1,0 +1,359 @@
+"""``kcoral mcp``: kcoral as typed tools for coding agents, over the Model Context Protocol.
+
+Built on the protocol's own Python SDK (``mcp``, its MCPServer), which is maintained with the protocol
+and also gives the tests their client; every request goes through the same client library as the
+command line (cli.library.Client over cli.client.KcoralClient): no second implementation of any call.
+
+Tools return structured results (the server's own models as JSON: a job's view, an evaluation's
+report lines); long work reports progress (the job's state and queue position, once a second); logs
+come in bounded pages that say what was cut and how to get the rest; a failure is a tool error with
+the CLI's message and exit code, never a traceback. Resources: a task's contract
+(``kcoral://tasks/{family}/{name}``) and a finished evaluation's report (``kcoral://jobs/{job}/report``).
+
+    kcoral mcp [--remote URL] [--token T]            (stdio; $KCORAL_REMOTE / $KCORAL_TOKEN)
+    kcoral mcp --http 127.0.0.1:8931                 (streamable HTTP, loopback only)
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+
+from kcoral import __version__
+from kcoral.cli.errors import KcoralError, UsageError
+from kcoral.cli.library import Client, JobResult
+from kcoral.runner.models import JobView, to_data
+
+#: the most log bytes one tool result carries (an agent's context is not a log viewer)
+LOG_PAGE = 16 << 10
+LOG_PAGE_MAX = 64 << 10
+
+
+def build(remote: str | None, token: str | None) -> MCPServer:
+    """The MCP server, its tools and resources bound to one kcoral server."""
+    client = Client(remote, token)
+    server = MCPServer(
+        "kcoral",
+        version=__version__,
+        instructions=(
+            "kcoral runs Python and evaluates GPU kernels on a remote benchmark server. Read a task's "
+            "contract (show_task), check a candidate's correctness (check), then score it (evaluate). "
+            "Every job's files come back into a local folder whose path the result gives."
+        ),
+    )
+
+    async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A blocking library call on a worker thread; its KcoralError as a tool error."""
+        try:
+            return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        except KcoralError as err:
+            hint = f" ({err.hint})" if getattr(err, "hint", "") else ""
+            raise ToolError(f"{err.message}{hint} [exit code {err.exit_code}]") from None
+
+    async def follow(submitted: JobView, ctx: Context | None, output_dir: str | None) -> JobResult:
+        """Follow the job to its end (the log stream with its status frames: no polling, no delay),
+        telling the client each state and queue position as progress; then its result."""
+        began = time.monotonic()
+
+        async def progress(view: JobView) -> None:
+            if ctx is not None:
+                where = f" (queue position {view.queue_position})" if view.queue_position else ""
+                message = f"job {view.id}: {view.state}{where}"
+                await ctx.report_progress(round(time.monotonic() - began, 1), None, message)
+
+        def watch() -> None:
+            for _ in client.http.follow_log(
+                submitted.id, 0, follow=True, on_status=lambda v: anyio.from_thread.run(progress, v)
+            ):
+                pass
+
+        await call(watch)
+        return await call(client.result, submitted.id, output_dir)
+
+    # --- tasks ----------------------------------------------------------------------------------
+
+    @server.tool()
+    async def list_tasks() -> list[dict[str, Any]]:
+        """The evaluation tasks this server has (id, device, workloads, description)."""
+        return list(await call(client.tasks))
+
+    @server.tool()
+    async def show_task(task: str) -> dict[str, Any]:
+        """A task's whole contract: each public workload's inputs and outputs, tolerances, how the score
+        is timed, the time limit, the image's packages and the template to start from."""
+        return dict((await call(client.task, task)).document())
+
+    # --- evaluations ----------------------------------------------------------------------------
+
+    @server.tool()
+    async def evaluate(
+        task: str,
+        directory: str | None = None,
+        files: dict[str, str] | None = None,
+        timeout_s: float | None = None,
+        output_dir: str | None = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """The official score of a submission: ``directory`` (a folder with solution.py) or ``files``
+        (file name -> text). Returns the verdict, each workload's line, the speedup with its 95%
+        interval, the first failure's reason, and the job id."""
+        return await _evaluate(task, directory, files, timeout_s, False, output_dir, ctx)
+
+    @server.tool()
+    async def check(
+        task: str,
+        directory: str | None = None,
+        files: dict[str, str] | None = None,
+        output_dir: str | None = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """The fast correctness mode: the public workloads only, with full tracebacks, no timing, no
+        holdout, no score (seconds, not minutes). Same arguments and result as evaluate."""
+        return await _evaluate(task, directory, files, None, True, output_dir, ctx)
+
+    async def _evaluate(
+        task: str,
+        directory: str | None,
+        files: dict[str, str] | None,
+        timeout_s: float | None,
+        checking: bool,
+        output_dir: str | None,
+        ctx: Context | None,
+    ) -> dict[str, Any]:
+        with _sent(directory, files) as folder:
+            view = await call(client.evaluate, task, folder, timeout_s, checking, output_dir, False)
+        done = await follow(view, ctx, output_dir)
+        return _evaluation(done)
+
+    # --- jobs -----------------------------------------------------------------------------------
+
+    @server.tool()
+    async def run_python(
+        argv: list[str],
+        directory: str | None = None,
+        files: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        timeout_s: float | None = None,
+        gpus: int = 1,
+        output_dir: str | None = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """``python ARGV...`` on a leased GPU next to ``directory``'s files (or ``files``: name -> text).
+        Returns the exit code, the verdict, the log's tail (and how to page the rest), the outputs."""
+        with _sent(directory, files) as folder:
+            view = await call(client.run, argv, folder, env, timeout_s, gpus, output_dir, False)
+        return _job_result(await follow(view, ctx, output_dir))
+
+    @server.tool()
+    async def job_status(job_id: str) -> dict[str, Any]:
+        """A job's view: state, verdict, exit code, reason, queue position, image, times, outputs."""
+        return _view(await call(client.status, job_id))
+
+    @server.tool()
+    async def job_log(job_id: str, offset: int = 0, limit: int = LOG_PAGE) -> dict[str, Any]:
+        """A page of a job's log (stdout and stderr in order): ``limit`` bytes (at most 64 KiB) from
+        ``offset``; ``next_offset`` continues it, ``more`` says whether there is more."""
+        if offset < 0 or limit < 1:
+            raise ToolError("offset must be 0 or more and limit 1 or more")
+        limit = min(limit, LOG_PAGE_MAX)
+        view = await call(client.status, job_id)
+        pieces = await call(lambda: list(client.http.follow_log(view.id, offset, follow=False)))
+        data = b"".join(p.data for p in pieces)
+        page = data[:limit]
+        return {
+            "job_id": view.id,
+            "offset": offset,
+            "text": page.decode(errors="replace"),
+            "next_offset": offset + len(page),
+            "total_bytes": view.log_bytes,
+            "more": offset + len(page) < view.log_bytes,
+        }
+
+    @server.tool()
+    async def download_outputs(job_id: str, output_dir: str | None = None) -> dict[str, Any]:
+        """Download a job's output files into ``output_dir`` (default ./kcoral-out/JOB_ID); their paths."""
+        found = await call(client.download, job_id, output_dir)
+        return {"job_id": job_id, "files": [str(p) for p in found]}
+
+    @server.tool()
+    async def cancel(job_id: str) -> dict[str, Any]:
+        """Cancel a queued or running job; its view afterwards."""
+        return _view(await call(client.cancel, job_id))
+
+    # --- profilers ------------------------------------------------------------------------------
+
+    async def profiled(
+        submit: Callable[..., Any],
+        command: list[str],
+        args: list[str],
+        directory: str | None,
+        files: dict[str, str] | None,
+        output_dir: str | None,
+        ctx: Context | None,
+    ) -> JobResult:
+        with _sent(directory, files) as folder:
+            view = await call(submit, command, args, folder, None, None, output_dir, False)
+        return await follow(view, ctx, output_dir)
+
+    @server.tool()
+    async def ncu(
+        command: list[str],
+        ncu_args: list[str] | None = None,
+        directory: str | None = None,
+        files: dict[str, str] | None = None,
+        output_dir: str | None = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Profile ``command`` with Nsight Compute (``ncu_args``: ncu's options, default --set full).
+        Returns the per-kernel summary and the local path of the .ncu-rep report."""
+        done = await profiled(client.ncu, command, ncu_args or ["--set", "full"], directory, files, output_dir, ctx)
+        return {**_job_result(done), "summary": _json_output(done, ".ncu-rep.json"), "report": _path(done, ".ncu-rep")}
+
+    @server.tool()
+    async def iket(
+        command: list[str],
+        iket_args: list[str] | None = None,
+        directory: str | None = None,
+        files: dict[str, str] | None = None,
+        output_dir: str | None = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
+        """Trace ``command`` with IKET (``iket_args``: run-iket's words, default profile --postprocess all).
+        Returns the trace summary and the local paths of the trace files."""
+        args = iket_args or ["profile", "--postprocess", "all"]
+        done = await profiled(client.iket, command, args, directory, files, output_dir, ctx)
+        traces = [str(p) for p in done.files if p.name.endswith((".trace.json", ".pftrace"))]
+        return {**_job_result(done), "summary": _json_output(done, "summary.json"), "traces": traces}
+
+    # --- resources ------------------------------------------------------------------------------
+
+    @server.resource("kcoral://tasks/{family}/{name}", mime_type="application/json")
+    async def task_contract(family: str, name: str) -> str:
+        """A task's contract (as show_task); task ids are FAMILY/NAME."""
+        try:
+            return json.dumps((await call(client.task, f"{family}/{name}")).document())
+        except ToolError as err:
+            raise ResourceNotFoundError(str(err)) from None
+
+    @server.resource("kcoral://jobs/{job_id}/report", mime_type="application/json")
+    async def job_report(job_id: str) -> str:
+        """A finished evaluation's report (report.json)."""
+        try:
+            with tempfile.TemporaryDirectory(prefix="kcoral-mcp-") as scratch:
+                files = await call(client.download, job_id, scratch)
+                found = [p for p in files if p.name == "report.json"]
+                if not found:
+                    raise ResourceNotFoundError(f"job {job_id} has no report (not an evaluation, or not finished)")
+                return found[0].read_text()
+        except ToolError as err:
+            raise ResourceNotFoundError(str(err)) from None
+
+    return server
+
+
+class _sent:
+    """The folder to send: ``directory``, or ``files`` written into a temporary one (removed after),
+    or nothing at all."""
+
+    def __init__(self, directory: str | None, files: Mapping[str, str] | None) -> None:
+        if directory and files:
+            raise ToolError("give directory or files, not both")
+        self.directory, self.files = directory, files
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> str | None:
+        if self.files is None:
+            return self.directory
+        self._scratch = tempfile.TemporaryDirectory(prefix="kcoral-mcp-")
+        root = Path(self._scratch.name)
+        for name, text in self.files.items():
+            target = (root / name).resolve()
+            if root.resolve() not in target.parents:
+                raise ToolError(f"file name {name!r} leaves the submission's folder")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        return str(root)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._scratch is not None:
+            self._scratch.cleanup()
+
+
+def _view(view: JobView) -> dict[str, Any]:
+    data: dict[str, Any] = to_data(view)
+    return data
+
+
+def _tail(log: str) -> tuple[str, int]:
+    """The log's end that fits a tool result, and how many bytes were left out before it."""
+    data = log.encode()
+    if len(data) <= LOG_PAGE:
+        return log, 0
+    return data[-LOG_PAGE:].decode(errors="replace"), len(data) - LOG_PAGE
+
+
+def _job_result(done: JobResult) -> dict[str, Any]:
+    tail, cut = _tail(done.log)
+    result: dict[str, Any] = {
+        "job_id": done.job.id,
+        "verdict": str(done.job.verdict),
+        "exit_code": done.exit_code,
+        "job_exit_code": done.job.exit_code,
+        "reason": done.job.reason,
+        "log_tail": tail,
+        "log_bytes_cut": cut,
+        "outputs": [str(p) for p in done.files],
+        "output_dir": str(done.output_dir) if done.output_dir else None,
+    }
+    if cut:
+        result["log_hint"] = f"the log's first {cut} bytes are not here: job_log(job_id, offset=0) pages through them"
+    return result
+
+
+def _evaluation(done: JobResult) -> dict[str, Any]:
+    result = {**_job_result(done), "ok": done.ok, "failure": done.failure}
+    report = done.report
+    if report is not None:
+        result["lines"] = list(report.lines)
+        result["passed"], result["total"] = report.passed, report.total
+        result["workloads"] = [w.document() for w in report.workloads]
+        if report.summary is not None:
+            result["summary"] = report.summary.document()
+    return result
+
+
+def _json_output(done: JobResult, suffix: str) -> Any:
+    for path in done.files:
+        if path.name.endswith(suffix):
+            try:
+                return json.loads(path.read_text())
+            except (OSError, ValueError):
+                return None
+    return None
+
+
+def _path(done: JobResult, suffix: str) -> str | None:
+    return next((str(p) for p in done.files if p.name.endswith(suffix)), None)
+
+
+def main(remote: str | None, token: str | None, http: str | None = None) -> None:
+    """Serve on stdio (or streamable HTTP on a loopback ``HOST:PORT``) until the client leaves."""
+    try:
+        server = build(remote, token)
+    except UsageError as err:
+        raise SystemExit(f"kcoral mcp: {err.message}") from None
+    if http is None:
+        server.run("stdio")
+        return
+    host, _, port = http.rpartition(":")
+    if host not in ("127.0.0.1", "localhost", "::1") or not port.isdigit():
+        raise SystemExit("kcoral mcp: --http takes a loopback HOST:PORT, e.g. 127.0.0.1:8931")
+    server.run("streamable-http", host=host, port=int(port))

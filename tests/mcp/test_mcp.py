@@ -1,0 +1,106 @@
+"""``kcoral mcp`` driven by the MCP SDK's own client over stdio, against a real kcoral server (CPU):
+the tools' list, tasks, an evaluation of a good and of a wrong candidate, a job, its log in pages, its
+outputs, the resources, and errors as tool errors. Every call and result goes to a transcript
+($KCORAL_MCP_TRANSCRIPT, default tests/mcp/artifacts/transcript.json, git-ignored)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.attacks.test_attacks import CANDIDATES
+from tests.serverproc import ROOT
+
+TRANSCRIPT = Path(os.environ.get("KCORAL_MCP_TRANSCRIPT") or Path(__file__).parent / "artifacts" / "transcript.json")
+TOOLS = {"list_tasks", "show_task", "evaluate", "check", "run_python", "job_status", "job_log",
+         "download_outputs", "ncu", "iket", "cancel"}  # fmt: skip
+
+
+def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_path: Path) -> None:
+    srv = server_factory()
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "kcoral", "mcp", "--remote", srv.url],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=str(tmp_path),
+    )
+    transcript: list[dict[str, Any]] = []
+    progress: list[str] = []
+
+    async def session() -> None:
+        async with Client(params) as client:
+
+            async def tool(name: str, **arguments: Any) -> Any:
+                async def noted(done: float, total: float | None, message: str | None) -> None:
+                    progress.append(message or "")
+
+                result = await client.call_tool(name, arguments, progress_callback=noted)
+                text = "".join(getattr(c, "text", "") for c in result.content)
+                transcript.append({"tool": name, "arguments": arguments, "is_error": result.is_error,
+                                   "result": result.structured_content if not result.is_error else text})  # fmt: skip
+                if result.is_error:
+                    return text
+                content = result.structured_content
+                return content.get("result", content) if isinstance(content, dict) and len(content) == 1 else content
+
+            assert {t.name for t in (await client.list_tools()).tools} >= TOOLS
+            tasks = await tool("list_tasks")
+            assert "demo/softmax" in {t["id"] for t in tasks}
+            contract = await tool("show_task", task="demo/softmax")
+            assert contract["id"] == "demo/softmax" and contract["workloads"]
+
+            good = (CANDIDATES / "honest" / "solution.py").read_text()
+            passed = await tool("evaluate", task="demo/softmax", files={"solution.py": good}, output_dir="good")
+            assert passed["ok"] and passed["verdict"] == "ok" and passed["exit_code"] == 0, passed
+            assert passed["summary"]["speedup"] > 0 and passed["passed"] == passed["total"]
+            assert any("speedup" in line for line in passed["lines"])
+            assert any(m.startswith(f"job {passed['job_id']}: ") for m in progress)  # progress was told
+
+            wrong = good.replace("return", "return 2 *", 1) if "return" in good else "def setup(*a):\n    return None\n"
+            failed = await tool("check", task="demo/softmax", files={"solution.py": wrong}, output_dir="wrong")
+            assert not failed["ok"] and failed["failure"] and failed["exit_code"] == 1, failed
+
+            script = (
+                "import os\nfor i in range(3000):\n    print('line', i)\n"
+                "open(os.environ['KCORAL_OUTPUT_DIR'] + '/r.txt', 'w').write('hi')\n"
+            )
+            ran = await tool("run_python", argv=["m.py"], files={"m.py": script}, output_dir="run")
+            assert ran["exit_code"] == 0 and ran["log_bytes_cut"] > 0 and "job_log" in ran["log_hint"], ran
+            assert ran["log_tail"].endswith("line 2999\n") and any(p.endswith("r.txt") for p in ran["outputs"])
+            page = await tool("job_log", job_id=ran["job_id"], offset=0, limit=100)
+            assert page["text"].startswith("line 0\n") and page["more"] and page["next_offset"] == 100
+            status = await tool("job_status", job_id=ran["job_id"])
+            assert status["verdict"] == "ok" and status["id"] == ran["job_id"]
+            got = await tool("download_outputs", job_id=ran["job_id"], output_dir=str(tmp_path / "again"))
+            assert [Path(p).name for p in got["files"]] == ["r.txt"]
+
+            read = await client.read_resource(f"kcoral://jobs/{passed['job_id']}/report")
+            assert json.loads(read.contents[0].text)["task"] == "demo/softmax"  # type: ignore[union-attr]
+            read = await client.read_resource("kcoral://tasks/demo/softmax")
+            assert json.loads(read.contents[0].text)["id"] == "demo/softmax"  # type: ignore[union-attr]
+
+            missing = await tool("job_status", job_id="20990101-000000-deadbeef")
+            assert "no job" in missing.lower() and "Traceback" not in missing, missing
+            both = await tool("evaluate", task="demo/softmax", directory=".", files={"solution.py": good})
+            assert "not both" in both
+
+    anyio.run(session)
+    TRANSCRIPT.parent.mkdir(parents=True, exist_ok=True)
+    TRANSCRIPT.write_text(json.dumps({"calls": transcript, "progress": progress}, indent=1, default=str) + "\n")
+
+
+def test_the_http_transport_stays_on_loopback() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "kcoral", "mcp", "--remote", "http://127.0.0.1:9", "--http", "0.0.0.0:8931"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0 and "loopback" in done.stderr and "Traceback" not in done.stderr, done.stderr
