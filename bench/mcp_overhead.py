@@ -52,7 +52,7 @@ def cli_eval(url: str, out: Path) -> tuple[float, float]:
     wall = time.perf_counter() - began
     doc = json.loads(done.stdout)
     assert done.returncode == 0, done.stderr
-    return wall, server_seconds(url, doc["id"])
+    return wall, server_seconds(url, doc["job_id"])
 
 
 async def mcp_evals(url: str, runs: int, out: Path, cli: list[tuple[float, float]]) -> list[tuple[float, float]]:

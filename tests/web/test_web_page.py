@@ -152,9 +152,10 @@ def test_a_token_sees_its_own_jobs_and_nothing_changes_without_the_page(
         assert browser.current_url.endswith("/ui/login")
         browser.find_element(By.ID, "token").send_keys(token)
         browser.find_element(By.CSS_SELECTOR, "#login button").click()
+        until(browser, lambda b: b.current_url.endswith("/ui/jobs") or b.find_elements(By.ID, "login-error"))
 
     log_in("w" * 32)
-    assert "does not know that token" in browser.find_element(By.ID, "login-error").text
+    until(browser, lambda b: "does not know that token" in b.find_element(By.ID, "login-error").text)
     log_in(bob)
     until(browser, lambda b: b.current_url.endswith("/ui/jobs"))
     assert browser.find_elements(By.CSS_SELECTOR, "tr[data-job]") == []
