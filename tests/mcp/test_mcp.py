@@ -66,6 +66,9 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
             wrong = good.replace("return", "return 2 *", 1) if "return" in good else "def setup(*a):\n    return None\n"
             failed = await tool("check", task="demo/softmax", files={"solution.py": wrong}, output_dir="wrong")
             assert not failed["ok"] and failed["failure"] and failed["exit_code"] == 1, failed
+            rejected = await tool("evaluate", task="demo/softmax", files={"solution.py": wrong}, output_dir="wrong2")
+            assert not rejected["ok"] and rejected["exit_code"] == 1 and rejected["failure"], rejected
+            assert "summary" not in rejected  # no score for a wrong candidate
 
             script = (
                 "import os\nfor i in range(3000):\n    print('line', i)\n"
@@ -80,6 +83,8 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
             assert status["verdict"] == "ok" and status["id"] == ran["job_id"]
             got = await tool("download_outputs", job_id=ran["job_id"], output_dir=str(tmp_path / "again"))
             assert [Path(p).name for p in got["files"]] == ["r.txt"]
+            ended = await tool("cancel", job_id=ran["job_id"])  # it had ended: cancelling changes nothing
+            assert ended["verdict"] == "ok" and ended["state"] == "finished"
 
             read = await client.read_resource(f"kcoral://jobs/{passed['job_id']}/report")
             assert json.loads(read.contents[0].text)["task"] == "demo/softmax"  # type: ignore[union-attr]
