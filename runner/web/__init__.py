@@ -294,8 +294,10 @@ async def cancel(request: Request, job_id: str) -> Response:
 
 
 def _doc(session: _Session, job: JobRecord, name: str) -> dict[str, Any]:
-    """An output JSON document of the job ({} when it has none or it does not parse)."""
-    if name not in {o.path for o in job.outputs}:
+    """An evaluation's document (report.json, receipt.json), which its judge wrote; {} when it has none
+    or it does not parse. Only an evaluation's: any other job chooses its outputs' names and content,
+    and a report.json of its own must not show as a score."""
+    if job.spec.kind.value != "eval" or name not in {o.path for o in job.outputs}:
         return {}
     try:
         data = json.loads(read_file(session.svc.store.paths(job.id).outputs, name, DOC_BYTES))

@@ -176,3 +176,19 @@ def test_a_token_sees_its_own_jobs_and_nothing_changes_without_the_page(
     while srv.http.get(f"/v1/jobs/{job_id}", headers=as_alice).json()["verdict"] != "cancelled":
         assert time.monotonic() < deadline
         time.sleep(0.1)
+
+
+def test_a_report_a_python_job_wrote_is_not_shown_as_a_score(server_factory: Any) -> None:
+    """A python job chooses its outputs: a report.json among them is a file, not an evaluation."""
+    srv = server_factory(cpu_slots=1)
+    forged = (
+        "import json, os\n"
+        "doc = {'summary': {'speedup': 99.0, 'speedup_lo': 98.0, 'speedup_hi': 100.0, 'baseline_ms': 1.0,"
+        " 'kernel_ms': 0.01}, 'workloads': [{'id': 'standard', 'verdict': 'PASS', 'speedup': 99.0}]}\n"
+        "json.dump(doc, open(os.environ['KCORAL_OUTPUT_DIR'] + '/report.json', 'w'))\n"
+    )
+    job, _ = srv.run({"m.py": forged}, ["m.py"])
+    assert job["verdict"] == "ok" and [o["path"] for o in job["outputs"]] == ["report.json"]
+    page = srv.http.get(f"/ui/jobs/{job['id']}").text
+    assert "99.0000x" not in page and 'id="workloads"' not in page and "report.json" in page
+    assert "99" not in srv.http.get(f"/ui/compare?a={job['id']}&b={job['id']}").text.split("</h2>", 1)[-1]
