@@ -290,11 +290,7 @@ class Scheduler:
                 if result is not None:
                     self._record(job.id, result)
             finally:
-                self.placement.release(lease)
-                with self._lock:
-                    self._cancels.pop(job.id, None)
-                    self._workers.pop(job.id, None)
-                self.wake()
+                self._let_go(job.id, lease)
 
     def _run(self, job: JobRecord, lease: Lease) -> None:
         if lease.host:
@@ -328,11 +324,15 @@ class Scheduler:
                     self.executor.remove_exited(job.id)
                 self._check_gpus_clean(lease, baseline)
             finally:
-                self.placement.release(lease)
-                with self._lock:
-                    self._cancels.pop(job.id, None)
-                    self._workers.pop(job.id, None)
-                self.wake()
+                self._let_go(job.id, lease)
+
+    def _let_go(self, job_id: str, lease: Lease) -> None:
+        """A job's worker is done with it: its lease is free, the loop looks at the queue again."""
+        self.placement.release(lease)
+        with self._lock:
+            self._cancels.pop(job_id, None)
+            self._workers.pop(job_id, None)
+        self.wake()
 
     def _record(self, job_id: str, result: RunResult) -> None:
         """Store how the job ended; when the store cannot (a full disk), keep it and retry from the loop."""

@@ -13,29 +13,28 @@ from tests.conftest import make_tar
 from tests.serverproc import ServerProcess
 
 
-def run_one_job(url: str) -> str:
-    with httpx.Client(base_url=url, timeout=60) as http:
-        job_id: str = http.post("/v1/jobs", json={"argv": ["m.py"], "timeout_s": 60}).json()["id"]
-        assert http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"m.py": "print(1)"})).status_code == 200
-        deadline = time.monotonic() + 60
-        while http.get(f"/v1/jobs/{job_id}").json()["state"] != "finished":
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-    return job_id
-
-
-def test_json_lines_each_with_its_job(job_image: str, tmp_path: Path) -> None:
+def one_job_logged(job_image: str, tmp_path: Path, *options: str) -> tuple[str, str]:
+    """A server started with ``options`` runs one job and stops: the job's id and the server's log."""
     log = tmp_path / "server.log"
-    server = ServerProcess(
-        tmp_path / "data", job_image, 1, None, "--log-level", "info", "--log-format", "json", log=log
-    )
+    server = ServerProcess(tmp_path / "data", job_image, 1, None, "--log-level", "info", *options, log=log)
     server.start()
     try:
-        job_id = run_one_job(server.url)
+        with httpx.Client(base_url=server.url, timeout=60) as http:
+            job_id: str = http.post("/v1/jobs", json={"argv": ["m.py"], "timeout_s": 60}).json()["id"]
+            assert http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"m.py": "print(1)"})).status_code == 200
+            deadline = time.monotonic() + 60
+            while http.get(f"/v1/jobs/{job_id}").json()["state"] != "finished":
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
     finally:
         server.stop()
         server.remove_containers()
-    docs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]  # every line is JSON
+    return job_id, log.read_text()
+
+
+def test_json_lines_each_with_its_job(job_image: str, tmp_path: Path) -> None:
+    job_id, log = one_job_logged(job_image, tmp_path, "--log-format", "json")
+    docs = [json.loads(line) for line in log.splitlines() if line.strip()]  # every line is JSON
     assert all({"time", "level", "logger", "message"} <= d.keys() for d in docs)
     about = [d for d in docs if job_id in d["message"]]
     assert len(about) >= 2 and all(d.get("job") == job_id for d in about), about  # claimed, finished
@@ -43,13 +42,6 @@ def test_json_lines_each_with_its_job(job_image: str, tmp_path: Path) -> None:
 
 
 def test_text_lines_name_their_job(job_image: str, tmp_path: Path) -> None:
-    log = tmp_path / "server.log"
-    server = ServerProcess(tmp_path / "data", job_image, 1, None, "--log-level", "info", log=log)
-    server.start()
-    try:
-        job_id = run_one_job(server.url)
-    finally:
-        server.stop()
-        server.remove_containers()
-    lines = [line for line in log.read_text().splitlines() if f"job {job_id} " in line]
+    job_id, log = one_job_logged(job_image, tmp_path)
+    lines = [line for line in log.splitlines() if f"job {job_id} " in line]
     assert len(lines) >= 2 and all(f"[job {job_id}]" in line for line in lines), lines
