@@ -165,9 +165,16 @@ def build(remote: str | None, token: str | None) -> MCPServer:
             raise ToolError("offset must be 0 or more and limit 1 or more")
         limit = min(limit, LOG_PAGE_MAX)
         view = await call(client.status, job_id)
-        pieces = await call(lambda: list(client.http.follow_log(view.id, offset, follow=False)))
-        data = b"".join(p.data for p in pieces)
-        page = data[:limit]
+
+        def first_bytes() -> bytes:  # the log is read from offset up to limit, not to its end
+            got = bytearray()
+            for piece in client.http.follow_log(view.id, offset, follow=False):
+                got += piece.data
+                if len(got) >= limit:
+                    break
+            return bytes(got[:limit])
+
+        page = await call(first_bytes)
         return {
             "job_id": view.id,
             "offset": offset,
