@@ -8,9 +8,9 @@ the task's reference on the standard workload (what the judge's warm-up makes):
 
 - ``plain``: as the judge does today; the seconds in ``compile()`` and in the autotuner's benchmarks
   are summed apart;
-- ``precompiled``: a compile-only pass first (each autotuned kernel's configs compiled on a thread
-  pool through Triton's AsyncCompileMode, one config launched so the call can go on), then the call,
-  whose autotuning now only benchmarks;
+- ``ahead``: the call inside the supervisor's ``tasks.harness.autotune.compile_ahead`` (each
+  autotuned kernel's configs compiled on a thread pool, through Triton's AsyncCompileMode, before
+  the autotuner benchmarks them), as the judge's warm-up makes it;
 - ``chosen``: the cache seeded with only the ``*.autotune.json`` choices ``plain`` wrote, so the call
   compiles the chosen config of each kernel and benchmarks nothing.
 
@@ -30,9 +30,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: one round's limit: a cold first call took 112 s on the H200
+ROUND_TIMEOUT_S = 300
 
 CHILD = r"""
-import json, os, sys, threading, time
+import contextlib, json, os, sys, threading, time
 t0 = time.perf_counter()
 import torch, triton
 import triton.compiler as tcomp
@@ -75,36 +77,19 @@ params = next(w["params"] for w in task.manifest["workloads"] if w.get("timed"))
 inputs = mod.make_inputs(params, 1, "cuda")
 torch.cuda.synchronize()
 t2 = time.perf_counter()
-pre = 0.0
-if mode == "precompiled":
-    from concurrent.futures import ThreadPoolExecutor
-    from triton.runtime._async_compile import AsyncCompileMode
-    real_run = at.Autotuner.run
-    def compile_only(self, *args, **kwargs):
-        if len(self.configs) < 2:
-            return real_run(self, *args, **kwargs)
-        self.warmup(*args, **{k: v for k, v in kwargs.items() if k != "warmup"})  # all configs, to the pool
-        self.nargs = dict(zip(self.arg_names, args))
-        first = self.prune_configs(kwargs)[0]
-        try:
-            return self.fn.run(*args, **kwargs, **first.all_kwargs())
-        finally:
-            self.nargs = None
-    at.Autotuner.run = compile_only
-    with ThreadPoolExecutor(threads) as pool, AsyncCompileMode(pool):
-        mod.reference(inputs, params)
+ahead = contextlib.nullcontext()
+if mode == "ahead":
+    from kcoral.tasks.harness.autotune import compile_ahead
+    ahead = compile_ahead(threads)
+with ahead:
+    mod.reference(inputs, params)
     torch.cuda.synchronize()
-    at.Autotuner.run = real_run
-    pre = time.perf_counter() - t2
-    stats_pre = dict(stats)
-    t2 = time.perf_counter()
+t3 = time.perf_counter()
 mod.reference(inputs, params)
 torch.cuda.synchronize()
-t3 = time.perf_counter()
-out = {"imports_s": t1 - t0, "inputs_s": t2 - t1, "precompile_s": pre, "first_call_s": t3 - t2}
+t4 = time.perf_counter()
+out = {"imports_s": t1 - t0, "inputs_s": t2 - t1, "first_call_s": t3 - t2, "second_call_s": t4 - t3}
 out |= {k: (round(v, 3) if isinstance(v, float) else v) for k, v in stats.items()}
-if mode == "precompiled":
-    out["precompile_stats"] = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in stats_pre.items()}
 print(json.dumps(out))
 """
 
@@ -112,9 +97,13 @@ print(json.dumps(out))
 def run_round(task: str, mode: str, cache: str, threads: int) -> dict[str, object]:
     env = {**os.environ, "TRITON_CACHE_DIR": cache, "TRITON_CACHE_AUTOTUNING": "1"}
     began = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(ROOT), task, mode, str(threads)], env=env, capture_output=True, text=True
-    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, str(ROOT), task, mode, str(threads)],
+            env=env, capture_output=True, text=True, timeout=ROUND_TIMEOUT_S,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"mode": mode, "rc": "timeout", "wall_s": round(time.perf_counter() - began, 2)}
     row: dict[str, object] = {"mode": mode, "rc": proc.returncode, "wall_s": round(time.perf_counter() - began, 2)}
     lines = proc.stdout.strip().splitlines()
     if proc.returncode == 0 and lines:
@@ -128,7 +117,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", default="kda/forward_b1_t8192_h96")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 4)
-    ap.add_argument("--modes", default="plain,precompiled,chosen")
+    ap.add_argument("--modes", default="plain,ahead,chosen")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows, caches = [], {}

@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from kcoral.tasks.harness import checks, pinning, schema, shared
+from kcoral.tasks.harness import autotune, checks, pinning, schema, shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_pid
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
@@ -198,29 +198,32 @@ class Supervisor:
         return next((c for c in self.doc.cases if c.timed), self.doc.cases[0] if self.doc.cases else None)
 
     def warm_up(self) -> None:
-        """The reference's and the baseline's first calls (kernels compiled or loaded: on the H200 a warm
-        first call of FLA's reference took 4-10 s), made while the candidate's container starts: the
-        baseline's worker makes its call while this process makes the reference's.
+        """The reference's first call, then the baseline's (kernels compiled or loaded: on the H200 a
+        warm first call of FLA's reference took 4-10 s), made while the candidate's container starts.
+
+        One after the other, and before the candidate's worker may import the submission (it waits
+        for ``go``): on a cold kernel cache these calls autotune, and the choices they write are the
+        baseline's for every later evaluation on this host, so they are made with nothing else on the
+        GPU; the second call then finds the first's choices where both call the same kernels. The
+        reference's autotuned kernels have every config compiled at once first
+        (tasks.harness.autotune), which leaves the choices to the same benchmarks.
 
         Trusted processes only, on inputs drawn from the sample key under a label no case uses: the
         candidate gets nothing from it, and no case's result depends on it. It is only a head start:
-        what fails here (the GPU's memory taken by the starting candidate, say) is met again, and
-        judged, in the cases (see :func:`main`)."""
+        what fails here is met again, and judged, in the cases (see :func:`main`)."""
         case = self._warm_up_case()
         if case is None:
             return
         inputs = self.mod.make_inputs(case.params, self._seed(case.id, "warm-up"), self.device)
-        pending = None
-        if self.baseline is not None and case.timed:
-            pending = self._side(self.baseline, case, inputs, self.mod.output_specs(inputs), label="/warm-up")
-            self._setup(pending, case.params, case)
-            self.baseline.send({"op": "call", "case": pending.case})
-        try:
+        with autotune.compile_ahead():
             self.mod.reference(inputs, case.params)
             self._sync()
-        finally:
-            if pending is not None:  # its answer is read whatever happened: the next one must be the next's
-                pending.worker.answer()
+        if self.baseline is not None and case.timed:
+            pending = self._side(self.baseline, case, inputs, self.mod.output_specs(inputs), label="/warm-up")
+            try:
+                if self._setup(pending, case.params, case) is None:
+                    pending.worker.ask({"op": "call", "case": pending.case})
+            finally:
                 pending.worker.ask({"op": "drop", "case": pending.case})
 
     def warm_up_candidate(self) -> None:
@@ -733,6 +736,8 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
             watch_note = f"unavailable: {exc}"
     laps.lap("candidate connects")
     write_progress(out, phase="start", step="the candidate's worker imports solution.py")
+    with contextlib.suppress(ChannelError):  # gone: its hello says so
+        candidate.chan.send({"op": "go"})  # only now may the submission run (tasks.harness.worker)
     error = _hello(candidate)
     laps.lap("candidate hello")
     if error:

@@ -8,6 +8,9 @@ A worker does only what the supervisor tells it, on buffers the supervisor owns:
     drop {case}                      forget that case's callable and buffers
     pin {cpus}                       every thread onto these cores (none: back to where it started)
     quit                             leave
+The candidate's worker first waits for ``go`` before it imports the submission: nothing the
+submission runs can share the GPU with the supervisor's warm-up, whose autotuning choices (the
+baseline's configs) are kept for every later evaluation on this host (tasks.harness.supervisor).
 Every answer is ``{"ok": true}`` or ``{"ok": false, "error": "..."}``. Nothing a worker says is a
 measurement: the supervisor times each call with its own clock and checks its outputs itself.
 """
@@ -154,6 +157,11 @@ def main(argv: list[str]) -> int:
     factory: Callable[[dict[str, Any]], Callable[[], None]] = mod.baseline
     inside = None if baseline else os.getcwd()
     if inside is not None:
+        try:
+            if chan.recv().get("op") != "go":
+                return 1
+        except ChannelError:
+            return 1
         # Last on the path (and the interpreter runs with -P): the submission cannot shadow torch or the harness.
         sys.path.append(inside)
         try:
