@@ -7,12 +7,22 @@ every config of a kernel that is about to be benchmarked to a thread pool first 
 same way, the same choice written to the cache. A kernel whose choice is already cached compiles
 nothing more than before. Where Triton is absent, or is a version without these hooks, it changes
 nothing.
+
+The judge's two trusted processes (the supervisor's reference, the baseline's worker) make their
+first calls at the same time and share one kernel cache: the autotuner's cache look-up, and the
+benchmarks of a miss, are made under one lock (``flock`` on a file in the supervisor container's own
+temporary folder, which the baseline's worker shares and no candidate can reach: not in the kernel
+cache, of which the candidate gets a read-only view), so one process at a time benchmarks a kernel
+and the other then reads its choice instead of timing the same configs on a shared GPU. On a warm
+cache the look-ups take milliseconds and the two calls still overlap.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -59,7 +69,8 @@ def compile_ahead(threads: int | None = None) -> Iterator[None]:
                 _compile_all(self, configs, call[0], call[1], AsyncCompileMode(pool, ignore_errors=True))
             bench()
 
-        return real_check(self, tuning_key, configs, compiled_then_bench)
+        with _cache_lock():
+            return real_check(self, tuning_key, configs, compiled_then_bench)
 
     tuner.run, tuner.check_disk_cache = run, check_disk_cache
     try:
@@ -67,6 +78,23 @@ def compile_ahead(threads: int | None = None) -> Iterator[None]:
     finally:
         tuner.run, tuner.check_disk_cache = real_run, real_check
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _cache_lock() -> Iterator[None]:
+    """The lock every process of this container takes around the autotuner's cache look-up (none if
+    its file cannot be opened)."""
+    fd = -1
+    with contextlib.suppress(OSError):
+        path = os.path.join(tempfile.gettempdir(), "kcoral-autotune.lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        if fd >= 0:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # releases the lock
 
 
 def _compile_all(tuner: Any, configs: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any], mode: Any) -> None:

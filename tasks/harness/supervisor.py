@@ -198,15 +198,15 @@ class Supervisor:
         return next((c for c in self.doc.cases if c.timed), self.doc.cases[0] if self.doc.cases else None)
 
     def warm_up(self) -> None:
-        """The reference's first call, then the baseline's (kernels compiled or loaded: on the H200 a
-        warm first call of FLA's reference took 4-10 s), made while the candidate's container starts.
+        """The reference's and the baseline's first calls (kernels compiled or loaded: on the H200 a warm
+        first call of FLA's reference took 4-10 s), made while the candidate's container starts: the
+        baseline's worker makes its call while this process makes the reference's.
 
-        One after the other, and before the candidate's worker may import the submission (it waits
-        for ``go``): on a cold kernel cache these calls autotune, and the choices they write are the
-        baseline's for every later evaluation on this host, so they are made with nothing else on the
-        GPU; the second call then finds the first's choices where both call the same kernels. The
-        reference's autotuned kernels have every config compiled at once first
-        (tasks.harness.autotune), which leaves the choices to the same benchmarks.
+        Both before the candidate's worker may import the submission (it waits for ``go``): on a cold
+        kernel cache these calls autotune, and the choices they write are the baseline's for every
+        later evaluation on this host, so nothing of the candidate's runs meanwhile. Both inside
+        :func:`tasks.harness.autotune.compile_ahead`: a kernel's configs compiled at once, and one
+        process at a time benchmarking (the other then reads its choice).
 
         Trusted processes only, on inputs drawn from the sample key under a label no case uses: the
         candidate gets nothing from it, and no case's result depends on it. It is only a head start:
@@ -215,15 +215,21 @@ class Supervisor:
         if case is None:
             return
         inputs = self.mod.make_inputs(case.params, self._seed(case.id, "warm-up"), self.device)
-        with autotune.compile_ahead():
-            self.mod.reference(inputs, case.params)
-            self._sync()
+        pending = None
         if self.baseline is not None and case.timed:
             pending = self._side(self.baseline, case, inputs, self.mod.output_specs(inputs), label="/warm-up")
-            try:
-                if self._setup(pending, case.params, case) is None:
-                    pending.worker.ask({"op": "call", "case": pending.case})
-            finally:
+            if self._setup(pending, case.params, case) is None:
+                self.baseline.send({"op": "call", "case": pending.case, "warm_up": True})
+            else:
+                pending.worker.ask({"op": "drop", "case": pending.case})
+                pending = None
+        try:
+            with autotune.compile_ahead():
+                self.mod.reference(inputs, case.params)
+                self._sync()
+        finally:
+            if pending is not None:  # its answer is read whatever happened: the next one must be the next's
+                pending.worker.answer()
                 pending.worker.ask({"op": "drop", "case": pending.case})
 
     def warm_up_candidate(self) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -25,6 +26,8 @@ from typing import Any
 
 #: an evaluation's time limit when the manifest names none
 DEFAULT_TIMEOUT_S = 600.0
+#: a dotted module name (the manifest's ``preload``)
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,17 @@ class Task:
             "contract": m.get("contract", ""),
             "timeout_s": self.timeout_s,
         }
+
+    @property
+    def preload(self) -> tuple[str, ...]:
+        """Modules every worker imports before the submission may run (the manifest's ``preload``: what
+        the template imports, e.g. ``fla.ops.kda``): the candidate's worker imports them while the
+        supervisor's warm-up runs, instead of after it. Trusted packages of the image only; a name
+        that is not a dotted module name is left out."""
+        names = self.manifest.get("preload", [])
+        if not isinstance(names, list):
+            return ()
+        return tuple(n for n in names if isinstance(n, str) and _MODULE.fullmatch(n))
 
     @property
     def timeout_s(self) -> float:

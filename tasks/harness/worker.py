@@ -4,13 +4,15 @@ worker the supervisor starts in its own container (``--baseline``, on an inherit
 A worker does only what the supervisor tells it, on buffers the supervisor owns:
     setup {case, scalars, buffers}   map the buffers, build the case's data dict, call the factory
                                      (the submission's ``setup`` through the task, or the baseline)
-    call {case}                      call that case's callable once, synchronise the device, answer
+    call {case[, warm_up]}           call that case's callable once, synchronise the device, answer
+                                     (warm_up, trusted workers only: autotuned kernels compiled ahead)
     drop {case}                      forget that case's callable and buffers
     pin {cpus}                       every thread onto these cores (none: back to where it started)
     quit                             leave
-The candidate's worker first waits for ``go`` before it imports the submission: nothing the
-submission runs can share the GPU with the supervisor's warm-up, whose autotuning choices (the
-baseline's configs) are kept for every later evaluation on this host (tasks.harness.supervisor).
+The candidate's worker imports the task's ``preload`` modules, then waits for ``go`` before it imports
+the submission: nothing the submission runs can share the GPU with the supervisor's warm-up, whose
+autotuning choices (the baseline's configs) are kept for every later evaluation on this host
+(tasks.harness.supervisor).
 Every answer is ``{"ok": true}`` or ``{"ok": false, "error": "..."}``. Nothing a worker says is a
 measurement: the supervisor times each call with its own clock and checks its outputs itself.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import os
 import shutil
 import socket
@@ -29,7 +32,7 @@ from typing import Any
 
 import torch
 
-from kcoral.tasks.harness import pinning, shared
+from kcoral.tasks.harness import autotune, pinning, shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, connect
 from kcoral.tasks.harness.failures import describe
 from kcoral.tasks.harness.taskdef import load_task
@@ -82,7 +85,11 @@ def serve(
                 cpus = message.get("cpus")
                 pinning.pin(frozenset(int(c) for c in cpus) if cpus else None)
             elif op == "call":
-                calls[message["case"]]()
+                if message.get("warm_up") and inside is None:  # a trusted worker's first call
+                    with autotune.compile_ahead():
+                        calls[message["case"]]()
+                else:
+                    calls[message["case"]]()
                 if device == "cuda":
                     torch.cuda.synchronize()
                 data, outputs = datas[message["case"]]
@@ -157,6 +164,9 @@ def main(argv: list[str]) -> int:
     factory: Callable[[dict[str, Any]], Callable[[], None]] = mod.baseline
     inside = None if baseline else os.getcwd()
     if inside is not None:
+        for name in task.preload:  # the template's imports, while the supervisor's warm-up runs
+            with contextlib.suppress(Exception):  # the submission meets it again, and is told
+                importlib.import_module(name)
         try:
             if chan.recv().get("op") != "go":
                 return 1
