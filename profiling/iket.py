@@ -64,10 +64,10 @@ def check_command(command: list[str]) -> None:
         raise IketOptionError("the traced command contains a NUL byte")
 
 
-#: what run-iket is asked for when the client chose nothing: ``all`` writes the JSON trace (which
-#: ``kcoral iket summarize`` and ``plot`` read), the Perfetto trace (``.pftrace``, for ui.perfetto.dev)
-#: and its self-contained HTML viewer (run-iket's profiler/postprocess.py); run-iket's own default,
-#: ``perfetto``, would leave no JSON
+#: what run-iket is asked for when the client chose nothing: ``all`` writes the JSON trace, the Perfetto
+#: trace (``.pftrace``, for ui.perfetto.dev; ``kcoral iket summarize`` and ``plot`` read either) and its
+#: self-contained HTML viewer (run-iket's profiler/postprocess.py); run-iket's own default, ``perfetto``,
+#: would leave no JSON
 DEFAULT_POSTPROCESS = "all"
 
 

@@ -177,9 +177,10 @@ def format_summary(doc: dict[str, Any]) -> list[str]:
     for la in doc["launches"]:
         span = la["span"]["duration"] if la["span"] else None
         where = f" graph {la['graph_key']}" if la["graph_key"] else ""
+        dims = f"  grid {la['grid']} block {la['block']}" if la["grid"] or la["block"] else ""  # not in a .pftrace
         lines.append(
-            f"launch {la['index']} grid_id {la['grid_id']}{where}: {la['kernel']}  grid {la['grid']} "
-            f"block {la['block']}  span {_us(span)} us  ({la['counts']['ctas']} CTAs, "
+            f"launch {la['index']} grid_id {la['grid_id']}{where}: {la['kernel']}{dims}"
+            f"  span {_us(span)} us  ({la['counts']['ctas']} CTAs, "
             f"{la['counts']['ranges']} ranges, {la['counts']['markers']} markers)"
         )
         cs = la["cta_span"]

@@ -1,7 +1,7 @@
 """A per-CTA / per-warp timeline of an IKET launch as a PNG (matplotlib, imported lazily).
 
     from kcoral.profiling.timeline import plot
-    plot("iket_pid_0x1234.trace.json", "timeline.png")
+    plot("iket_pid_0x1234.trace.json", "timeline.png")       # or the .pftrace
 
 One row per (CTA, warp), ranges as bars coloured by name, markers as ticks, warp lifetimes as a
 thin grey bar behind. Large launches are cut to the first ``max_ctas`` CTAs.

@@ -2,8 +2,11 @@
 
     kcoral iket --send DIR --output-dir OUT [-e K=V] [--timeout S] -- [run-iket options] profile
                 [profile options] -- COMMAND...
-    kcoral iket summarize TRACE.json [--marker NAME] [--group-by auto|role|warp|name] [--json]
-    kcoral iket plot TRACE.json -o timeline.png [--launch N]
+    kcoral iket summarize TRACE [--marker NAME] [--group-by auto|role|warp|name] [--json]
+    kcoral iket plot TRACE -o timeline.png [--launch N]
+
+TRACE: run-iket's JSON trace (.trace.json) or its Perfetto trace (.pftrace, or .pftrace.gz), told apart
+by their first bytes; both give the same summary (a .pftrace has no grid or block size).
 
 Everything after kcoral's options up to ``profile`` goes to run-iket, everything from ``profile`` to the
 next ``--`` to its profile subcommand (``--postprocess all`` is added when no --postprocess is given: the JSON
@@ -68,13 +71,15 @@ class IketRun(PythonRun):
             return sorted(str(p) for p in output_dir.rglob(pattern)) if output_dir else []
 
         traces, perfetto, viewers = found("*.trace.json"), found("*.pftrace"), found("*.html")
-        if not traces:
-            why = "run-iket wrote none: pass --postprocess json or all" if perfetto else "see the log"
-            note(f"kcoral: no IKET JSON trace came back ({why}; was the kernel compiled in the traced process?)")
+        if not traces and not perfetto:
+            note("kcoral: no IKET trace came back (see the log; was the kernel compiled in the traced process?)")
         for t in traces:
             note(f"kcoral: trace {t}  (kcoral iket summarize {t})")
         for t in perfetto:
-            note(f"kcoral: Perfetto trace {t}  (open it at https://ui.perfetto.dev: Open trace file)")
+            note(
+                f"kcoral: Perfetto trace {t}  (open it at https://ui.perfetto.dev: Open trace file; "
+                f"kcoral iket summarize {t})"
+            )
         for t in viewers:
             note(f"kcoral: trace viewer {t}  (opens in a browser, the trace inside)")
         return {"traces": traces, "perfetto_traces": perfetto, "trace_viewers": viewers}
@@ -100,7 +105,8 @@ def iket(
 
     The server runs `run-iket --output-dir ... [run-iket options] profile [profile options] -- COMMAND` with
     CUTE_DSL_NO_CACHE=1. run-iket runs the app twice: it must be deterministic.
-    Tools: `kcoral iket summarize TRACE.json`, `kcoral iket plot TRACE.json -o timeline.png`.
+    Tools: `kcoral iket summarize TRACE`, `kcoral iket plot TRACE -o timeline.png` (TRACE: the .trace.json
+    or the .pftrace).
     """
     args = list(ctx.args)
     if args and args[0] in TOOLS:
@@ -122,19 +128,24 @@ tools_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no
 
 
 def _load(trace: Path) -> Any:
+    """The trace in either format; a file that is neither, or is broken, is a usage error (exit 2)."""
     from kcoral.profiling.iket_trace import TraceError, load
 
-    if not trace.is_file():
+    if not trace.exists():
         raise UsageError(f"{trace}: no such file")
     try:
         return load(trace)
     except TraceError as exc:
         raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{trace}: {exc.strerror or exc}") from None
 
 
 @tools_app.command("summarize")
 def summarize_cmd(
-    trace: Annotated[Path, typer.Argument(help="an IKET JSON trace (iket_pid_0x<pid>.trace.json)")],
+    trace: Annotated[
+        Path, typer.Argument(help="run-iket's trace: iket_pid_0x<pid>.trace.json or iket_pid_0x<pid>.pftrace")
+    ],
     marker: Annotated[
         str | None, typer.Option("--marker", help="period of this marker (or range) [default: every repeated marker]")
     ] = None,
@@ -143,7 +154,10 @@ def summarize_cmd(
     kernel: Annotated[str | None, typer.Option("--kernel", help="only launches whose name contains this")] = None,
     json: JsonOption = False,
 ) -> None:
-    """Per launch: range duration stats (per warp role when recorded), CTA spans, marker periods (ns)."""
+    """Per launch: range duration stats (per warp role when recorded), CTA spans, marker periods (ns).
+
+    Reads the JSON trace or the Perfetto trace (.pftrace), told apart by their first bytes.
+    """
     from kcoral.profiling.iket_summary import GROUPINGS, format_summary, summarize
 
     if group_by not in GROUPINGS:
@@ -160,7 +174,7 @@ def summarize_cmd(
 
 @tools_app.command("plot")
 def plot_cmd(
-    trace: Annotated[Path, typer.Argument(help="an IKET JSON trace")],
+    trace: Annotated[Path, typer.Argument(help="run-iket's trace: the .trace.json or the .pftrace")],
     out: Annotated[Path, typer.Option("--output", "-o", help="the PNG to write")] = Path("timeline.png"),
     launch: Annotated[int | None, typer.Option("--launch", help="launch index [default: the busiest]")] = None,
     kernel: Annotated[str | None, typer.Option("--kernel", help="only launches whose name contains this")] = None,
