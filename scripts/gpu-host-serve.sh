@@ -1,25 +1,15 @@
 #!/bin/bash
-# Sourced on the GPU host: Docker from the bundle, the server's wheels, the toolchain image, the
-# task reference packages (fla-core) in /opt/kcoral-site (and the cutlass-dsl site, when
-# scripts/gpu-host-profile.sh put it there), then `kcoral serve --host-toolchain`.
+# Sourced on the GPU host: scripts/gpu-host-prepare.sh (Docker from the bundle, the server's wheels,
+# the toolchain image, the task reference packages (fla-core) in /opt/kcoral-site, and the cutlass-dsl
+# site, when scripts/gpu-host-profile.sh put it there), then `kcoral serve --host-toolchain`.
 # Usage: source scripts/gpu-host-serve.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS OUT_DIR
 set -u
 out=$4; mkdir -p "$out"
-if ! { [ -x /tmp/docker-bundle/bin/dockerd ] && PATH=/tmp/docker-bundle/bin:$PATH docker info >/dev/null 2>&1; }; then
-  source scripts/gpu-host-setup.sh "$1" "$2"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /opt/kcoral-site "$3"/*.whl
-else  # a warm machine: the engine and the wheels are there from an earlier call
-  export PATH=/tmp/docker-bundle/bin:$PATH PYTHONPATH=/tmp/site:$PWD
-fi
+source scripts/gpu-host-prepare.sh "$1" "$2" "$3"
 pkill -f "python3 -m kcoral serve" && sleep 1
-py=$(command -v python3)
-python3 -m kcoral images build toolchain
 # KCORAL_WARM_UP=TASK: the server evaluates that task's template at its start (runner.warmup)
-setsid python3 -m kcoral serve --host-toolchain --python "$py" --data-dir /tmp/kc --port 8901 \
-  ${KCORAL_WARM_UP:+--warm-up "$KCORAL_WARM_UP"} \
-  --job-env "PATH=$(dirname "$py"):/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin" \
-  --job-env PYTHONPATH=/opt/kcoral-site:/opt/kcoral-site/nvidia_cutlass_dsl/dsl_packages --job-env TRITON_LIBCUDA_PATH=/usr/local/nvidia/lib64 \
-  >"$out/server.log" 2>&1 &
+setsid python3 -m kcoral serve "${job_opts[@]}" --data-dir /tmp/kc --port 8901 \
+  ${KCORAL_WARM_UP:+--warm-up "$KCORAL_WARM_UP"} >"$out/server.log" 2>&1 &
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:8901/v1/health >/dev/null && break; sleep 0.2; done
 export KCORAL_REMOTE=http://127.0.0.1:8901
 # the host Python's bytecode for the jobs (runner.pycache): the first evaluation waits for it
@@ -29,7 +19,6 @@ for _ in $(seq 1 600); do
   [ "$state" != compiling ] && break; sleep 0.5
 done
 echo "toolchain bytecode after $((SECONDS - t0)) s: $state"
-kc() { python3 -m kcoral "$@"; }
 if [ -n "${KCORAL_WARM_UP:-}" ]; then  # the first evaluations wait for it too: how long it took is the cold start
   t0=$SECONDS
   for _ in $(seq 1 1200); do

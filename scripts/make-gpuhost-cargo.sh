@@ -5,12 +5,14 @@
 # layer: nvidia-cutlass-dsl 4.8.1 with its cu13 libs and nvdisasm installed for Python 3.12, run-iket's
 # shebang made `/usr/bin/env python3`, as one xz'd tar (~68 MiB) split into 20 MiB parts, so
 # that they travel in two calls beside the rest (a call carries at most 64 MiB): p1/ holds the first
-# part, p2/ the others. scripts/gpu-host-profile.sh joins them on the host.
+# part, p2/ the others. scripts/gpu-host-profile.sh joins them on the host. The Ray layer for
+# `kcoral agent --ray` (DEST/ray/) is a step of its own: scripts/make-gpuhost-ray.sh.
 # Usage: bash scripts/make-gpuhost-cargo.sh [DEST]     (on a Debian dev machine with apt and PyPI)
 set -euo pipefail
 dest=${1:-.gpuhost}
 mkdir -p "$dest/whl" "$dest/jobwhl"
-grep -qx '/.gpuhost/' .git/info/exclude 2>/dev/null || echo '/.gpuhost/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)  # a worktree's .git is a file: its repository's
+grep -qx '/.gpuhost/' "$exclude" 2>/dev/null || echo '/.gpuhost/' >> "$exclude"
 if [ ! -f "$dest/docker-bundle.tar.xz" ]; then
   tmp=$(mktemp -d)
   bash ../shared/gpu-host/make-docker-bundle.sh "$tmp/bundle.tar.xz"
