@@ -240,14 +240,14 @@ class KcoralClient:
         on_change: Callable[[JobView], None] | None = None,
     ) -> JobView:
         """Poll the job until it has finished and return its view; StillRunning after ``timeout``
-        seconds. ``on_change`` sees each view whose state or queue position differs from the last."""
+        seconds. ``on_change`` sees each view whose state, queue position or wait differs from the last."""
         deadline = None if timeout is None else time.monotonic() + timeout
         last: tuple[object, ...] | None = None
         delay = 0.05
         while True:
             view = self.status(job_id)
-            if on_change is not None and (view.state, view.queue_position) != last:
-                last = (view.state, view.queue_position)
+            if on_change is not None and (view.state, view.queue_position, view.waiting) != last:
+                last = (view.state, view.queue_position, view.waiting)
                 on_change(view)
             if view.state == JobState.finished:
                 return view

@@ -66,7 +66,8 @@ def build(remote: str | None, token: str | None) -> MCPServer:
         async def progress(view: JobView) -> None:
             if ctx is not None:
                 where = f" (queue position {view.queue_position})" if view.queue_position else ""
-                message = f"job {view.id}: {view.state}{where}"
+                waits = f"; cannot start yet: {view.waiting}" if view.waiting else ""
+                message = f"job {view.id}: {view.state}{where}{waits}"
                 await ctx.report_progress(round(time.monotonic() - began, 1), None, message)
 
         def watch() -> None:

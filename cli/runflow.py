@@ -132,14 +132,14 @@ class PythonRun:
         in the same stream: its queue position while it waits, and how it ended (a server that does
         not send it is asked once the stream ends)."""
         last: JobView | None = None
-        shown: int | None = None
+        shown: tuple[int, str] | None = None
 
         def status(view: JobView) -> None:
             nonlocal last, shown
             position = view.queue_position
-            if view.state == JobState.queued and position is not None and position != shown:
-                shown = position
-                note(f"queued: position {position}")
+            if view.state == JobState.queued and position is not None and (position, view.waiting) != shown:
+                shown = (position, view.waiting)
+                note(f"queued: position {position}" + (f"; cannot start yet: {view.waiting}" if view.waiting else ""))
             last = view
 
         while True:

@@ -116,10 +116,11 @@ def _own_job(svc: Services, job_id: str, who: str) -> JobRecord:
 def _view(svc: Services, job: JobRecord, order: list[str] | None = None) -> JobView:
     """What the job's owner is shown: the record without environment values (their names only),
     with the queue position of a queued job (``order``: the queue, if known). THE one conversion."""
-    position = None
+    position, waiting = None, ""
     if job.state == JobState.queued:
         order = order if order is not None else [j.id for j in svc.scheduler.queue_order()]
         position = order.index(job.id) + 1 if job.id in order else None
+        waiting = svc.scheduler.placement.blocked(job.spec.gpus, job.spec.gpu_type)
     spec = typing.cast(JobSpec, job.spec)
     if isinstance(spec, PythonSpec | ProfileSpec):
         spec = dataclasses.replace(spec, env={})
@@ -133,6 +134,7 @@ def _view(svc: Services, job: JobRecord, order: list[str] | None = None) -> JobV
         exit_code=job.exit_code,
         reason=job.reason,
         queue_position=position,
+        waiting=waiting,
         image=job.image,
         gpus=list(job.gpus),
         slot=job.slot,
@@ -387,7 +389,7 @@ async def job_log(
     status: bool = Query(
         False,
         description="with frames: also frames of stream 16, each the job's view (as GET /v1/jobs/{id} "
-        "answers it), sent when its state or queue position changes and after the last byte of a "
+        "answers it), sent when its state, queue position or what it waits for changes and after the last byte of a "
         "finished job's log, so the stream's last frame says how the job ended",
     ),
     who: str = Depends(owner),
@@ -409,8 +411,8 @@ async def job_log(
                 finished = job.state == JobState.finished
                 if with_status and not finished:
                     view = _view(svc, job)
-                    if (view.state, view.queue_position) != shown:
-                        shown = (view.state, view.queue_position)
+                    if (view.state, view.queue_position, view.waiting) != shown:
+                        shown = (view.state, view.queue_position, view.waiting)
                         yield status_frame(view)
                 pieces = read_pieces(path, pos, _LOG_CHUNK)
                 while pieces:

@@ -31,7 +31,7 @@ from typing import Any
 
 from kcoral.runner.errors import BadRequest
 from kcoral.runner.hostagent import HostAgent, Inventory
-from kcoral.runner.leases import Lease, Slot, eligible, pick, slot_types, wanted_slots
+from kcoral.runner.leases import Lease, Slot, drained_for, eligible, pick, slot_types, wanted_slots
 from kcoral.runner.settings import Settings
 
 log = logging.getLogger("kcoral.cluster")
@@ -249,6 +249,26 @@ class ClusterPlacement:
 
     def drain(self, slot_name: str, reason: str) -> None:
         """Nothing to do here: a host's agent checks its GPUs after each job and drains its own."""
+
+    def blocked(self, gpus: int, gpu_type: str = "any") -> str:
+        """Why such a job waits with no host able to take it ("" when one could once its slots free):
+        no host registered, hosts draining, or the slots it needs drained, host by host."""
+        with self._lock:
+            hosts = {name: h.inventory for name, h in sorted(self._hosts.items())}
+        if not hosts:
+            return "no host of the cluster is registered"
+        why = []
+        for name, inv in hosts.items():
+            if len(eligible(inv.slots, gpus, gpu_type)) < wanted_slots(inv.slots, gpus):
+                continue  # never this host's job
+            if inv.draining:
+                why.append(f"host {name} is draining")
+                continue
+            drained = drained_for(inv.slots, inv.drained, gpus, gpu_type)
+            if not drained:
+                return ""
+            why.append(f"on host {name}: {drained}")
+        return "; ".join(why)
 
     def slot_leases(self) -> list[Lease]:
         return []  # standby containers are each host's own business

@@ -93,6 +93,15 @@ def pick(slots: list[Slot], usable: set[str], gpus: int, gpu_type: str) -> list[
     return chosen if len(chosen) == need else None
 
 
+def drained_for(slots: list[Slot], drained: dict[str, str], gpus: int, gpu_type: str) -> str:
+    """Why a job asking for ``gpus`` GPUs of ``gpu_type`` cannot run on these slots however long it
+    waits: the drained ones it would need, each with its reason ("" when enough are in service)."""
+    candidates = eligible(slots, gpus, gpu_type)
+    if len([s for s in candidates if s.name not in drained]) >= wanted_slots(slots, gpus):
+        return ""
+    return "; ".join(f"{s.name} drained ({drained[s.name]})" for s in candidates if s.name in drained)
+
+
 def slot_types(slots: list[Slot]) -> list[str]:
     return sorted({s.type for s in slots if s.type}) or ["no typed GPU"]
 
@@ -102,6 +111,7 @@ class Placement(Protocol):
     def try_acquire(self, gpus: int, gpu_type: str = "any") -> Lease | None: ...
     def release(self, lease: Lease) -> None: ...
     def drain(self, slot_name: str, reason: str) -> None: ...
+    def blocked(self, gpus: int, gpu_type: str = "any") -> str: ...
     def describe(self) -> dict[str, object]: ...
     def slot_leases(self) -> list[Lease]: ...
 
@@ -173,6 +183,10 @@ class LeasePool:
     def drain(self, slot_name: str, reason: str) -> None:
         with self._lock:
             self._drained[slot_name] = reason
+
+    def blocked(self, gpus: int, gpu_type: str = "any") -> str:
+        """Why such a job waits for a slot that is drained ("" when it only waits its turn)."""
+        return drained_for(self.slots(), self.drained(), gpus, gpu_type)
 
     def drained(self) -> dict[str, str]:
         """Slot name -> why it takes no more jobs."""

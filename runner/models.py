@@ -281,6 +281,9 @@ class JobView:
     exit_code: int | None = None
     reason: str = ""
     queue_position: int | None = None
+    #: a queued job that no slot in service can take: why (the slots it needs drained, with their
+    #: reasons; a cluster's hosts draining or absent); "" while it only waits its turn
+    waiting: str = ""
     image: ImageInfo | None = None
     gpus: list[GpuInfo] = field(default_factory=list)
     slot: str = ""

@@ -24,7 +24,7 @@ echo "ncu --import exit $?"; grep -E "softmax_kernel|Duration|Memory Throughput|
 echo "== iket"
 t0=$SECONDS
 kc iket --send examples/iket_capture --output-dir "$out/iket" -e TILES=16 --timeout 600 \
-  -- profile --postprocess json -- python capture.py
+  -- profile -- python capture.py
 echo "exit code: $? ($((SECONDS - t0)) s)"
 find "$out/iket" -type f -printf '%s %P\n'
 trace=$(ls "$out"/iket/iket_pid_*.trace.json 2>/dev/null | head -1)
@@ -32,5 +32,11 @@ if [ -n "$trace" ]; then
   cp "$trace" "$out/trace.json"
   kc iket summarize "$trace" --marker tile
   kc iket plot "$trace" -o "$out/timeline.png"
+fi
+pftrace=$(find "$out/iket" -name '*.pftrace' | head -1)  # run-iket's Perfetto trace (--postprocess all)
+if [ -n "$pftrace" ]; then
+  cp "$pftrace" "$out/trace.pftrace"
+  echo "== summarize $pftrace"
+  kc iket summarize "$pftrace" --marker tile
 fi
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv

@@ -19,7 +19,8 @@ from kcoral.runner.models import JobState, JobView
 
 def _said(view: JobView) -> None:
     if view.state == JobState.queued and view.queue_position is not None:
-        note(f"kcoral: job {view.id}: queued, position {view.queue_position}")
+        waits = f"; cannot start yet: {view.waiting}" if view.waiting else ""
+        note(f"kcoral: job {view.id}: queued, position {view.queue_position}{waits}")
     elif view.state != JobState.finished:
         note(f"kcoral: job {view.id}: {view.state}")
 

@@ -66,3 +66,33 @@ def test_cpu_slots_stand_in_for_the_type_they_are_labelled_with() -> None:
         plain.check(1, "H200")
     taken = plain.take(["cpu0"])
     assert taken is not None and plain.take(["cpu0"]) is None and plain.take(["cpu9"]) is None
+
+
+def test_a_job_that_needs_a_drained_gpu_is_told_so_and_one_that_waits_its_turn_is_not() -> None:
+    pool = LeasePool([_gpu(0, "NVIDIA H200"), _gpu(1, "NVIDIA H100 80GB HBM3")], cpu_slots=1, cores=[0])
+    assert pool.blocked(1, "H200") == ""
+    taken = pool.try_acquire(1, "H200")
+    assert taken is not None and pool.blocked(1, "H200") == ""  # busy, not drained: its turn comes
+    pool.drain("gpu0", "processes [4242] still hold 1024 MiB")
+    assert pool.blocked(1, "H200") == "gpu0 drained (processes [4242] still hold 1024 MiB)"
+    assert pool.blocked(1, "H100") == "" and pool.blocked(1, "any") == ""  # gpu1 is in service
+    assert pool.blocked(2, "any").startswith("gpu0 drained")  # two wanted, one in service
+    assert pool.blocked(0, "any") == ""  # a CPU slot
+
+
+def test_a_cluster_says_which_hosts_cannot_take_a_job() -> None:
+    from kcoral.runner.cluster import ClusterPlacement, Host
+    from kcoral.runner.hostagent import Inventory
+    from kcoral.runner.leases import Slot
+
+    placement = ClusterPlacement(ray=None)
+    assert placement.blocked(1, "H200") == "no host of the cluster is registered"
+
+    def host(name: str, drained: dict[str, str], draining: bool = False) -> Host:
+        slots = [Slot("gpu0", _gpu(0, "NVIDIA H200"), (), "H200")]
+        return Host(None, Inventory(name, "", slots, {}, drained, {}, draining, []))
+
+    placement._hosts = {"a": host("a", {"gpu0": "a fault"}), "b": host("b", {}, draining=True)}
+    assert placement.blocked(1, "H200") == "on host a: gpu0 drained (a fault); host b is draining"
+    placement._hosts["c"] = host("c", {})
+    assert placement.blocked(1, "H200") == ""
