@@ -114,6 +114,7 @@ def job_details(view: JobView) -> Table:
         ("id", view.id),
         ("owner", view.owner),
         ("state", state_text(view)),
+        *([("waiting", f"cannot start yet: {view.waiting}")] if view.waiting else []),
         ("command", fmt_argv(view, limit=200)),
         ("env", ", ".join(view.env_names) or "-"),
         ("timeout", fmt_duration(view.spec.timeout_s)),

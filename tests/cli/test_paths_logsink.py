@@ -109,3 +109,19 @@ def test_a_terminal_is_detected() -> None:
             return True
 
     assert LogSink(Tty()).escape and not LogSink(io.BytesIO()).escape and not LogSink(None).escape
+
+
+def test_a_queued_job_shows_what_it_cannot_start_without(capsys: pytest.CaptureFixture[str]) -> None:
+    from kcoral.cli.output import stdout
+    from kcoral.cli.render import job_details
+    from kcoral.runner.models import JobState, JobTimes, JobView, PythonSpec
+
+    reason = "gpu0 drained (processes [42] still on GPU 0 after the job)"
+    view = JobView(id="j", owner="o", state=JobState.queued, spec=PythonSpec(argv=["m.py"]), queue_position=1,
+                   waiting=reason, times=JobTimes(created=0))  # fmt: skip
+    stdout().print(job_details(view))
+    out, _ = capsys.readouterr()
+    assert f"cannot start yet: {reason}" in out
+    stdout().print(job_details(JobView(id="j", owner="o", state=JobState.queued, spec=PythonSpec(argv=["m.py"]),
+                                       queue_position=1, times=JobTimes(created=0))))  # fmt: skip
+    assert "cannot start" not in capsys.readouterr()[0]
