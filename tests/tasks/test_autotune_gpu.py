@@ -11,6 +11,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -46,29 +47,35 @@ def _scaled_add(x, y, out, n, BLOCK: tl.constexpr):
     tl.store(out + offs, tl.load(x + offs, mask=mask) * 2.0 + tl.load(y + offs, mask=mask), mask=mask)
 
 
-def test_every_config_is_compiled_on_the_pool_then_benchmarked() -> None:
-    jit = _scaled_add.fn
+def _call_recording_compiles(kernel: Any) -> list[str]:
+    """Call ``kernel`` (an autotuned _scaled_add) inside ``compile_ahead``, check what it computed, and
+    return the name of the thread of each compile its JIT function made."""
     threads: list[str] = []
-    real = jit.compile
+    real = kernel.fn.compile
 
     def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
         threads.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    jit.compile = recording
+    kernel.fn.compile = recording
     n = 1_000_003
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     out = torch.empty_like(x)
     try:
         with compile_ahead(threads=4):
-            _scaled_add[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+            kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
             torch.cuda.synchronize()
     finally:
-        jit.compile = real
+        kernel.fn.compile = real
+    assert torch.allclose(out, x * 2 + y)
+    return threads
+
+
+def test_every_config_is_compiled_on_the_pool_then_benchmarked() -> None:
+    threads = _call_recording_compiles(_scaled_add)
     assert len(threads) == len(CONFIGS), threads
     assert all(name.startswith("kcoral-compile") for name in threads), threads
     assert len(_scaled_add.configs_timings) == len(CONFIGS)
-    assert torch.allclose(out, x * 2 + y)
     choices = list(Path(os.environ["TRITON_CACHE_DIR"]).rglob("*.autotune.json"))
     assert len(choices) == 1, choices
 
@@ -78,24 +85,7 @@ def test_a_cached_choice_compiles_only_the_chosen_config() -> None:
     memory): the choice is read from the cache, so only the chosen config is compiled, on this
     thread, as without the pool."""
     fresh = triton.autotune(configs=CONFIGS, key=["n"])(triton.jit(_scaled_add.fn.fn))
-    threads: list[str] = []
-    real = fresh.fn.compile
-
-    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
-        threads.append(threading.current_thread().name)
-        return real(*args, **kwargs)
-
-    fresh.fn.compile = recording
-    n = 1_000_003
-    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-    out = torch.empty_like(x)
-    try:
-        with compile_ahead(threads=4):
-            fresh[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
-            torch.cuda.synchronize()
-    finally:
-        fresh.fn.compile = real
-    assert torch.allclose(out, x * 2 + y)
+    threads = _call_recording_compiles(fresh)
     assert len(threads) == 1 and not any(name.startswith("kcoral-compile") for name in threads), threads
 
 

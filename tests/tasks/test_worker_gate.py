@@ -5,10 +5,12 @@ inside the CPU job image by test_torch_tests_in_image)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,23 +37,38 @@ def _idle(pid: int, quiet_s: float = 1.0, limit_s: float = 120.0) -> None:
     raise AssertionError("the worker never went idle")
 
 
-def test_the_submission_is_imported_only_after_go(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _worker(tmp_path: Path, solution: str) -> Iterator[tuple[Channel, subprocess.Popen[bytes], Path]]:
+    """A candidate's worker for ``solution`` (which may write ``mark``, passed formatted in), connected
+    to a listener of ours: (our end, the worker, the mark's path); everything closed afterwards."""
     submission, mark = tmp_path / "submission", tmp_path / "imported"
     submission.mkdir()
-    (submission / "solution.py").write_text(
-        f"open({str(mark)!r}, 'w').write('the submission ran')\ndef setup(data, *shape):\n    return lambda: None\n"
-    )
+    (submission / "solution.py").write_text(solution.format(mark=str(mark)))
     sock = str(tmp_path / "worker.sock")
     listener = listen(sock)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT.parent), str(ROOT), *sys.path])}
-    opened: list[Channel] = []
     worker = subprocess.Popen(
         [sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", str(TASK), sock], cwd=submission, env=env
     )
+    chan = None
     try:
         chan, pid = accept(listener, 120)
-        opened.append(chan)
         assert pid == worker.pid
+        yield chan, worker, mark
+    finally:
+        worker.kill()
+        worker.wait()
+        listener.close()
+        if chan is not None:
+            chan.close()
+
+
+#: writes the mark when imported
+MARKING = "open({mark!r}, 'w').write('the submission ran')\n"
+
+
+def test_the_submission_is_imported_only_after_go(tmp_path: Path) -> None:
+    with _worker(tmp_path, MARKING + "def setup(data, *shape):\n    return lambda: None\n") as (chan, worker, mark):
         _idle(worker.pid)  # connected, torch imported, the task loaded: waiting
         assert not mark.exists(), "the submission ran before the supervisor said go"
         chan.send({"op": "go"})
@@ -59,34 +76,10 @@ def test_the_submission_is_imported_only_after_go(tmp_path: Path) -> None:
         assert mark.read_text() == "the submission ran"
         chan.send({"op": "quit"})
         assert worker.wait(30) == 0
-    finally:
-        worker.kill()
-        worker.wait()
-        listener.close()
-        for chan in opened:
-            chan.close()
 
 
 def test_anything_but_go_ends_the_worker_without_importing_the_submission(tmp_path: Path) -> None:
-    submission, mark = tmp_path / "submission", tmp_path / "imported"
-    submission.mkdir()
-    (submission / "solution.py").write_text(f"open({str(mark)!r}, 'w').write('the submission ran')\n")
-    sock = str(tmp_path / "worker.sock")
-    listener = listen(sock)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT.parent), str(ROOT), *sys.path])}
-    opened: list[Channel] = []
-    worker = subprocess.Popen(
-        [sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", str(TASK), sock], cwd=submission, env=env
-    )
-    try:
-        chan, _ = accept(listener, 120)
-        opened.append(chan)
+    with _worker(tmp_path, MARKING) as (chan, worker, mark):
         chan.send({"op": "call", "case": "c00"})
         assert worker.wait(120) == 1
         assert not mark.exists()
-    finally:
-        worker.kill()
-        worker.wait()
-        listener.close()
-        for chan in opened:
-            chan.close()
