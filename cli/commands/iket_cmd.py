@@ -159,6 +159,7 @@ def summarize_cmd(
     Reads the JSON trace or the Perfetto trace (.pftrace), told apart by their first bytes.
     """
     from kcoral.profiling.iket_summary import GROUPINGS, format_summary, summarize
+    from kcoral.runner.printable import printable
 
     if group_by not in GROUPINGS:
         raise UsageError(f"--group-by must be one of {', '.join(GROUPINGS)}")
@@ -169,7 +170,7 @@ def summarize_cmd(
     if not doc["launches"]:
         note("kcoral: the trace has no (matching) launch")
     for line in format_summary(doc):
-        print(line)
+        print(printable(line))  # range, marker and kernel names are the job's
 
 
 @tools_app.command("plot")

@@ -239,6 +239,21 @@ def test_cli_summarize_and_plot_read_the_pftrace(tmp_path: Path, capfd: pytest.C
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_cli_summary_shows_the_jobs_names_escaped(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A range named with terminal escapes (hidden text, a window title: the names are the job's) is
+    printed as \\x1b..., not obeyed; the same names through both trace shapes."""
+    json_path, pftrace_path = AXPY
+    esc = {json_path: b"\\u001b", pftrace_path: b"\x1b"}  # JSON text carries it escaped; protobuf raw
+    for source in (json_path, pftrace_path):
+        hostile = tmp_path / source.name
+        data = source.read_bytes().replace(b"work", esc[source] + b"[8m")
+        hostile.write_bytes(data.replace(b"load", esc[source] + b"]0;"))
+        assert run(["iket", "summarize", str(hostile)]) == 0
+        out = capfd.readouterr().out
+        assert "\x1b" not in out and "\x07" not in out
+        assert "\\x1b[8m" in out and "\\x1b]0;" in out
+
+
 @pytest.mark.parametrize(
     "name, content, message",
     [
