@@ -25,6 +25,7 @@ from kcoral.profiling import iket_perfetto
 from kcoral.profiling.iket_summary import GROUPINGS, format_summary, summarize
 from kcoral.profiling.iket_trace import Loc, Trace, TraceError, from_bytes, load
 from tests.profiling.conftest import FIXTURES
+from tests.profiling.test_protowire import varint
 
 AXPY = (FIXTURES / "h200_axpy_interned.json", FIXTURES / "h200_axpy.pftrace")
 FEATURES = (FIXTURES / "iket_features.trace.json", FIXTURES / "iket_features.pftrace")
@@ -109,15 +110,6 @@ def test_told_apart_by_content_then_by_extension(tmp_path: Path) -> None:
 
 
 # --- broken and hostile files ---------------------------------------------------------------------------
-
-
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def ld(number: int, payload: bytes) -> bytes:
