@@ -5,7 +5,7 @@
 Starts a server on a temporary data dir (or uses --remote URL), then measures, in one run:
   bare     docker run --rm IMAGE python3 -c pass                  (the docker CLI, as a person would)
   library  submit + upload + follow the log to the end + final status through cli.client
-  cli      the whole `kcoral python --send DIR -c pass` command as a subprocess
+  cli      the whole `kcoral python --send DIR -c pass` command as a subprocess, as the console script runs it
 and the throughput of --clients concurrent clients each running --jobs-per-client jobs. Each timed
 run follows a pause (--settle, 0.5 s), so what a job leaves to the background (its slot's next
 standby container, runner/standby.py) is done before the next one is timed, as between an agent's
@@ -69,10 +69,14 @@ def library_run(client: KcoralClient, tar_path: Path) -> float:
     return elapsed
 
 
+#: what the ``kcoral`` console script that pip writes runs (not ``python -m kcoral``: runpy's import)
+CONSOLE_SCRIPT = "import sys; from kcoral.cli.console import main; sys.argv[0] = 'kcoral'; sys.exit(main())"
+
+
 def cli_run(url: str, send: Path, python: str = sys.executable) -> float:
     t0 = time.perf_counter()
     subprocess.run(
-        [python, "-m", "kcoral", "python", "--remote", url, "--send", str(send), "-c", "pass"],
+        [python, "-c", CONSOLE_SCRIPT, "python", "--remote", url, "--send", str(send), "-c", "pass"],
         check=True,
         capture_output=True,
         cwd=ROOT,

@@ -6,7 +6,6 @@ extra); on a client-only install they say so, and the client works without the s
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import sys
@@ -17,6 +16,7 @@ import typer
 
 from kcoral import __version__
 from kcoral.cli.argv import RAW_ARGV
+from kcoral.cli.commands import COMMANDS, CORE_COMMANDS
 from kcoral.cli.commands.common import PASSTHROUGH_CONTEXT
 from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.output import (
@@ -30,7 +30,7 @@ from kcoral.cli.output import (
     print_error,
 )
 
-__all__ = ["app", "main", "register_commands", "register_optional_commands", "run"]
+__all__ = ["app", "register_commands", "register_optional_commands", "run"]
 
 VERSION = __version__
 
@@ -61,30 +61,6 @@ def _root(
     """
 
 
-#: each command: its module under kcoral.cli.commands, the function (or typer app, for a group), and the
-#: name of the module's OPTIONS_METAVAR for commands that pass the rest of their line on. A command's
-#: module is imported only when that command runs (or for the list in --help): start-up is paid per
-#: command, not for all of them.
-COMMANDS: dict[str, tuple[str, str, bool]] = {
-    "python": ("python_cmd", "python", True),
-    "jobs": ("jobs", "jobs", False),
-    "status": ("status", "status", False),
-    "logs": ("logs", "logs", False),
-    "cancel": ("cancel", "cancel", False),
-    "gpus": ("gpus", "gpus", False),
-    "ncu": ("ncu_cmd", "ncu", True),
-    "iket": ("iket_cmd", "iket", True),
-    "eval": ("eval_cmd", "evaluate", False),
-    "tasks": ("tasks_cmd", "tasks_app", False),
-    "init": ("tasks_cmd", "init", False),
-    "show": ("show_cmd", "show", False),
-    "rerun": ("rerun_cmd", "rerun", False),
-    "wait": ("wait_cmd", "wait", False),
-    "download": ("wait_cmd", "download", False),
-    "doctor": ("doctor", "doctor", False),
-    "mcp": ("mcp_cmd", "mcp", False),
-}
-CORE_COMMANDS = frozenset(COMMANDS)
 _registered: set[str] = set()
 
 
@@ -202,54 +178,3 @@ def run(argv: Sequence[str] | None = None) -> int:
         print_error(f"internal error: {type(err).__name__}: {err} (set KCORAL_DEBUG=1 for a traceback)")
         return failed(EXIT_SERVER_ERROR, "InternalError", f"{type(err).__name__}: {err}")
     return rv if isinstance(rv, int) else 0
-
-
-def _quiet_broken_stdout() -> None:
-    """After a closed pipe on stdout, keep the interpreter from complaining at exit."""
-    try:
-        sys.stdout.flush()
-    except (BrokenPipeError, ValueError, OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-
-
-#: what the HTTP client imports at start-up, when installed, that a client command never uses:
-#: httpcore's async backends (trio pulls in attrs) and httpx's own command line (click, rich's
-#: syntax highlighting): ~130 ms of every command on the dev VM. Each library copes with the
-#: import failing (that is how it runs where they are not installed).
-UNUSED_BY_CLIENT = ("trio", "anyio", "httpx._main")
-#: client commands that do run async code (the MCP server: anyio), and keep those imports
-ASYNC_COMMANDS = frozenset({"mcp"})
-
-
-def _skip_unused_imports(args: Sequence[str]) -> None:
-    """For a client command run as its own process: make those imports fail at once. The server's
-    commands need anyio, so they keep it."""
-    if args and args[0] in CORE_COMMANDS and args[0] not in ASYNC_COMMANDS:
-        for name in UNUSED_BY_CLIENT:
-            sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "import fails"
-
-
-def main() -> None:
-    """Console-script entry point (``kcoral = "kcoral.cli.main:main"``)."""
-    args = sys.argv[1:]
-    _skip_unused_imports(args)
-    code = run()
-    _quiet_broken_stdout()
-    if args and args[0] in CORE_COMMANDS:
-        _exit_now(code)
-    sys.exit(code)
-
-
-def _exit_now(code: int) -> None:
-    """End a client command without the interpreter's teardown (freeing every module's objects:
-    ~0.1-0.2 s on the dev VM). Nothing is lost: the commands close their files and remove their
-    temporary ones themselves, and the standard streams are flushed here."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """``python -m kcoral ...`` = ``kcoral ...`` (the console script)."""
 
-from kcoral.cli.main import main
+from kcoral.cli.console import main
 
 if __name__ == "__main__":
     main()

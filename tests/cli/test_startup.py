@@ -10,7 +10,7 @@ import pytest
 
 PROBE = """
 import contextlib, io, json, os, sys
-from kcoral.cli.main import main
+from kcoral.cli.console import main
 sys.argv[0] = "kcoral"
 real_stdout, real_exit = sys.stdout, os._exit
 
@@ -82,7 +82,7 @@ def test_the_version_loads_no_command() -> None:
     probe = (
         "import atexit, json, sys\n"
         "atexit.register(lambda: sys.__stderr__.write(json.dumps([m for m, v in sys.modules.items() if v]) + '\\n'))\n"
-        "from kcoral.cli.main import main\n"
+        "from kcoral.cli.console import main\n"
         "sys.argv[0] = 'kcoral'\n"
         "main()\n"
     )
@@ -91,3 +91,25 @@ def test_the_version_loads_no_command() -> None:
     modules = set(json.loads(done.stderr.splitlines()[-1]))
     commands = {m for m in modules if m.startswith("kcoral.cli.commands.")} - {"kcoral.cli.commands.common"}
     assert not commands and not [m for m in modules if m.startswith(HEAVY)]
+
+
+def test_a_client_commands_start_up_collects_no_garbage() -> None:
+    """Its start-up allocates what lives to its end: the collector stays out of it (cli.console)."""
+    probe = (
+        "import gc, json, os, sys\n"
+        "from kcoral.cli.console import main\n"
+        "runs = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'stop' and runs.append(info['generation']))\n"
+        "real_exit = os._exit\n"
+        "def exit_now(code):\n"
+        "    sys.__stdout__.write(json.dumps(runs) + '\\n')\n"
+        "    sys.__stdout__.flush()\n"
+        "    real_exit(0)\n"
+        "os._exit = exit_now\n"
+        "sys.argv[0] = 'kcoral'\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "python", "--remote", NOWHERE, "-c", "pass"], capture_output=True, text=True
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == [], done
