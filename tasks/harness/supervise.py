@@ -5,6 +5,12 @@ torch, it starts the trusted workers when the cases time anything (the baseline'
 call's: TRUSTED_WORKERS), so that their imports (torch, the task and its kernels' packages) run
 while the supervisor's own do rather than after them: on the H200 the baseline's worker took
 1.6-2 s of the start once they ran one after the other.
+
+Each is a fresh interpreter, started as the candidate's worker is. Forking them from the supervisor
+once it had imported torch (one import instead of three: ~2.5 s off a two-core host's start) was
+tried and undone: the baseline then timed faster than the same code in the candidate's worker
+(H200, KDA pinned, the template five times: 0.9805-0.9865x, each interval excluding 1, against
+0.9954-1.0061x exec'd). A timed process must start as the candidate's does.
 """
 
 from __future__ import annotations

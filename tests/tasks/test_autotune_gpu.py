@@ -32,6 +32,7 @@ os.environ["TRITON_CACHE_AUTOTUNING"] = "1"
 
 import torch  # noqa: E402
 import triton  # noqa: E402
+import triton.compiler  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from kcoral.tasks.harness.autotune import compile_ahead  # noqa: E402
@@ -51,13 +52,15 @@ def _call_recording_compiles(kernel: Any) -> list[str]:
     """Call ``kernel`` (an autotuned _scaled_add) inside ``compile_ahead``, check what it computed, and
     return the name of the thread of each compile its JIT function made."""
     threads: list[str] = []
-    real = kernel.fn.compile
+    real = triton.compiler.compile
 
     def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
         threads.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    kernel.fn.compile = recording
+    # a JIT function takes triton.compiler's compile at its first call (JITFunction.create_binder)
+    assert not kernel.fn.device_caches, "the kernel ran before: it would not take the recording compile"
+    triton.compiler.compile = recording
     n = 1_000_003
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     out = torch.empty_like(x)
@@ -66,7 +69,7 @@ def _call_recording_compiles(kernel: Any) -> list[str]:
             kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
             torch.cuda.synchronize()
     finally:
-        kernel.fn.compile = real
+        triton.compiler.compile = real
     assert torch.allclose(out, x * 2 + y)
     return threads
 
