@@ -20,8 +20,9 @@ __all__ = ["main"]
 #: syntax highlighting): ~130 ms of every command on the dev VM. Each library copes with the
 #: import failing (that is how it runs where they are not installed).
 UNUSED_BY_CLIENT = ("trio", "anyio", "httpx._main")
-#: client commands that do run async code (the MCP server: anyio), and keep those imports
-ASYNC_COMMANDS = frozenset({"mcp"})
+#: the MCP server: a client command that lives on, serving an agent, and runs async code (anyio): it
+#: keeps those imports and the collector's defaults
+LONG_LIVED = frozenset({"mcp"})
 #: a client command's first collection comes after this many allocations (the default: 700). Its
 #: start-up (typer, httpx, the API's classes) allocates what lives to its end and leaves no cycles
 #: to find, yet ran 44 collections on the way (~10 ms of ~190 on the dev VM); a long follow of a
@@ -45,12 +46,13 @@ def main() -> None:
 
 
 def _client_process(command: str) -> None:
-    """For a client command run as its own process: make the unused imports fail at once (the
-    server's commands need anyio, so they keep it), and collect garbage rarely."""
+    """For a client command run as its own process (the MCP server aside): make the unused imports
+    fail at once, and collect garbage rarely."""
+    if command in LONG_LIVED:
+        return
     gc.set_threshold(CLIENT_GC_THRESHOLD, *gc.get_threshold()[1:])
-    if command not in ASYNC_COMMANDS:
-        for name in UNUSED_BY_CLIENT:
-            sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "import fails"
+    for name in UNUSED_BY_CLIENT:
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: "import fails"
 
 
 def _quiet_broken_stdout() -> None:
