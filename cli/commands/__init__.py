@@ -1,4 +1,5 @@
-"""One module per ``kcoral`` command; :mod:`cli.main` registers them."""
+"""One module per ``kcoral`` command; :mod:`cli.main` registers them. COMMANDS is here, typer-free,
+so that :mod:`cli.console` knows a client command before anything heavy is imported."""
 
 #: each command: its module under kcoral.cli.commands, the function (or typer app, for a group), and the
 #: name of the module's OPTIONS_METAVAR for commands that pass the rest of their line on. A command's
