@@ -29,6 +29,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -43,7 +44,7 @@ from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_pid
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
 from kcoral.tasks.harness.stats import Speedup, net_samples, speedup_interval
-from kcoral.tasks.harness.supervise import TRUSTED_WORKERS, ForkedWorker
+from kcoral.tasks.harness.supervise import TRUSTED_WORKERS
 from kcoral.tasks.harness.taskdef import load_task
 
 _ns = time.perf_counter_ns
@@ -691,7 +692,7 @@ def _hello(worker: Worker) -> str | None:
     return worker.gone
 
 
-def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, ForkedWorker]]) -> int:
+def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, subprocess.Popen[bytes]]]) -> int:
     """The evaluation (argv as tasks.harness.supervise has it, the cases it read, and the trusted workers
     it started, the baseline's and the empty call's, if any case is timed); the exit code."""
     laps = Laps()
@@ -761,7 +762,9 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, For
     return _finish(out, schema.SupervisorResult(results, sup.interference, watch_note, sup.phases), trusted, procs)
 
 
-def _finish(out: Path, result: schema.SupervisorResult, trusted: list[Worker], procs: list[ForkedWorker]) -> int:
+def _finish(
+    out: Path, result: schema.SupervisorResult, trusted: list[Worker], procs: list[subprocess.Popen[bytes]]
+) -> int:
     tmp = out / "result.json.tmp"
     tmp.write_text(result.to_json())
     tmp.rename(out / "result.json")

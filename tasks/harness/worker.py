@@ -13,10 +13,6 @@ The candidate's worker imports the task's ``preload`` modules, then waits for ``
 the submission: nothing the submission runs can share the GPU with the supervisor's warm-up, whose
 autotuning choices (the baseline's configs) are kept for every later evaluation on this host
 (tasks.harness.supervisor).
-Every worker, trusted or the candidate's, is forked (:func:`fork`) from a process that has imported
-this module (torch, no device touched): the trusted ones from the supervisor, the candidate's from its
-container's first process. One start for every timed process: a baseline forked and a candidate
-started as a fresh interpreter timed 1.5% apart on the H200 (tasks.harness.supervise).
 Every answer is ``{"ok": true}`` or ``{"ok": false, "error": "..."}``. Nothing a worker says is a
 measurement: the supervisor times each call with its own clock and checks its outputs itself.
 """
@@ -30,10 +26,9 @@ import os
 import shutil
 import socket
 import sys
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 
@@ -195,31 +190,5 @@ def main(argv: list[str]) -> int:
     os._exit(0)
 
 
-def fork(close: Sequence[socket.socket] = ()) -> int:
-    """Fork this process (this module imported, no device initialised: a forked CUDA context is
-    unusable): the child's pid here, 0 in the child, which first closes ``close``."""
-    with warnings.catch_warnings():
-        # torch's import leaves a native thread, idle: it holds nothing the child needs (as with
-        # DataLoader's forked workers)
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:
-        for sock in close:
-            sock.close()
-    return pid
-
-
-def run_forked(argv: list[str]) -> NoReturn:
-    """The forked child: the worker, then its end (never the parent's code after the fork)."""
-    code = 1
-    try:
-        code = main(argv)
-    finally:
-        os._exit(code)
-
-
-if __name__ == "__main__":  # the candidate's container: its worker forked, as the trusted ones are
-    child = fork()
-    if child == 0:
-        run_forked(sys.argv[1:])
-    sys.exit(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -23,10 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = ROOT / "tasks" / "demo" / "softmax"
 
 
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
 def _idle(pid: int, quiet_s: float = 1.0, limit_s: float = 120.0) -> None:
     """Wait until the process has used no CPU for ``quiet_s``: it is blocked (here: on the socket)."""
     deadline, last, since = time.monotonic() + limit_s, -1, time.monotonic()
@@ -42,10 +38,9 @@ def _idle(pid: int, quiet_s: float = 1.0, limit_s: float = 120.0) -> None:
 
 
 @contextlib.contextmanager
-def _worker(tmp_path: Path, solution: str) -> Iterator[tuple[Channel, subprocess.Popen[bytes], Path, int]]:
+def _worker(tmp_path: Path, solution: str) -> Iterator[tuple[Channel, subprocess.Popen[bytes], Path]]:
     """A candidate's worker for ``solution`` (which may write ``mark``, passed formatted in), connected
-    to a listener of ours: (our end, the container's first process, the mark's path, the pid of the
-    worker it forked, which connected); everything closed afterwards."""
+    to a listener of ours: (our end, the worker, the mark's path); everything closed afterwards."""
     submission, mark = tmp_path / "submission", tmp_path / "imported"
     submission.mkdir()
     (submission / "solution.py").write_text(solution.format(mark=str(mark)))
@@ -58,13 +53,9 @@ def _worker(tmp_path: Path, solution: str) -> Iterator[tuple[Channel, subprocess
     chan = None
     try:
         chan, pid = accept(listener, 120)
-        # forked, as the trusted workers are from the supervisor (tasks.harness.supervise)
-        assert pid != worker.pid and _parent(pid) == worker.pid
-        yield chan, worker, mark, pid
+        assert pid == worker.pid
+        yield chan, worker, mark
     finally:
-        if chan is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, 9)
         worker.kill()
         worker.wait()
         listener.close()
@@ -77,9 +68,8 @@ MARKING = "open({mark!r}, 'w').write('the submission ran')\n"
 
 
 def test_the_submission_is_imported_only_after_go(tmp_path: Path) -> None:
-    solution = MARKING + "def setup(data, *shape):\n    return lambda: None\n"
-    with _worker(tmp_path, solution) as (chan, worker, mark, pid):
-        _idle(pid)  # connected, torch imported, the task loaded: waiting
+    with _worker(tmp_path, MARKING + "def setup(data, *shape):\n    return lambda: None\n") as (chan, worker, mark):
+        _idle(worker.pid)  # connected, torch imported, the task loaded: waiting
         assert not mark.exists(), "the submission ran before the supervisor said go"
         chan.send({"op": "go"})
         assert chan.recv(120) == {"ok": True}
@@ -89,26 +79,7 @@ def test_the_submission_is_imported_only_after_go(tmp_path: Path) -> None:
 
 
 def test_anything_but_go_ends_the_worker_without_importing_the_submission(tmp_path: Path) -> None:
-    with _worker(tmp_path, MARKING) as (chan, worker, mark, _):
+    with _worker(tmp_path, MARKING) as (chan, worker, mark):
         chan.send({"op": "call", "case": "c00"})
         assert worker.wait(120) == 1
         assert not mark.exists()
-
-
-def test_the_trusted_workers_are_forked_as_the_candidates_is() -> None:
-    """Every timed process starts the same way: the baseline's and the empty call's workers are forked
-    from the supervisor (here: this process), not started as fresh interpreters."""
-    from kcoral.tasks.harness.supervise import start_workers
-
-    started = start_workers(TASK, 2)
-    try:
-        for chan, proc in started:
-            assert Path(f"/proc/{proc.pid}/cmdline").read_bytes() == Path("/proc/self/cmdline").read_bytes()
-            assert chan.recv(120) == {"ok": True}  # its hello: the task loaded
-            chan.send({"op": "quit"})
-            assert proc.wait(30) == 0
-    finally:
-        for chan, proc in started:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, 9)
-            chan.close()
