@@ -8,9 +8,12 @@ while the supervisor's own do rather than after them: on the H200 the baseline's
 
 Each is a fresh interpreter, started as the candidate's worker is. Forking them from the supervisor
 once it had imported torch (one import instead of three: ~2.5 s off a two-core host's start) was
-tried and undone: the baseline then timed faster than the same code in the candidate's worker
-(H200, KDA pinned, the template five times: 0.9805-0.9865x, each interval excluding 1, against
-0.9954-1.0061x exec'd). A timed process must start as the candidate's does.
+tried twice and undone (H200, KDA pinned; exec'd, as now, the template timed 0.9952-1.0061x over
+ten evaluations on two machines): with the candidate's worker a fresh interpreter, 0.9805-0.9865x
+over five, each interval excluding 1; with the candidate's worker forked the same way in its own
+container, still 0.9791-0.9913x over seven (the template six times, a copy of the baseline once).
+A baseline forked from the supervisor times faster than the same code in the candidate's worker:
+a timed process must start as the candidate's does (bench/results/gpu-host-issue12i/fork-*-tried/).
 """
 
 from __future__ import annotations
