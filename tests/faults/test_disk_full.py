@@ -57,8 +57,15 @@ def finished(http: httpx.Client, job_id: str, timeout: float = 60) -> dict[str, 
     return dict(job)
 
 
-def free_slots(http: httpx.Client) -> list[str]:
-    return list(http.get("/v1/health").json()["leases"]["free"])
+def slots_back(http: httpx.Client, timeout: float = 30) -> list[str]:
+    """The free slots, once every slot is back (free or drained): a job's slot is let go after its
+    result is recorded (its containers removed and the GPU check made off the job's critical path)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        leases = http.get("/v1/health").json()["leases"]
+        if set(leases["free"]) | set(leases["drained"]) == set(leases["slots"]) or time.monotonic() >= deadline:
+            return sorted(leases["free"])
+        time.sleep(0.05)
 
 
 def test_what_does_not_fit_is_refused_or_ended_clearly_and_the_slots_come_back(
@@ -90,7 +97,7 @@ def test_what_does_not_fit_is_refused_or_ended_clearly_and_the_slots_come_back(
             "log",
             "log.streams",
         ]
-        assert sorted(free_slots(http)) == ["cpu0", "cpu1"]
+        assert slots_back(http) == ["cpu0", "cpu1"]
 
         job_id, r = submit(http, {"m.py": "print('still running jobs')\n"})
         job = finished(http, job_id)
@@ -119,7 +126,7 @@ def test_a_job_whose_log_stops_fitting_is_stopped_and_a_restart_on_a_full_disk_s
         job = finished(http, job_id)
         assert job["verdict"] == "infrastructure_error", job
         assert job["reason"] == "the server's disk is full: the job's log could not be kept, so the job was stopped"
-        assert sorted(free_slots(http)) == ["cpu0", "cpu1"]
+        assert slots_back(http) == ["cpu0", "cpu1"]
 
         filler = fill(small_disk)
         server.kill()
