@@ -34,11 +34,16 @@ def main() -> None:
     """Run ``kcoral`` with sys.argv and exit with its code."""
     args = sys.argv[1:]
     client = bool(args) and args[0] in CORE_COMMANDS
-    if client:
-        _client_process(args[0])
-    from kcoral.cli.main import run  # noqa: PLC0415 - after the settings above: it imports typer
+    try:
+        if client:
+            _client_process(args[0])
+        from kcoral.cli.main import run  # noqa: PLC0415 - after the settings above: it imports typer
 
-    code = run()
+        code = run()
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules load, before run() can answer it
+        from kcoral.cli.main import interrupted  # noqa: PLC0415
+
+        code = interrupted(args)
     _quiet_broken_stdout()
     if client:
         _exit_now(code)

@@ -30,7 +30,7 @@ from kcoral.cli.output import (
     print_error,
 )
 
-__all__ = ["app", "register_commands", "register_optional_commands", "run"]
+__all__ = ["app", "interrupted", "register_commands", "register_optional_commands", "run"]
 
 VERSION = __version__
 
@@ -152,12 +152,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         register_optional_commands()
     RAW_ARGV.set(args)
     JSON_EMITTED.set(False)
-    wants_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
 
     def failed(code: int, kind: str, message: str, hint: str = "") -> int:
-        if wants_json and not JSON_EMITTED.get():  # an agent reading stdout gets a document, always
-            emit_json(error_document(message, code, kind, hint))
-        return code
+        return _failed(args, code, kind, message, hint)
 
     try:
         rv = app(args=args, prog_name="kcoral", standalone_mode=False)
@@ -165,7 +162,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         print_error(err)
         return failed(exit_code_for_error(err), type(err).__name__, err.message, err.hint)
     except (typer.Abort, KeyboardInterrupt):
-        return failed(EXIT_INTERRUPTED, "Interrupted", "interrupted")
+        return interrupted(args)
     except BrokenPipeError:
         return 0
     except Exception as err:
@@ -178,3 +175,18 @@ def run(argv: Sequence[str] | None = None) -> int:
         print_error(f"internal error: {type(err).__name__}: {err} (set KCORAL_DEBUG=1 for a traceback)")
         return failed(EXIT_SERVER_ERROR, "InternalError", f"{type(err).__name__}: {err}")
     return rv if isinstance(rv, int) else 0
+
+
+def interrupted(args: Sequence[str]) -> int:
+    """Ctrl-C: the exit code, and with --json its document."""
+    return _failed(args, EXIT_INTERRUPTED, "Interrupted", "interrupted")
+
+
+def _failed(args: Sequence[str], code: int, kind: str, message: str, hint: str = "") -> int:
+    """An error's exit code; with --json (before any ``--``) its document on stdout, unless the
+    command wrote one: an agent reading stdout gets a document, always."""
+    args = list(args)
+    wants_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+    if wants_json and not JSON_EMITTED.get():
+        emit_json(error_document(message, code, kind, hint))
+    return code

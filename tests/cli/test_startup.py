@@ -113,3 +113,24 @@ def test_a_client_commands_start_up_collects_no_garbage() -> None:
         [sys.executable, "-c", probe, "python", "--remote", NOWHERE, "-c", "pass"], capture_output=True, text=True
     )
     assert json.loads(done.stdout.splitlines()[-1]) == [], done
+
+
+def test_ctrl_c_while_the_command_loads_is_an_interruption_not_a_traceback() -> None:
+    """The interrupt lands while typer is imported (the first import of kcoral.cli.main fails with it)."""
+    probe = (
+        "import sys\n"
+        "class Interrupting:\n"
+        "    hit = False\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'typer' and not self.hit:\n"
+        "            self.hit = True\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupting())\n"
+        "from kcoral.cli.console import main\n"
+        "sys.argv[0] = 'kcoral'\n"
+        "main()\n"
+    )
+    argv = ["python", "--json", "--remote", NOWHERE, "-c", "pass"]
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done
+    assert json.loads(done.stdout)["error"]["type"] == "Interrupted"
