@@ -25,15 +25,16 @@ from pathlib import Path
 from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.channel import Channel, pair
 
-#: the trusted workers started when a case is timed, in this order (tasks.harness.supervisor)
-TRUSTED_WORKERS = ("baseline", "empty call")
+#: the trusted workers started when a case is timed, in this order (tasks.harness.supervisor), and
+#: how tasks.harness.worker is told which it is
+TRUSTED_WORKERS = {"baseline": "--baseline", "empty call": "--null"}
 
 
-def start_worker(task_dir: Path) -> tuple[Channel, subprocess.Popen[bytes]]:
-    """A trusted worker (tasks.harness.worker --baseline), on a socket pair: our end, and it."""
+def start_worker(task_dir: Path, role: str) -> tuple[Channel, subprocess.Popen[bytes]]:
+    """A trusted worker (tasks.harness.worker ROLE), on a socket pair: our end, and it."""
     ours, theirs = pair()
     proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", "--baseline", str(task_dir), str(theirs.fileno())],
+        [sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", role, str(task_dir), str(theirs.fileno())],
         pass_fds=[theirs.fileno()],
     )
     theirs.close()
@@ -42,7 +43,8 @@ def start_worker(task_dir: Path) -> tuple[Channel, subprocess.Popen[bytes]]:
 
 def main(argv: list[str]) -> int:
     doc = schema.parse_cases(Path(argv[1]).read_bytes())
-    workers = [start_worker(Path(argv[0])) for _ in TRUSTED_WORKERS] if any(c.timed for c in doc.cases) else []
+    timed = any(c.timed for c in doc.cases)
+    workers = [start_worker(Path(argv[0]), role) for role in TRUSTED_WORKERS.values()] if timed else []
     from kcoral.tasks.harness import supervisor  # imports torch
 
     return supervisor.main(argv, doc, workers)

@@ -1,5 +1,6 @@
-"""``python -P -m tasks.harness.worker TASK_DIR SOCKET`` (the candidate's container) and the baseline
-worker the supervisor starts in its own container (``--baseline``, on an inherited socket).
+"""``python -P -m tasks.harness.worker TASK_DIR SOCKET`` (the candidate's container) and the trusted
+workers the supervisor starts in its own container, on an inherited socket: the baseline's
+(``--baseline``) and the empty call's (``--null``).
 
 A worker does only what the supervisor tells it, on buffers the supervisor owns:
     setup {case, scalars, buffers}   map the buffers, build the case's data dict, call the factory
@@ -15,6 +16,11 @@ autotuning choices (the baseline's configs) are kept for every later evaluation 
 (tasks.harness.supervisor).
 Every answer is ``{"ok": true}`` or ``{"ok": false, "error": "..."}``. Nothing a worker says is a
 measurement: the supervisor times each call with its own clock and checks its outputs itself.
+
+The empty call's worker maps no buffer (its callable touches none) and, for a CPU task, does not
+import torch: on a two-core host the four processes that start an evaluation each spent ~1.5 s of
+CPU importing it. Its calls still go the same way as the others' (the message, the callable, the
+answer) and, for a CUDA task, end with the same synchronisation.
 """
 
 from __future__ import annotations
@@ -30,9 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from kcoral.tasks.harness import autotune, pinning, shared
+from kcoral.tasks.harness import autotune, pinning
 from kcoral.tasks.harness.channel import Channel, ChannelError, connect
 from kcoral.tasks.harness.failures import describe
 from kcoral.tasks.harness.taskdef import load_task
@@ -45,20 +49,20 @@ CONNECT_TIMEOUT_S = 120.0
 
 def serve(
     chan: Channel,
-    device: str,
-    factory: Callable[[dict[str, Any]], Callable[[], None]],
+    device: Device,
+    factory: Callable[[dict[str, Any]], Callable[[], None]] | None,
     hello: dict[str, Any],
     inside: str | None = None,
     before_setup: Callable[[], None] | None = None,
 ) -> None:
     """Answer the supervisor's operations until it says quit; a failure's description keeps only
     the frames below ``inside`` (the candidate's submission folder). ``before_setup`` runs at the
-    start of each setup."""
+    start of each setup. Without a ``factory`` (the empty call's worker) only empty calls are set up."""
     gc.collect()
     gc.freeze()  # an honest worker's idle loop then costs next to no CPU between calls
     chan.send(hello)
     calls: dict[str, Callable[[], None]] = {}
-    datas: dict[str, tuple[dict[str, Any], dict[str, torch.Tensor]]] = {}
+    datas: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     while True:
         message, fds = chan.recv_with_fds()
         op = message.get("op")
@@ -70,12 +74,18 @@ def serve(
                     before_setup()
                 data = dict(message.get("scalars") or {})
                 outputs = {}
-                for wire, fd in zip(message["buffers"], _fds_for(message["buffers"], fds), strict=True):
-                    data[wire["name"]] = shared.attach(wire, fd, device)
-                    if wire.get("role") == "out":
-                        outputs[wire["name"]] = data[wire["name"]]
+                if message.get("null"):  # the empty call touches no buffer: nothing to map
+                    call: Callable[[], None] = lambda: None  # noqa: E731
+                elif factory is None:
+                    raise RuntimeError("the empty call's worker makes only empty calls")
+                else:
+                    for wire, fd in zip(message["buffers"], _fds_for(message["buffers"], fds), strict=True):
+                        data[wire["name"]] = device.attach(wire, fd)
+                        if wire.get("role") == "out":
+                            outputs[wire["name"]] = data[wire["name"]]
+                    call = factory(data)
                 datas[message["case"]] = (data, outputs)
-                calls[message["case"]] = (lambda: None) if message.get("null") else factory(data)
+                calls[message["case"]] = call
                 if not callable(calls[message["case"]]):
                     raise TypeError(f"setup returned {type(calls[message['case']]).__name__}, not a callable")
             elif op == "drop":
@@ -90,8 +100,7 @@ def serve(
                         calls[message["case"]]()
                 else:
                     calls[message["case"]]()
-                if device == "cuda":
-                    torch.cuda.synchronize()
+                device.sync()
                 data, outputs = datas[message["case"]]
                 for name, buffer in outputs.items():
                     if data.get(name) is not buffer:
@@ -108,6 +117,31 @@ def serve(
             for fd in fds:
                 os.close(fd)
         chan.send({"ok": True})
+
+
+class Device:
+    """The task's device as a worker uses it: buffers mapped, calls waited for. Torch is imported
+    only when one of them needs it (the empty call's worker of a CPU task never does)."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._sync: Callable[[], None] | None = None
+        if kind == "cuda":
+            import torch  # noqa: PLC0415 - see the class
+
+            torch.zeros(1, device="cuda")  # the context, before the first call
+            self._sync = torch.cuda.synchronize
+
+    def attach(self, wire: dict[str, Any], fd: int | None) -> Any:
+        """A tensor over one of the supervisor's buffers (tasks.harness.shared)."""
+        from kcoral.tasks.harness import shared  # noqa: PLC0415 - imports torch
+
+        return shared.attach(wire, fd, self.kind)
+
+    def sync(self) -> None:
+        """Wait for the device's queued work (the CPU's is done when the call returns)."""
+        if self._sync is not None:
+            self._sync()
 
 
 def _fds_for(buffers: list[dict[str, Any]], fds: list[int]) -> list[int | None]:
@@ -143,8 +177,8 @@ def _seed_kernel_cache() -> None:
 
 
 def main(argv: list[str]) -> int:
-    baseline = argv[0] == "--baseline"
-    if baseline:
+    trusted = argv[0] in ("--baseline", "--null")
+    if trusted:
         task_dir, chan = Path(argv[1]), Channel(socket.socket(fileno=int(argv[2])))
     else:
         task_dir = Path(argv[0])
@@ -153,16 +187,18 @@ def main(argv: list[str]) -> int:
         except ChannelError as exc:
             print(f"kcoral worker: {exc}", file=sys.stderr)
             return 1
-    if not baseline:
         _seed_kernel_cache()
     task = load_task(task_dir)
-    mod = task.module()
-    if task.device == "cuda":
-        torch.zeros(1, device="cuda")
-    torch.manual_seed(0)
+    device = Device(task.device)
     hello: dict[str, Any] = {"ok": True}
-    factory: Callable[[dict[str, Any]], Callable[[], None]] = mod.baseline
-    inside = None if baseline else os.getcwd()
+    factory: Callable[[dict[str, Any]], Callable[[], None]] | None = None
+    inside = None if trusted else os.getcwd()
+    if argv[0] != "--null":
+        import torch  # noqa: PLC0415 - not in the empty call's worker (see the module's docstring)
+
+        mod = task.module()
+        torch.manual_seed(0)
+        factory = mod.baseline
     if inside is not None:
         for name in task.preload:  # the template's imports, while the supervisor's warm-up runs
             with contextlib.suppress(Exception):  # the submission meets it again, and is told
@@ -184,7 +220,7 @@ def main(argv: list[str]) -> int:
                 return mod.candidate(solution, data)
 
     with contextlib.suppress(ChannelError):
-        serve(chan, task.device, factory, hello, inside, None if baseline else _seed_kernel_cache)
+        serve(chan, device, factory, hello, inside, None if trusted else _seed_kernel_cache)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

@@ -12,7 +12,11 @@ import docker
 
 REPO = Path(__file__).resolve().parents[2]
 #: they import torch (pytest.importorskip here, so they are skipped outside the image)
-TORCH_TESTS = ["tests/tasks/test_checks.py", "tests/tasks/test_worker_gate.py"]
+TORCH_TESTS = [
+    "tests/tasks/test_checks.py",
+    "tests/tasks/test_worker_gate.py",
+    "tests/tasks/test_null_worker.py",
+]
 #: pytest and what it imports, all pure Python: each mounted from the host's environment
 PYTEST_PARTS = ["pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "pygments", "pytest_timeout"]
 
