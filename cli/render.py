@@ -80,7 +80,7 @@ def summary_line(view: JobView) -> str:
     if view.image is not None:
         parts.append(f"image {short_digest(view.image.digest) if view.image.digest else view.image.ref}")
     line = ", ".join(parts)
-    if view.reason and view.verdict != "ok":
+    if view.reason:  # an ok job's too: outputs it wrote that were refused
         line += f" ({view.reason})"
     return line
 

@@ -1,20 +1,33 @@
 """THE rule for text a job (or a server) chose, shown to a person: C0 and C1 control characters
 (escape sequences among them) shown as \\xNN, so such text cannot hide, fake or restyle what follows
-it on a terminal; lone surrogates (which no terminal, file or JSON encoder can take) as \\uNNNN.
-Stdlib only: the report (server), the output collection and the CLI use it."""
+it on a terminal; lone surrogates (which no terminal, file or JSON encoder can take) as \\uNNNN; and
+Unicode's invisible characters that move or break the text around them as \\uNNNN too: the
+directional formatting characters (the embeddings, overrides and isolates, with which a line can
+show its characters in another order than they have, "Trojan Source"; and the three marks) and the
+line and paragraph separators (a line break where a browser or an editor draws the text).
+Stdlib only: the report (server), the output collection, the web views and the CLI use it."""
 
 from __future__ import annotations
 
+#: ALM, LRM, RLM; LRE, RLE, PDF, LRO, RLO; LRI, RLI, FSI, PDI; LINE and PARAGRAPH SEPARATOR
+UNICODE_FORMATTING = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
+
+_SHOWN_ESCAPED = [*range(0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000), *map(ord, UNICODE_FORMATTING)]
+
+
+def _escaped(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+#: str.translate's tables (one pass in C over a long log): tab kept; newline kept or escaped
+_TABLE = {code: _escaped(code) for code in _SHOWN_ESCAPED if code != ord("\t")}
+_TABLE_NEWLINES = {code: text for code, text in _TABLE.items() if code != ord("\n")}
+
 
 def printable(text: str, newlines: bool = False) -> str:
-    keep = "\t\n" if newlines else "\t"
-    return "".join(c if c in keep or not is_control(c) else _escaped(c) for c in text)
-
-
-def _escaped(c: str) -> str:
-    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+    return text.translate(_TABLE_NEWLINES if newlines else _TABLE)
 
 
 def is_control(c: str) -> bool:
-    """A C0 or C1 control character, or a lone surrogate."""
-    return ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or 0xD800 <= ord(c) < 0xE000
+    """A character :func:`printable` shows escaped (a tab too: a control character)."""
+    return ord(c) in _TABLE or c == "\t"

@@ -82,6 +82,21 @@ def test_job_chosen_text_reaches_the_terminal_escaped(capsys: pytest.CaptureFixt
     assert "kcoral: \\x9b31m done\nnext" in err
 
 
+def test_an_ok_jobs_refused_outputs_are_in_its_last_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """The job ended well but some of what it wrote did not come back: the line that ends
+    ``kcoral python`` says which, escaped (a name that draws its letters in another order too)."""
+    from kcoral.cli.output import note
+    from kcoral.cli.render import summary_line
+    from kcoral.runner.models import JobState, JobTimes, JobView, PythonSpec, Verdict
+
+    reason = "output refused: report\u202etxt.exe: a control character in its name"
+    view = JobView(id="j", owner="o", state=JobState.finished, verdict=Verdict.ok, exit_code=0, reason=reason,
+                   spec=PythonSpec(argv=["m.py"]), times=JobTimes(created=0))  # fmt: skip
+    note(summary_line(view))
+    shown = "output refused: report\\u202etxt.exe: a control character in its name"
+    assert capsys.readouterr().err == f"kcoral: job j: ok, exit code 0, ran - ({shown})\n"
+
+
 HOSTILE_LOG = b"ok\n\x1b]52;c;cm0gLXJmIH4=\x07\x1b[8mPASS\r\x1b[2K\xc2\x9b31m caf\xc3\xa9\t\xff\n"
 
 

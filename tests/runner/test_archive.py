@@ -436,12 +436,14 @@ def test_a_name_with_a_control_character_is_refused_and_shown_escaped(tmp_path: 
     raw.mkdir()
     (raw / "ok\x1b[31mred.txt").write_text("x")
     os.symlink("/etc/passwd", raw / "\x1b]0;pwned\x07link")
+    (raw / "report\u202etxt.exe").write_text("z")  # drawn as "reportexe.txt"
     (raw / "plain.txt").write_text("y")
     collected = archive.collect_outputs(raw, dest, Limits())
     assert [f.path for f in collected.files] == ["plain.txt"]
     assert sorted(collected.refused) == [
         "\\x1b]0;pwned\\x07link: a control character in its name",
         "ok\\x1b[31mred.txt: a control character in its name",
+        "report\\u202etxt.exe: a control character in its name",
     ]
     assert sorted(p.name for p in dest.iterdir()) == ["plain.txt"]
 

@@ -353,6 +353,10 @@ def test_flags_reach_the_report_and_fail_it() -> None:
 # ----- printable and passed
 
 
+#: an emoji joined by a zero-width joiner, and Hebrew: shown as they are
+KEPT = "\U0001f468\u200d\U0001f469 \u05d0\u05d1"
+
+
 @pytest.mark.parametrize(
     ("text", "plain", "with_newlines"),
     [
@@ -361,6 +365,12 @@ def test_flags_reach_the_report_and_fail_it() -> None:
         ("\x00\x1f \x7e", "\\x00\\x1f ~", "\\x00\\x1f ~"),
         ("\x7f\x80\x9f\xa0é", "\\x7f\\x80\\x9f\xa0é", "\\x7f\\x80\\x9f\xa0é"),
         ("\r\x1b", "\\x0d\\x1b", "\\x0d\\x1b"),
+        # shown in another order than written ("Trojan Source"), or broken into lines, where drawn
+        ("d\u202etxt.exe", "d\\u202etxt.exe", "d\\u202etxt.exe"),
+        ("a\u2066b\u2069\u200f\u061c", "a\\u2066b\\u2069\\u200f\\u061c", "a\\u2066b\\u2069\\u200f\\u061c"),
+        ("x\u2028y\u2029", "x\\u2028y\\u2029", "x\\u2028y\\u2029"),
+        ("\ud800", "\\ud800", "\\ud800"),
+        (KEPT, KEPT, KEPT),
     ],
 )
 def test_printable(text: str, plain: str, with_newlines: str) -> None:
