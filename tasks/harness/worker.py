@@ -120,23 +120,29 @@ def serve(
 
 
 class Device:
-    """The task's device as a worker uses it: buffers mapped, calls waited for. Torch is imported
-    only when one of them needs it (the empty call's worker of a CPU task never does)."""
+    """The task's device as a worker uses it: buffers mapped (``maps``: all but the empty call's
+    worker), calls waited for. Torch is imported only where one of them needs it: the empty call's
+    worker of a CPU task never does. Everything is imported here, before a submission may run."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, maps: bool) -> None:
         self.kind = kind
         self._sync: Callable[[], None] | None = None
+        self._attach: Callable[[dict[str, Any], int | None, str], Any] | None = None
         if kind == "cuda":
             import torch  # noqa: PLC0415 - see the class
 
             torch.zeros(1, device="cuda")  # the context, before the first call
             self._sync = torch.cuda.synchronize
+        if maps:
+            from kcoral.tasks.harness import shared  # noqa: PLC0415 - imports torch
+
+            self._attach = shared.attach
 
     def attach(self, wire: dict[str, Any], fd: int | None) -> Any:
         """A tensor over one of the supervisor's buffers (tasks.harness.shared)."""
-        from kcoral.tasks.harness import shared  # noqa: PLC0415 - imports torch
-
-        return shared.attach(wire, fd, self.kind)
+        if self._attach is None:
+            raise RuntimeError("this worker maps no buffer")
+        return self._attach(wire, fd, self.kind)
 
     def sync(self) -> None:
         """Wait for the device's queued work (the CPU's is done when the call returns)."""
@@ -189,7 +195,7 @@ def main(argv: list[str]) -> int:
             return 1
         _seed_kernel_cache()
     task = load_task(task_dir)
-    device = Device(task.device)
+    device = Device(task.device, maps=argv[0] != "--null")
     hello: dict[str, Any] = {"ok": True}
     factory: Callable[[dict[str, Any]], Callable[[], None]] | None = None
     inside = None if trusted else os.getcwd()
