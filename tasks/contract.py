@@ -38,7 +38,7 @@ TIMING_METHOD = (
     "the baseline's on the same inputs. A call may take at most {call} s. Each call starts from a "
     "device that has finished all earlier work, so its time includes the host's time to launch its "
     "first work: for a submission made of many short launches that part does not grow with the work "
-    "(on the H200, the KDA baseline's code run twice per call measured 0.565-0.595x, not 0.5x: about "
+    "(on the H200, the KDA baseline's code run twice per call measured 0.56-0.60x, not 0.5x: about "
     "1 ms of its ~3.5 ms is launch time the second run hides behind the first's)."
 )
 SCORE = (
