@@ -9,10 +9,13 @@ Stdlib only: the report (server), the output collection, the web views and the C
 
 from __future__ import annotations
 
+import re
+
 #: ALM, LRM, RLM; LRE, RLE, PDF, LRO, RLO; LRI, RLI, FSI, PDI; LINE and PARAGRAPH SEPARATOR
 UNICODE_FORMATTING = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
-
-_SHOWN_ESCAPED = [*range(0x20), *range(0x7F, 0xA0), *range(0xD800, 0xE000), *map(ord, UNICODE_FORMATTING)]
+#: lone surrogates, found apart (only in text that is not ASCII): a table of their 2,048 would cost
+#: every command's start ~1 ms
+_SURROGATES = "[\ud800-\udfff]"
 
 
 def _escaped(code: int) -> str:
@@ -20,14 +23,18 @@ def _escaped(code: int) -> str:
 
 
 #: str.translate's tables (one pass in C over a long log): tab kept; newline kept or escaped
-_TABLE = {code: _escaped(code) for code in _SHOWN_ESCAPED if code != ord("\t")}
+_TABLE = {code: _escaped(code) for code in [*range(0x20), *range(0x7F, 0xA0), *map(ord, UNICODE_FORMATTING)]}
+del _TABLE[ord("\t")]
 _TABLE_NEWLINES = {code: text for code, text in _TABLE.items() if code != ord("\n")}
 
 
 def printable(text: str, newlines: bool = False) -> str:
-    return text.translate(_TABLE_NEWLINES if newlines else _TABLE)
+    shown = text.translate(_TABLE_NEWLINES if newlines else _TABLE)
+    if shown.isascii():
+        return shown
+    return re.sub(_SURROGATES, lambda m: _escaped(ord(m.group())), shown)
 
 
 def is_control(c: str) -> bool:
     """A character :func:`printable` shows escaped (a tab too: a control character)."""
-    return ord(c) in _TABLE or c == "\t"
+    return ord(c) in _TABLE or c == "\t" or 0xD800 <= ord(c) < 0xE000
