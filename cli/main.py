@@ -153,14 +153,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     RAW_ARGV.set(args)
     JSON_EMITTED.set(False)
 
-    def failed(code: int, kind: str, message: str, hint: str = "") -> int:
-        return _failed(args, code, kind, message, hint)
-
     try:
         rv = app(args=args, prog_name="kcoral", standalone_mode=False)
     except KcoralError as err:
         print_error(err)
-        return failed(exit_code_for_error(err), type(err).__name__, err.message, err.hint)
+        return _failed(args, exit_code_for_error(err), type(err).__name__, err.message, err.hint)
     except (typer.Abort, KeyboardInterrupt):
         return interrupted(args)
     except BrokenPipeError:
@@ -169,11 +166,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         if _is_parse_error(err):  # bad option, missing argument...: click's own message
             err.show()  # type: ignore[attr-defined]
             message = err.format_message() if hasattr(err, "format_message") else str(err)
-            return failed(EXIT_USAGE, "UsageError", message)
+            return _failed(args, EXIT_USAGE, "UsageError", message)
         if _debug():
             raise
         print_error(f"internal error: {type(err).__name__}: {err} (set KCORAL_DEBUG=1 for a traceback)")
-        return failed(EXIT_SERVER_ERROR, "InternalError", f"{type(err).__name__}: {err}")
+        return _failed(args, EXIT_SERVER_ERROR, "InternalError", f"{type(err).__name__}: {err}")
     return rv if isinstance(rv, int) else 0
 
 

@@ -86,8 +86,8 @@ def serve(
                     call = factory(data)
                 datas[message["case"]] = (data, outputs)
                 calls[message["case"]] = call
-                if not callable(calls[message["case"]]):
-                    raise TypeError(f"setup returned {type(calls[message['case']]).__name__}, not a callable")
+                if not callable(call):
+                    raise TypeError(f"setup returned {type(call).__name__}, not a callable")
             elif op == "drop":
                 calls.pop(message["case"], None)
                 datas.pop(message["case"], None)
