@@ -115,7 +115,7 @@ class Worker:
     def send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
         """Send one operation without waiting: :meth:`answer` collects what the worker says to it."""
         if self.gone:
-            raise CandidateGone(self.gone)
+            self._raise_gone()
         try:
             self.chan.send(message, fds)
         except ChannelError as exc:
@@ -124,7 +124,7 @@ class Worker:
     def answer(self) -> str | None:
         """The worker's answer to the oldest operation not yet answered: None for ok, else its error."""
         if self.gone:
-            raise CandidateGone(self.gone)
+            self._raise_gone()
         try:
             answer = self.chan.recv(self.timeout)
         except ChannelError as exc:
@@ -139,6 +139,12 @@ class Worker:
 
     def _lost(self, exc: ChannelError) -> NoReturn:
         self.gone = f"the {self.name}'s worker stopped answering: {exc}"
+        self._raise_gone()
+
+    def _raise_gone(self) -> NoReturn:
+        """The candidate's worker gone is its case's error; a trusted one gone is the judge's failure
+        (the evaluation ends without a result: the server's infrastructure error), every time it is
+        asked again too (a clean-up's question must not turn it into the candidate's)."""
         if self.trusted:
             raise RuntimeError(self.gone) from None
         raise CandidateGone(self.gone) from None
