@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kcoral.tasks.harness.stats import net_samples, ratios, speedup_interval  # noqa: E402
+from kcoral.tasks.harness.stats import estimate, net_samples  # noqa: E402
 
 
 def main() -> int:
@@ -32,11 +32,13 @@ def main() -> int:
             continue
         base = net_samples(t["baseline_ms"], t["protocol_ms"])
         cand = net_samples(t["kernel_ms"], t["protocol_ms"])
-        r = ratios(base, cand)
-        est = speedup_interval(base, cand)
-        s = sorted(r)
+        r = [b / c if b > 0 and c > 0 else float("nan") for b, c in zip(base, cand, strict=False)]  # by iteration
+        est = estimate(t["baseline_ms"], t["kernel_ms"], t["protocol_ms"], t.get("disturbed"))
+        s = sorted(x for x in r if x == x)
         row = {
             "n": len(r),
+            "basis": est.basis,
+            "blocks": est.blocks,
             "speedup": round(est.speedup, 4),
             "interval": [round(est.lo, 4), round(est.hi, 4)],
             "half_width": round(est.relative_half_width, 4),

@@ -49,6 +49,10 @@ these for its task; the server sends the whole method to the supervisor in the c
 |                   |       |         | calls wider than 3 inconclusive (tasks.report)                |
 | connect_timeout_s | s     | 180     | the candidate's worker must connect and set up within this    |
 | call_timeout_s    | s     | 300     | every call must be answered within this                       |
+| disturbed_ms      | ms    | 0.1     | an iteration in which the judge's processes waited for a CPU, |
+| disturbed_share   | ratio | 0.02    | or its cores served interrupts, longer than the larger of     |
+|                   |       |         | these (disturbed_share of the shorter call) is left out of    |
+|                   |       |         | the estimate (tasks.harness.interference)                     |
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class EvalTiming:
     scorable_ratio: float = 2.0
     connect_timeout_s: float = 180.0
     call_timeout_s: float = 300.0
+    disturbed_ms: float = 0.1
+    disturbed_share: float = 0.02
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ without a summary), so a key's presence means the figure exists.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -45,6 +45,13 @@ class WorkloadRow(Document):
     speedup_halves: list[float] | None = None
     #: the halves differ by more than 5%: the host's speed changed during the measurement
     drifted: bool | None = None
+    #: what the speedup is a ratio of: "net" (each call less its iteration's protocol cost) or "raw" (the
+    #: calls as timed: the protocol's cost dominated them, and subtracting it would amplify their bias)
+    basis: Literal["net", "raw"] | None = None
+    #: the protocol's fixed cost as a share of a call (its median over the submission's median raw call)
+    protocol_share: float | None = None
+    #: iterations left out: the judge's side was disturbed while they ran (tasks.harness.interference)
+    disturbed: int | None = None
     #: each side's interquartile range of its call times over their median (how much they vary)
     baseline_spread: float | None = None
     kernel_spread: float | None = None
@@ -111,6 +118,10 @@ class SampleTimes(Document):
     baseline_ms: list[float] | None = None
     kernel_ms: list[float] | None = None
     protocol_ms: list[float] | None = None
+    #: per iteration: the supervisor marked it disturbed (left out of the speedup), and what its judge's side
+    #: lost to waiting for a CPU or to interrupts (ms); absent in receipts from before they were measured
+    disturbed: list[bool] | None = None
+    judge_wait_ms: list[float] | None = None
 
 
 class Receipt(Document):

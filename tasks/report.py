@@ -4,7 +4,9 @@ task's speedup limit, and the printed lines.
 Pure: data in, data out. Every figure comes from the supervisor (tasks.harness.supervisor), a
 trusted process; nothing the candidate printed or wrote is read. A call's time is its raw time on
 the supervisor's clock less the protocol's fixed cost measured in the same iteration (the same
-call sequence around a call that does nothing). The holdout reports PASS or FAIL (and which kind
+call sequence around a call that does nothing); the speedup is tasks.harness.stats.estimate's, over
+the iterations the supervisor did not mark disturbed (net, or the raw ratio where the protocol's
+cost dominates the calls). The holdout reports PASS or FAIL (and which kind
 of failure) only; after a FAIL the public workloads are still checked and reported, untimed, with
 no score.
 """
@@ -18,7 +20,7 @@ from typing import Any
 from kcoral.runner.printable import printable
 from kcoral.tasks.documents import EvalReport, SampleTimes
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
-from kcoral.tasks.harness.stats import geomean_ci, median, net_samples, speedup_interval
+from kcoral.tasks.harness.stats import DISTURBED_LIMIT, compare_intervals, estimate, geomean_ci, median, net_samples
 
 
 def build_report(
@@ -122,21 +124,43 @@ def timing_row(
 ) -> dict[str, Any]:
     """A timed workload's figures. What the submission did wrong goes to ``flags`` (a kernel time below
     the physical floor, a speedup above the task's limit: the evaluation fails); what made the times
-    unusable goes to ``unmeasured`` (too few samples, times not clear of the protocol's fixed cost:
-    the host's noise or a call too short to time, and the evaluation is inconclusive, not failed)."""
-    base, kern = net_samples(timing.baseline_ms, timing.null_ms), net_samples(timing.kernel_ms, timing.null_ms)
-    if min(len(base), len(kern)) < 3:
-        unmeasured.append(f"{name}: too few timing samples ({min(len(base), len(kern))})")
+    unusable goes to ``unmeasured`` (too few samples, too many iterations disturbed on the judge's
+    side, times not clear of the protocol's fixed cost: the host's noise or a call too short to time,
+    and the evaluation is inconclusive, not failed). The times are the medians over the iterations not
+    disturbed, net of the protocol's cost; the speedup is :func:`estimate`'s."""
+    iterations = min(len(timing.baseline_ms), len(timing.kernel_ms), len(timing.null_ms))
+    if iterations < 3:
+        unmeasured.append(f"{name}: too few timing samples ({iterations})")
         return {}
-    protocol = median(timing.null_ms)
+    marks = [i < len(timing.disturbed) and timing.disturbed[i] for i in range(iterations)]
+    kept = [i for i in range(iterations) if not marks[i]]
+    dropped = iterations - len(kept)
+    if dropped > DISTURBED_LIMIT * iterations:
+        waits = [w for w, m in zip(timing.judge_wait_ms, marks, strict=False) if m]
+        lost = (
+            f" (the judge's side lost a median {median(waits):.3f} ms each to waiting for a CPU or to interrupts)"
+            if waits
+            else ""
+        )
+        unmeasured.append(
+            f"{name}: {dropped} of {iterations} timed iterations were disturbed{lost}, more "
+            f"than {DISTURBED_LIMIT:.0%}: the host was too busy to time it (evaluate again)"
+        )
+        return {"protocol_ms": median(timing.null_ms[:iterations]), "disturbed": dropped}
+    protocol = median([timing.null_ms[i] for i in kept])
+    base = net_samples([timing.baseline_ms[i] for i in kept], [timing.null_ms[i] for i in kept])
+    kern = net_samples([timing.kernel_ms[i] for i in kept], [timing.null_ms[i] for i in kept])
     if median(base) <= 0 or median(kern) <= 0:
         unmeasured.append(
             f"{name}: a median call time is not above the protocol's fixed cost ({protocol:.4f} ms): "
             "the call is too short to measure this way"
         )
         return {"protocol_ms": protocol}
-    estimate = speedup_interval(base, kern)
-    s, lo, hi = estimate.speedup, estimate.lo, estimate.hi
+    est = estimate(timing.baseline_ms, timing.kernel_ms, timing.null_ms, marks)
+    if est.blocks == 0:
+        unmeasured.append(f"{name}: too few timing samples (no two consecutive iterations left to pair)")
+        return {"protocol_ms": protocol, "disturbed": est.disturbed}
+    s, lo, hi = est.speedup, est.lo, est.hi
     if lo <= 0 or not math.isfinite(hi):
         unmeasured.append(
             f"{name}: the call times do not stand clear of the protocol's fixed cost ({protocol:.4f} ms): "
@@ -149,9 +173,12 @@ def timing_row(
         "speedup": s,
         "speedup_lo": lo,
         "speedup_hi": hi,
-        "samples": len(kern),
-        "speedup_halves": list(estimate.halves) if estimate.halves else None,
-        "drifted": estimate.drifted,
+        "samples": iterations,
+        "speedup_halves": list(est.halves) if est.halves else None,
+        "drifted": est.drifted,
+        "basis": est.basis,
+        "protocol_share": est.protocol_share,
+        "disturbed": est.disturbed,
         "baseline_spread": spread(base),
         "kernel_spread": spread(kern),
         "stopped_by": timing.stopped_by + (", measured twice" if timing.remeasured else ""),
@@ -171,10 +198,17 @@ def timing_row(
 
 
 def sample_times(cases: CaseFile, result: SupervisorResult) -> dict[str, SampleTimes]:
-    """Each timed workload's raw samples (for the receipt), from the supervisor's result."""
+    """Each timed workload's raw samples and disturbed marks (for the receipt: what stats.estimate needs to
+    redo the speedup), from the supervisor's result."""
     by_id = {c.id: c for c in result.cases}
     return {
-        case.workload: SampleTimes(baseline_ms=t.baseline_ms, kernel_ms=t.kernel_ms, protocol_ms=t.null_ms)
+        case.workload: SampleTimes(
+            baseline_ms=t.baseline_ms,
+            kernel_ms=t.kernel_ms,
+            protocol_ms=t.null_ms,
+            disturbed=t.disturbed or None,
+            judge_wait_ms=t.judge_wait_ms or None,
+        )
         for case in cases.cases
         if case.phase is Phase.WORKLOAD and case.timed and (t := _result(by_id, case).timing) is not None
     }
@@ -239,11 +273,17 @@ def report_lines(report: EvalReport) -> list[str]:
             head += "  " + "  ".join(errs)
         lines.append(head)
         if row.speedup is not None:
+            raw = (
+                f" (raw ratio: the protocol's cost is {row.protocol_share or 0:.0%} of a call)"
+                if row.basis == "raw"
+                else ""
+            )
+            left_out = f"; {row.disturbed} disturbed left out" if row.disturbed else ""
             lines.append(
                 f"    baseline {row.baseline_ms:.6f} ms  kernel {row.kernel_ms:.6f} ms  "
-                f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]"
-                f"  n={row.samples} ({row.stopped_by}; protocol {row.protocol_ms:.4f} ms per call "
-                f"subtracted)"
+                f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]{raw}"
+                f"  n={row.samples} ({row.stopped_by}{left_out}; protocol {row.protocol_ms:.4f} ms per call "
+                f"subtracted{' from the times shown' if raw else ''})"
             )
         if row.drifted and row.speedup_halves:
             first, second = row.speedup_halves
@@ -267,7 +307,8 @@ def report_lines(report: EvalReport) -> list[str]:
     if s is not None:
         lines.append(
             f"baseline: {s.baseline_ms:.6f} ms kernel: {s.kernel_ms:.6f} ms speedup: {s.speedup:.4f}x "
-            f"(95% CI {s.speedup_lo:.4f}-{s.speedup_hi:.4f}; min {s.min_speedup:.4f}x max {s.max_speedup:.4f}x)"
+            f"(95% CI {s.speedup_lo:.4f}-{s.speedup_hi:.4f}; min {s.min_speedup:.4f}x max {s.max_speedup:.4f}x): "
+            f"{compare_intervals(s.speedup_lo, s.speedup_hi)} against the baseline"
         )
     if report.phases:
         lines.append(time_line(report.phases))

@@ -21,6 +21,7 @@ from kcoral.cli.render import cell, state_text
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.runner.models import JobState, JobView
 from kcoral.tasks.documents import Document, EvalReport, Receipt, Summary, WorkloadRow
+from kcoral.tasks.harness.stats import compare_intervals
 
 #: receipt fields that a rerun must keep
 PINNED = ("image", "task_sha256", "submission_sha256")
@@ -60,6 +61,13 @@ def _ci(summary: Summary | None) -> str:
     if summary is None:
         return "-"
     return f"{summary.speedup:.4f}x [{summary.speedup_lo:.4f}, {summary.speedup_hi:.4f}]"
+
+
+def _words(old: Summary | None, new: Summary | None) -> str:
+    """The new score against the old in the words of a robust comparison (tasks.harness.stats)."""
+    if old is None or new is None:
+        return ""
+    return f"; new against old: {compare_intervals(new.speedup_lo, new.speedup_hi, old.speedup_lo, old.speedup_hi)}"
 
 
 def _job_line(label: str, view: JobView, receipt: Receipt | None) -> str:
@@ -147,7 +155,12 @@ def comparison_view(old: Side, new: Side) -> RenderableType:
         _num(so.speedup if so else None, ".4f", "x"),
         _num(sn.speedup if sn else None, ".4f", "x"),
     )
-    parts += [cell(""), table, cell(""), cell(f"summary speedup: old {_ci(so)}  new {_ci(sn)}  (95% CI)")]
+    parts += [
+        cell(""),
+        table,
+        cell(""),
+        cell(f"summary speedup: old {_ci(so)}  new {_ci(sn)}  (95% CI){_words(so, sn)}"),
+    ]
     for label, report in (("old", old.report), ("new", new.report)):
         for flag in report.flags if report else []:
             parts.append(cell(f"{label} flagged: {flag}"))

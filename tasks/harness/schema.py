@@ -64,6 +64,8 @@ class TimingMethod:
     scorable_ratio: float
     connect_timeout_s: float
     call_timeout_s: float
+    disturbed_ms: float
+    disturbed_share: float
 
 
 _COUNTS = ("min_reps", "max_reps", "flush_bytes")
@@ -171,6 +173,12 @@ class Timing:
     early_cpu_share: float = 0.0
     #: a first measurement raised a flag, so these figures are a second, independent one
     remeasured: bool = False
+    #: per iteration (the i-th baseline, candidate and null call), what the kernel billed to nobody on the
+    #: judge's side while that iteration's trusted calls ran: milliseconds the trusted processes waited for a
+    #: CPU, and interrupt/softirq time on the judge's cores (tasks.harness.interference). An iteration above
+    #: the method's limit is disturbed: the estimate leaves it out (tasks.harness.stats)
+    judge_wait_ms: list[float] = field(default_factory=list)
+    disturbed: list[bool] = field(default_factory=list)
 
 
 @dataclass
@@ -255,6 +263,8 @@ def _timing(doc: Any) -> Timing:
         warmup_calls=int(_num(obj.get("warmup_calls", 0), "warmup_calls")),
         **{k: _num(obj.get(k, 0.0), k) for k in ("idle_cpu_ms", "idle_cpu_share", "early_cpu_ms", "early_cpu_share")},
         remeasured=obj.get("remeasured") is True,
+        judge_wait_ms=[_num(x, "wait") for x in _list(obj.get("judge_wait_ms", []), "judge_wait_ms", MAX_SAMPLES)],
+        disturbed=[x is True for x in _list(obj.get("disturbed", []), "disturbed", MAX_SAMPLES)],
     )
 
 

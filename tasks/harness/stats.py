@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 
 def median(xs: Sequence[float]) -> float:
@@ -32,33 +33,42 @@ def median_interval(xs: Sequence[float], level: float = 0.95) -> tuple[float, fl
     return float(statistics.median(s)), s[j], s[n - 1 - j]
 
 
-def ratios(base: Sequence[float], cand: Sequence[float]) -> list[float]:
-    """Each iteration's speedup, base[i] / cand[i], in the order taken. A side whose time is not above
-    zero (net of the protocol's cost: the call too short to time) ranks as the ratio's limit: the
-    candidate's gives inf, the baseline's 0; an iteration where neither is above zero has no ratio."""
-    out = []
-    for b, c in zip(base, cand, strict=False):
-        if c > 0:
-            out.append(b / c if b > 0 else 0.0)
-        elif b > 0:
-            out.append(math.inf)
-    return out
-
-
-#: each half of a measurement needs this many samples of its own before its interval counts
+#: each half of a measurement needs this many blocks of its own before its interval counts
 MIN_HALF = 5
 #: the halves' speedups differ by more than this (as a ratio) before a report says they drifted apart
 DRIFT_NOTE_RATIO = 1.05
+#: the protocol's fixed cost (the median empty call) dominates above this share of the faster side's
+#: median raw call: the speedup is then the raw ratio (pulled towards 1), not the net one, which
+#: subtracting a cost as large as the kernel would amplify any bias and noise of the calls into (on
+#: a loaded host: 7.94 ms of protocol, a structural 25% raw difference, 14.64 against 11.36 ms, read
+#: as ~2x net)
+PROTOCOL_DOMINANT = 0.5
+#: a measurement with more than this share of its iterations disturbed (tasks.harness.interference)
+#: is not one: what is left would be a selection of the moments the judge's side was quiet, while the
+#: candidate's were not chosen (an estimate against it). The supervisor samples on (noisy_budget_s)
+#: while it is over; past it the workload is unmeasured and the evaluation inconclusive (tasks.report)
+DISTURBED_LIMIT = 0.5
+
+Basis = Literal["net", "raw"]
 
 
 @dataclass(frozen=True)
 class Speedup:
-    """A speedup with its interval, and what each time-ordered half of the samples measured alone."""
+    """A speedup with its interval, what each time-ordered half of the blocks measured alone, and how
+    it was taken (:func:`estimate`)."""
 
     speedup: float
     lo: float
     hi: float
     halves: tuple[float, float] | None = None
+    #: "net": each call less its iteration's empty call; "raw": the calls as timed (the protocol dominated)
+    basis: Basis = "net"
+    #: the pairs of opposite-order iterations the speedup is the median of
+    blocks: int = 0
+    #: the iterations left out as disturbed
+    disturbed: int = 0
+    #: the protocol's fixed cost as a share of a call: median empty call / median raw candidate call
+    protocol_share: float = 0.0
 
     @property
     def drifted(self) -> bool:
@@ -75,30 +85,88 @@ class Speedup:
         return max(self.hi - self.speedup, self.speedup - self.lo) / self.speedup
 
 
-def speedup_interval(base: Sequence[float], cand: Sequence[float], level: float = 0.95) -> Speedup:
-    """The speedup of paired samples (the same iteration's baseline and candidate calls, in the order
-    they were taken): the median of the per-iteration ratios, with :func:`median_interval`.
+def estimate(
+    baseline_ms: Sequence[float],
+    kernel_ms: Sequence[float],
+    null_ms: Sequence[float],
+    disturbed: Sequence[bool] | None = None,
+    level: float = 0.95,
+) -> Speedup:
+    """The speedup of the candidate over the baseline from the supervisor's RAW call times (the
+    protocol's cost included): the i-th entries are iteration i, which timed baseline, candidate,
+    empty call when i is even and candidate, baseline, empty call when it is odd. ``disturbed``: per
+    iteration, whether the judge's side was disturbed while it ran (missing entries: not).
 
-    Why per iteration: on the H200 the three calls of one iteration share most of their noise (the
-    baseline's and the candidate's times correlate 0.5-0.85, and each drifts: lag-1 autocorrelation
-    0.3-0.7), while the ratios of one iteration to the next are independent (lag-1 within +-0.2), so
-    a ratio cancels what the calls share and the interval's independence assumption holds for it.
+    1. Disturbed iterations are left out, both of their calls (only the trusted side decides which).
+    2. The basis: each call less the same iteration's empty call ("net"), unless the protocol
+       dominates (the median empty call above PROTOCOL_DOMINANT of the smaller side's median raw
+       call): then the raw calls ("raw"), a ratio pulled towards 1, never a gain the subtraction made.
+    3. Iterations 2k and 2k+1 (one of each order) form a block; its ratio is the geometric mean of
+       their ratios, so a position effect (the first call of an iteration slower, or faster) and a
+       host whose speed drifts (the later call slower) cancel within it. An iteration whose partner
+       was left out is left out. A side not above zero ranks at the limit: the candidate's gives inf,
+       the baseline's 0; a block with no ratio (neither side above zero) or with both limits has none.
+    4. The speedup is the median of the blocks' ratios with :func:`median_interval`. A host whose
+       speed changed for one side in the middle of a measurement moves the time-ordered halves of the
+       blocks apart: the interval always covers both halves' own speedups, and when the halves'
+       intervals do not even meet, both halves' intervals whole (each half needs MIN_HALF blocks).
 
-    A host whose speed changed for one side in the middle of a measurement moves the time-ordered
-    halves apart. The interval always covers both halves' own speedups; when the halves' intervals do
-    not even meet (the speed did change), it covers both halves' intervals whole, so it never claims
-    a precision, or a gain, that the measurement did not have."""
-    r = ratios(base, cand)
-    s, lo, hi = median_interval(r, level)
-    if len(r) < 2 * MIN_HALF:
-        return Speedup(s, lo, hi)
-    k = len(r) // 2
-    first, second = median_interval(r[:k], level), median_interval(r[k:], level)
+    Why per iteration, then per block: on the H200 the calls of one iteration share most of their
+    noise (the baseline's and the candidate's times correlate 0.5-0.85, and each drifts: lag-1
+    autocorrelation 0.3-0.7), which a ratio cancels, while the ratios of one iteration to the next are
+    independent (lag-1 within +-0.2) but for their order: the two orders measured apart by up to 2%
+    within a request, either way, and a median over the two modes spans the gap between them."""
+    n = min(len(baseline_ms), len(kernel_ms), len(null_ms))
+    marks = list(disturbed or ())
+    out = [i < len(marks) and bool(marks[i]) for i in range(n)]
+    kept = [i for i in range(n) if not out[i]]
+    dropped = n - len(kept)
+    if not kept:
+        return Speedup(math.nan, math.nan, math.nan, disturbed=dropped, protocol_share=math.nan)
+    null = median([null_ms[i] for i in kept])
+    raw_b, raw_c = median([baseline_ms[i] for i in kept]), median([kernel_ms[i] for i in kept])
+    share = null / raw_c if raw_c > 0 else math.inf
+    basis: Basis = "raw" if null > PROTOCOL_DOMINANT * min(raw_b, raw_c) else "net"
+
+    def ratio(i: int) -> float | None:
+        if out[i]:
+            return None
+        cost = null_ms[i] if basis == "net" else 0.0
+        return _ratio(baseline_ms[i] - cost, kernel_ms[i] - cost)
+
+    blocks = [r for k in range(n // 2) if (r := _block(ratio(2 * k), ratio(2 * k + 1))) is not None]
+    s, lo, hi = median_interval(blocks, level)
+    pooled = Speedup(s, lo, hi, None, basis, len(blocks), dropped, share)
+    if len(blocks) < 2 * MIN_HALF:
+        return pooled
+    k = len(blocks) // 2
+    first, second = median_interval(blocks[:k], level), median_interval(blocks[k:], level)
     if first[2] < second[1] or second[2] < first[1]:
         lo, hi = min(lo, first[1], second[1]), max(hi, first[2], second[2])
     else:
         lo, hi = min(lo, first[0], second[0]), max(hi, first[0], second[0])
-    return Speedup(s, lo, hi, (first[0], second[0]))
+    return replace(pooled, lo=lo, hi=hi, halves=(first[0], second[0]))
+
+
+def _ratio(base: float, cand: float) -> float | None:
+    """One iteration's speedup; a side not above zero (net of the protocol's cost: the call too short to
+    time) ranks as the ratio's limit; neither above zero: none."""
+    if cand > 0:
+        return base / cand if base > 0 else 0.0
+    return math.inf if base > 0 else None
+
+
+def _block(first: float | None, second: float | None) -> float | None:
+    """A block's ratio: the geometric mean of its two iterations' ratios, a limit (0 or inf) deciding it;
+    none when either iteration has none or the two reach opposite limits."""
+    if first is None or second is None:
+        return None
+    pair = {first, second}
+    if 0.0 in pair:
+        return None if math.inf in pair else 0.0
+    if math.inf in pair:
+        return math.inf
+    return math.sqrt(first * second)
 
 
 def geomean(xs: Sequence[float]) -> float:
@@ -112,5 +180,23 @@ def geomean_ci(cis: Sequence[tuple[float, float, float]]) -> tuple[float, float,
 
 def net_samples(raw: Sequence[float], null: Sequence[float]) -> list[float]:
     """Each call's time less the protocol's fixed cost measured in the same iteration (the report's
-    figures, and the supervisor's check of whether they can be scored yet)."""
+    figures: the speedup itself is :func:`estimate`'s)."""
     return [r - n for r, n in zip(raw, null, strict=False)]
+
+
+#: two measurements whose intervals both lie within this ratio of each other are the same speed
+SAME_WITHIN = 1.01
+
+
+def compare_intervals(lo: float, hi: float, other_lo: float = 1.0, other_hi: float = 1.0) -> str:
+    """The words of a robust comparison of an interval [lo, hi] against another (default: the
+    baseline's 1.0): "faster" or "slower" when the intervals do not overlap, "same" when every value
+    of each lies within SAME_WITHIN of every value of the other, else "ambiguous" (more samples, or a
+    quieter host, would be needed to tell). Never from point values alone."""
+    if lo > other_hi:
+        return "faster"
+    if hi < other_lo:
+        return "slower"
+    if max(hi, other_hi) <= SAME_WITHIN * min(lo, other_lo):
+        return "same"
+    return "ambiguous"

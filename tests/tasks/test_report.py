@@ -174,13 +174,25 @@ def test_an_unmeasurable_row_makes_the_evaluation_inconclusive_not_failed() -> N
 
 
 def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
-    # w0: baseline net 4 and 5 in turn, kernel net 1: the point is 4.5, the resampled ratios spread around it
-    t0 = Timing(baseline_ms=[5.0, 6.0] * 4, kernel_ms=[2.0] * 8, null_ms=[1.0] * 8, stopped_by="stable", warmup_calls=0)
+    # w0: baseline net 4 and 5 in turn by block, kernel net 1: the point is 4.5, the interval around it
+    t0 = Timing(
+        baseline_ms=[5.0, 5.0, 6.0, 6.0] * 2,
+        kernel_ms=[2.0] * 8,
+        null_ms=[1.0] * 8,
+        stopped_by="stable",
+        warmup_calls=0,
+    )
     report = build_report({}, two_timed(), all_pass(t0=t0))
     row = report["workloads"][0]
     assert row["speedup"] == 4.5 and row["speedup_lo"] < 4.5 < row["speedup_hi"]
     assert report["summary"]["max_speedup"] == 4.5 and report["summary"]["min_speedup"] == 1.0
-    t1 = Timing(baseline_ms=[2.0, 2.5] * 4, kernel_ms=[3.0] * 8, null_ms=[1.0] * 8, stopped_by="stable", warmup_calls=0)
+    t1 = Timing(
+        baseline_ms=[2.0, 2.0, 2.5, 2.5] * 2,
+        kernel_ms=[3.0] * 8,
+        null_ms=[1.0] * 8,
+        stopped_by="stable",
+        warmup_calls=0,
+    )
     report = build_report({}, two_timed(), all_pass(t1=t1))
     row = report["workloads"][1]
     assert row["speedup"] == 0.625 and row["speedup_lo"] < 0.625 < row["speedup_hi"]
@@ -188,10 +200,14 @@ def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
 
 
 def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_failed() -> None:
-    """Net baseline 1 or 4 in turn against a kernel of 2: the interval runs from 0.5 to 2.0, wider than
-    INCONCLUSIVE_RATIO: no score, not the submission's fault."""
+    """Net baseline 1 or 4 in turn by block against a kernel of 2: the interval runs from 0.5 to 2.0, wider
+    than INCONCLUSIVE_RATIO: no score, not the submission's fault."""
     noisy = Timing(
-        baseline_ms=[2.0, 5.0] * 4, kernel_ms=[3.0] * 8, null_ms=[1.0] * 8, stopped_by="budget", warmup_calls=0
+        baseline_ms=[2.0, 2.0, 5.0, 5.0] * 2,
+        kernel_ms=[3.0] * 8,
+        null_ms=[1.0] * 8,
+        stopped_by="budget",
+        warmup_calls=0,
     )
     doc = build_report({}, two_timed(), all_pass(t1=noisy))
     assert "summary" not in doc and len(doc["inconclusive"]) == 1 and doc["inconclusive"][0].startswith("large: ")
@@ -205,9 +221,13 @@ def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_
 
 
 def test_a_submission_whose_own_times_vary_is_told_so_not_blamed_on_the_host() -> None:
-    """The baseline steady, the submission's net time 1 or 8 in turn: the submission's doing."""
+    """The baseline steady, the submission's net time 1 or 8 in turn by block: the submission's doing."""
     unsteady = Timing(
-        baseline_ms=[3.0] * 8, kernel_ms=[2.0, 9.0] * 4, null_ms=[1.0] * 8, stopped_by="budget", warmup_calls=0
+        baseline_ms=[3.0] * 8,
+        kernel_ms=[2.0, 2.0, 9.0, 9.0] * 2,
+        null_ms=[1.0] * 8,
+        stopped_by="budget",
+        warmup_calls=0,
     )
     doc = build_report({}, two_timed(), all_pass(t1=unsteady))
     (why,) = doc["inconclusive"]
@@ -241,6 +261,9 @@ def test_timing_row_values() -> None:
         "samples": 4,
         "speedup_halves": None,  # too few samples for halves of their own
         "drifted": False,
+        "basis": "net",
+        "protocol_share": 0.25,  # 0.5 ms of the kernel's 2 ms raw call
+        "disturbed": 0,
         "baseline_spread": 0.0,
         "kernel_spread": 0.0,
         "stopped_by": "stable",
@@ -284,7 +307,7 @@ def test_timing_row_median_not_above_the_protocol_cost(base: float, kern: float)
     ]
 
 
-def unclear(values: list[float], null: float = 1.0) -> Timing:
+def unclear(values: list[float], null: float = 0.25) -> Timing:
     return Timing(
         baseline_ms=[2.0 + null] * len(values),
         kernel_ms=[v + null for v in values],
@@ -294,37 +317,42 @@ def unclear(values: list[float], null: float = 1.0) -> Timing:
     )
 
 
-CLEAR_FLAG = "w: the call times do not stand clear of the protocol's fixed cost (1.0000 ms): no speedup can be given"
+# the protocol's cost (0.25 ms) at most half of either side's median raw call: the net basis, where a
+# call can come out no longer than the protocol's cost
+CLEAR_FLAG = "w: the call times do not stand clear of the protocol's fixed cost (0.2500 ms): no speedup can be given"
 
 
 def test_timing_row_interval_reaching_infinity() -> None:
-    # kernel median 0.25 > 0, but many resamples have a median <= 0: the upper bound is infinite
+    # kernel median 0.25 > 0, but two of the five blocks' candidate calls are not above zero: their ratio is
+    # inf, and so is the interval's upper bound
     flags: list[str] = []
     row = timing_row("w", unclear([0.25] * 6 + [-0.25] * 5), {}, [], flags)
-    assert row == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
+    assert row == {"protocol_ms": 0.25} and flags == [CLEAR_FLAG]
 
 
 def test_timing_row_interval_reaching_zero() -> None:
-    # baseline median 0.25 > 0, but many resamples have a negative baseline median: the lower bound is < 0
+    # baseline median 0.25 > 0, but two of the five blocks' baseline calls are not above zero: the lower bound is 0
     t = Timing(
-        baseline_ms=[1.25] * 6 + [0.75] * 5, kernel_ms=[1.5] * 11, null_ms=[1.0] * 11, stopped_by="max", warmup_calls=0
+        baseline_ms=[0.5] * 6 + [0.0] * 5, kernel_ms=[0.75] * 11, null_ms=[0.25] * 11, stopped_by="max", warmup_calls=0
     )
     flags: list[str] = []
-    assert timing_row("w", t, {}, [], flags) == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
+    assert timing_row("w", t, {}, [], flags) == {"protocol_ms": 0.25} and flags == [CLEAR_FLAG]
 
 
 def test_timing_row_lower_bound_exactly_zero_is_refused() -> None:
-    # baseline median 0.5 > 0; a resample drawing the zero twice or more has a baseline median of 0
-    t = Timing(baseline_ms=[1.0, 1.5, 1.5], kernel_ms=[1.5] * 3, null_ms=[1.0] * 3, stopped_by="max", warmup_calls=0)
+    # baseline median 0.5 > 0; the one block holds a baseline call of net 0: its ratio, and the speedup, is 0
+    t = Timing(
+        baseline_ms=[0.25, 0.75, 0.75], kernel_ms=[0.75] * 3, null_ms=[0.25] * 3, stopped_by="max", warmup_calls=0
+    )
     flags: list[str] = []
-    assert timing_row("w", t, {}, [], flags) == {"protocol_ms": 1.0} and flags == [CLEAR_FLAG]
+    assert timing_row("w", t, {}, [], flags) == {"protocol_ms": 0.25} and flags == [CLEAR_FLAG]
 
 
 @pytest.mark.parametrize(("floor", "flagged"), [(None, False), (0, False), (0.5, False), (0.5000001, True), (2, True)])
 def test_physical_floor_both_sides(floor: float | None, flagged: bool) -> None:
     flags: list[str] = []
     manifest = {} if floor is None else {"floor_ms": floor}
-    row = timing_row("w", const_timing(1.0, 0.5), manifest, flags, [])
+    row = timing_row("w", const_timing(1.0, 0.5, null=0.25), manifest, flags, [])
     assert row["kernel_ms"] == 0.5
     assert flags == ([f"w: kernel time 0.5000 ms is below the physical floor {floor} ms"] if flagged else [])
 
@@ -333,14 +361,14 @@ def test_physical_floor_both_sides(floor: float | None, flagged: bool) -> None:
 def test_speedup_limit_both_sides(limit: float | None, flagged: bool) -> None:
     flags: list[str] = []
     manifest = {} if limit is None else {"max_speedup": limit}
-    row = timing_row("w", const_timing(1.0, 0.5), manifest, flags, [])
+    row = timing_row("w", const_timing(1.0, 0.5, null=0.25), manifest, flags, [])
     assert row["speedup"] == 2.0
     assert flags == ([f"w: speedup 2.00x is above this task's limit of {limit}x"] if flagged else [])
 
 
 def test_floor_and_limit_both_flag_and_keep_the_row() -> None:
     flags: list[str] = []
-    row = timing_row("w", const_timing(1.0, 0.5), {"floor_ms": 1, "max_speedup": 1}, flags, [])
+    row = timing_row("w", const_timing(1.0, 0.5, null=0.25), {"floor_ms": 1, "max_speedup": 1}, flags, [])
     assert len(flags) == 2 and row["speedup"] == 2.0
 
 
@@ -415,7 +443,8 @@ def test_report_lines_of_a_passing_report() -> None:
         # an empty stats entry is skipped; a missing figure prints as 0
         "workload " + "check".ljust(20) + " check PASS  y rms=1.50e-05 max=0.000123  w rms=0.00e+00 max=2"
         "  v rms=2.00e-03 max=0",
-        "baseline: 3.000000 ms kernel: 1.500000 ms speedup: 2.0000x (95% CI 2.0000-2.0000; min 1.0000x max 4.0000x)",
+        "baseline: 3.000000 ms kernel: 1.500000 ms speedup: 2.0000x (95% CI 2.0000-2.0000; min 1.0000x max 4.0000x): "
+        "faster against the baseline",
         "passed: 3/3",
     ]
 
@@ -490,6 +519,11 @@ def test_the_receipts_raw_samples_are_the_supervisors() -> None:
     assert (small.baseline_ms, small.kernel_ms, small.protocol_ms) == (
         timing.baseline_ms, timing.kernel_ms, timing.null_ms
     )  # fmt: skip
+    assert small.disturbed is None and small.judge_wait_ms is None  # none measured: absent
+    marked = disturbed_timing([False, True, False, False])
+    res.cases[2].timing = marked
+    again = report_module.sample_times(two_timed(), res)["small"]
+    assert (again.disturbed, again.judge_wait_ms) == (marked.disturbed, marked.judge_wait_ms)
 
 
 def test_with_lines_keeps_the_printed_lines_in_the_report() -> None:
@@ -521,12 +555,94 @@ def test_a_measurement_that_drifted_says_so_and_its_interval_covers_both_halves(
     rows = {r["id"]: r for r in report["workloads"]}
     assert rows["small"]["drifted"] is False and rows["small"]["speedup_halves"] == [pytest.approx(2.0, rel=0.01)] * 2
     large = rows["large"]
-    assert large["drifted"] is True and large["speedup_halves"] == [1.0, pytest.approx((2.0 / 0.5 + 2.02 / 0.52) / 2)]
+    second = (2.0 / 0.5 * 2.02 / 0.52) ** 0.5  # each block of the second half: the two orders' geometric mean
+    assert large["drifted"] is True and large["speedup_halves"] == [1.0, pytest.approx(second)]
     assert large["speedup_lo"] <= 1.0 and large["speedup_hi"] >= 3.9
     lines = report_lines(report)
     at = lines.index(next(line for line in lines if line.startswith("workload large")))
     assert lines[at + 2] == (
         "    the host's speed changed while it was timed: the first half of the samples gave 1.0000x, "
-        "the second 3.9423x (the interval covers both)"
+        "the second 3.9419x (the interval covers both)"
     )
     assert not any("speed changed" in line for line in lines[:at])
+
+
+# ----- the estimate's basis and the disturbed iterations
+
+
+def test_a_speedup_taken_raw_says_so_in_one_clause() -> None:
+    """The protocol (8 ms) is two thirds of a call: the speedup is the raw ratio, the times stay net."""
+    raw = Timing([12.5] * 6, [12.0] * 6, [8.0] * 6, "stable", 3)
+    report = build_report({}, two_timed(), all_pass(t0=raw))
+    row = report["workloads"][0]
+    assert (row["basis"], row["speedup"], row["protocol_share"]) == ("raw", 12.5 / 12.0, pytest.approx(2 / 3))
+    assert (row["baseline_ms"], row["kernel_ms"], row["disturbed"]) == (4.5, 4.0, 0)
+    assert report["workloads"][1]["basis"] == "net"
+    lines = report_lines(report)
+    assert lines[2] == (
+        "    baseline 4.500000 ms  kernel 4.000000 ms  speedup 1.0417x [95% CI 1.0417, 1.0417] (raw ratio: the "
+        "protocol's cost is 67% of a call)  n=6 (stable; protocol 8.0000 ms per call subtracted from the times shown)"
+    )
+    assert "raw ratio" not in lines[4]
+
+
+def disturbed_timing(marks: list[bool], waits: list[float] | None = None) -> Timing:
+    """Net baseline 4 and kernel 1 (null 1), but 13 ms more on the baseline's calls of the marked iterations."""
+    n = len(marks)
+    return Timing(
+        baseline_ms=[5.0 + (13.0 if m else 0.0) for m in marks],
+        kernel_ms=[2.0] * n,
+        null_ms=[1.0] * n,
+        stopped_by="stable",
+        warmup_calls=3,
+        judge_wait_ms=waits if waits is not None else [0.5 if m else 0.0 for m in marks],
+        disturbed=marks,
+    )
+
+
+def test_disturbed_iterations_are_left_out_of_every_figure_and_counted() -> None:
+    marks = [False] * 6 + [True, False]  # 1 of 8: iteration 6, and its block's partner 7, are left out
+    report = build_report({}, two_timed(), all_pass(t0=disturbed_timing(marks)))
+    row = report["workloads"][0]
+    assert (row["speedup"], row["speedup_lo"], row["speedup_hi"]) == (4.0, 4.0, 4.0)
+    assert (row["baseline_ms"], row["kernel_ms"], row["samples"], row["disturbed"]) == (4.0, 1.0, 8, 1)
+    assert report["inconclusive"] == [] and passed(report)
+    assert report_lines(report)[2].endswith(
+        "n=8 (stable; 1 disturbed left out; protocol 1.0000 ms per call subtracted)"
+    )
+
+
+def test_a_quarter_of_the_iterations_disturbed_is_still_measured() -> None:
+    marks = [True, False, False, True, False, False, False, False]  # 2 of 8: DISTURBED_LIMIT, not above it
+    report = build_report({}, two_timed(), all_pass(t0=disturbed_timing(marks)))
+    assert report["workloads"][0]["speedup"] == 4.0 and report["workloads"][0]["disturbed"] == 2 and passed(report)
+
+
+def test_more_than_half_the_iterations_disturbed_leaves_the_workload_unmeasured() -> None:
+    marks = [True, False, True, True, False, True, False, True]  # 5 of 8
+    waits = [0.5, 0.0, 0.6, 0.75, 0.0, 2.0, 0.0, 0.9]
+    doc = build_report({}, two_timed(), all_pass(t0=disturbed_timing(marks, waits)))
+    row = doc["workloads"][0]
+    assert "speedup" not in row and row["disturbed"] == 5 and row["protocol_ms"] == 1.0
+    assert doc["inconclusive"] == [
+        "small: 5 of 8 timed iterations were disturbed (the judge's side lost a median 0.750 ms each to waiting "
+        "for a CPU or to interrupts), more than 50%: the host was too busy to time it (evaluate again)"
+    ]
+    report = EvalReport.model_validate(doc)
+    assert "summary" not in doc and report.correct and not report.ok  # inconclusive, never a gain
+    # a result without the waits still names the count
+    bare = build_report({}, two_timed(), all_pass(t0=disturbed_timing(marks, [])))
+    assert bare["inconclusive"] == [
+        "small: 5 of 8 timed iterations were disturbed, more than 50%: the host was too busy to time it "
+        "(evaluate again)"
+    ]
+
+
+def test_a_report_written_before_the_basis_and_disturbed_fields_still_parses() -> None:
+    doc = build_report({}, two_timed(), all_pass())
+    for row in doc["workloads"]:
+        for key in ("basis", "protocol_share", "disturbed"):
+            row.pop(key, None)
+    report = EvalReport.model_validate(doc)
+    assert report.workloads[0].basis is None and report.workloads[0].disturbed is None
+    assert report_module.report_lines(report)[2].endswith("n=5 (stable; protocol 1.0000 ms per call subtracted)")

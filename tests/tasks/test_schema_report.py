@@ -129,11 +129,28 @@ def test_speedup_is_net_of_the_protocol_cost() -> None:
     assert passed(report) and report["passed"] == 2 and report["total"] == 2
 
 
+def test_the_supervisors_disturbed_iterations_are_left_out_of_the_report() -> None:
+    """Iteration 4's baseline call took 13 ms more while the judge's side waited: the supervisor marked it, and
+    the report, read from the document, leaves it and its block's partner out (a candidate cannot mark one)."""
+    t = timing()
+    t.baseline_ms[4] += 13.0
+    t.judge_wait_ms = [2.5 if i == 4 else 0.01 for i in range(20)]
+    t.disturbed = [i == 4 for i in range(20)]
+    res = result(cases=[CaseResult("c00", Outcome.PASS), CaseResult("c01", Outcome.PASS, "", {}, t)])
+    back = parse_result(res.to_json().encode())
+    report = build_report(MANIFEST, cases(), back)
+    row = next(w for w in report["workloads"] if w["id"] == "standard")
+    clean = next(w for w in build_report(MANIFEST, cases(), result())["workloads"] if w["id"] == "standard")
+    assert row["disturbed"] == 1 and clean["disturbed"] == 0 and row["basis"] == "net"
+    assert row["speedup"] == pytest.approx(clean["speedup"], rel=0.005) and row["speedup_hi"] < 2.1
+    assert "n=20 (stable; 1 disturbed left out; " in "\n".join(report_lines(report))
+
+
 def test_floor_and_max_speedup_flag() -> None:
     fast = result(
         cases=[
             CaseResult("c00", Outcome.PASS),
-            CaseResult("c01", Outcome.PASS, "", {}, timing(kern=0.3)),
+            CaseResult("c01", Outcome.PASS, "", {}, timing(kern=0.3, null=0.1)),  # the protocol does not dominate
             CaseResult("c02", Outcome.PASS),
         ]
     )

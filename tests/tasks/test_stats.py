@@ -1,4 +1,5 @@
-"""Exact behaviour of tasks.harness.stats: the order-statistic interval, per-iteration ratios; pure, no Docker."""
+"""Exact behaviour of tasks.harness.stats: the order-statistic interval, the estimate's blocks of opposite-order
+iterations, its basis and the iterations it leaves out; pure, no Docker (simulated properties: test_estimator.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ import statistics
 import pytest
 
 from kcoral.tasks.harness import stats
-from kcoral.tasks.harness.stats import geomean, geomean_ci, median, median_interval, ratios
+from kcoral.tasks.harness.stats import PROTOCOL_DOMINANT, estimate, geomean, geomean_ci, median, median_interval
+
+
+def free(n: int) -> list[float]:
+    """A protocol that costs nothing: the net times are the raw ones, exactly."""
+    return [0.0] * n
+
+
+def blocks(base: list[float], cand: list[float]) -> list[float]:
+    """The blocks' ratios the estimate takes, written out: iterations 2k and 2k+1's geometric mean."""
+    r = [b / c for b, c in zip(base, cand, strict=True)]
+    return [math.sqrt(r[k] * r[k + 1]) for k in range(0, len(r) - 1, 2)]
 
 
 def test_median_is_a_float_of_the_middle() -> None:
@@ -57,19 +69,56 @@ def test_a_level_narrows_or_widens_the_interval() -> None:
     assert median_interval(xs, 0.99)[1:] == (36.0, 63.0)
 
 
-def test_ratios_are_per_iteration_and_rank_untimeable_sides_at_their_limit() -> None:
-    assert ratios([2.0, 3.0, 1.0], [1.0, 1.5, 4.0]) == [2.0, 2.0, 0.25]
-    # the candidate's time not above zero: inf; the baseline's: 0; neither: no ratio
-    assert ratios([1.0, -0.1, -0.1, 1.0], [-0.2, 1.0, -0.3, 0.5]) == [math.inf, 0.0, 2.0]
+def test_a_side_not_above_zero_ranks_at_its_limit() -> None:
+    base = [2.0, 3.0, 1.0, 2.0, -0.1, 2.0, -0.1, 2.0, 1.0, -0.1]
+    cand = [1.0, 1.5, -0.2, 1.0, 1.0, 1.0, -0.3, 1.0, -0.2, 1.0]
+    # blocks: 2 and 2; the candidate's time not above zero: inf; the baseline's: 0; neither above zero in
+    # one iteration: no ratio; inf and 0 in one block: no ratio
+    assert estimate(base, cand, free(10)) == stats.Speedup(2.0, 0.0, math.inf, blocks=3)
 
 
-def test_the_speedup_is_the_median_of_per_iteration_ratios() -> None:
+def test_the_speedup_is_the_median_of_the_blocks_ratios() -> None:
     # every iteration's baseline is twice its candidate, whatever the iteration's own speed: exactly 2
-    base = [2.0, 4.0, 6.0, 8.0, 10.0, 3.0, 7.0, 2.5, 9.0, 5.0, 4.5, 6.5]
+    base = [2.0, 4.0, 6.0, 8.0, 10.0, 3.0, 7.0, 2.5, 9.0, 5.0, 4.5, 6.5] * 2
     cand = [b / 2 for b in base]
-    assert stats.speedup_interval(base, cand) == stats.Speedup(2.0, 2.0, 2.0, (2.0, 2.0))
-    # a ratio of medians would be 1 here; the iterations say 2, 2 and 0.25
-    assert stats.speedup_interval([2.0, 4.0, 1.0], [1.0, 2.0, 4.0]).speedup == 2.0
+    assert estimate(base, cand, free(24)) == stats.Speedup(2.0, 2.0, 2.0, (2.0, 2.0), blocks=12)
+    # a ratio of medians would be 1 here; the blocks say 2, 2 and 0.25
+    assert estimate([2.0, 2.0, 4.0, 4.0, 1.0, 1.0], [1.0, 1.0, 2.0, 2.0, 4.0, 4.0], free(6)).speedup == 2.0
+
+
+def test_a_block_is_the_geometric_mean_of_its_two_orders() -> None:
+    """Baseline-first iterations 1.25x, candidate-first 0.8x (a position effect): each block exactly 1."""
+    base, cand = [5.0, 4.0] * 6, [4.0, 5.0] * 6
+    assert estimate(base, cand, free(12)) == stats.Speedup(1.0, 1.0, 1.0, blocks=6)
+
+
+def test_a_trailing_iteration_without_its_partner_is_left_out() -> None:
+    assert estimate([2.0, 2.0, 2.0, 2.0, 9.0], [1.0] * 5, free(5)) == stats.Speedup(2.0, 2.0, 2.0, blocks=2)
+
+
+def test_disturbed_iterations_are_left_out_with_their_partners() -> None:
+    base = [2.0, 2.0, 50.0, 3.0, 3.0, 3.0, 4.0, 4.0]
+    cand = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    marks = [False, False, True]  # iteration 2 (and so its partner, 3) is out; later ones are not marked
+    assert estimate(base, cand, free(8), marks) == stats.Speedup(3.0, 2.0, 4.0, blocks=3, disturbed=1)
+    # every iteration disturbed: nothing to measure
+    gone = estimate(base, cand, free(8), [True] * 8)
+    assert gone.blocks == 0 and gone.disturbed == 8 and math.isnan(gone.speedup)
+
+
+def test_the_basis_is_raw_once_the_protocol_dominates() -> None:
+    """Protocol 2 ms: net while it is at most PROTOCOL_DOMINANT of the shorter side's raw call (4 ms), raw above."""
+    assert PROTOCOL_DOMINANT == 0.5
+    null = [2.0] * 6
+    net = estimate([6.0] * 6, [4.0] * 6, null)
+    assert (net.basis, net.speedup, net.protocol_share) == ("net", 2.0, 0.5)
+    raw = estimate([6.0] * 6, [3.5] * 6, null)  # the candidate's raw call 3.5 ms: 2 > 1.75
+    assert (raw.basis, raw.speedup, raw.protocol_share) == ("raw", 6.0 / 3.5, 2.0 / 3.5)
+    assert estimate([3.5] * 6, [6.0] * 6, null).basis == "raw"  # the baseline's the shorter: the same rule
+    # the disturbed iterations do not count towards the basis either
+    cand, marks = [4.0] * 4 + [3.0] * 4, [False] * 4 + [True] * 4
+    assert estimate([6.0] * 8, cand, [2.0] * 8).basis == "raw"  # the median candidate call: 3.5 ms
+    assert estimate([6.0] * 8, cand, [2.0] * 8, marks).basis == "net"  # 4 ms without the disturbed ones
 
 
 def test_noise_the_calls_of_an_iteration_share_cancels() -> None:
@@ -77,9 +126,9 @@ def test_noise_the_calls_of_an_iteration_share_cancels() -> None:
     drift = [1 + 0.1 * math.sin(i / 7) + rng.gauss(0, 0.05) for i in range(200)]  # the host's, shared
     base = [3.0 * d * (1 + rng.gauss(0, 0.005)) for d in drift]
     cand = [2.0 * d * (1 + rng.gauss(0, 0.005)) for d in drift]
-    estimate = stats.speedup_interval(base, cand)
-    assert estimate.speedup == pytest.approx(1.5, rel=0.002)
-    assert estimate.relative_half_width < 0.003  # the shared 5-10% noise is gone
+    result = estimate(base, cand, free(200))
+    assert result.speedup == pytest.approx(1.5, rel=0.002)
+    assert result.relative_half_width < 0.003  # the shared 5-10% noise is gone
 
 
 def test_relative_half_width_is_the_farther_side() -> None:
@@ -108,8 +157,8 @@ def test_a_measurement_whose_host_changed_half_way_gets_an_interval_covering_bot
     """The H200 case: the pooled interval claimed a gain ([1.116, 1.301]) neither half agreed on."""
     base = _noisy(60, 1.0, 1)
     cand = _noisy(30, 1.0, 2) + _noisy(30, 0.75, 3)  # the candidate's side sped up at sample 30
-    pooled = median_interval(ratios(base, cand))
-    widened = stats.speedup_interval(base, cand)
+    pooled = median_interval(blocks(base, cand))
+    widened = estimate(base, cand, free(60))
     assert widened.speedup == pooled[0]
     assert pooled[1] > 1.0  # alone it excludes "no gain"
     assert widened.lo <= 1.0 < 1.3 <= widened.hi  # the first half's ~1.0x and the second's ~1.33x
@@ -119,12 +168,29 @@ def test_a_measurement_whose_host_changed_half_way_gets_an_interval_covering_bot
 
 def test_a_steady_measurement_keeps_its_interval_and_covers_each_halfs_speedup() -> None:
     base, cand = _noisy(60, 1.0, 4), _noisy(60, 0.5, 5)
-    pooled, widened = median_interval(ratios(base, cand)), stats.speedup_interval(base, cand)
+    pooled, widened = median_interval(blocks(base, cand)), estimate(base, cand, free(60))
     assert not widened.drifted and widened.halves is not None
     assert widened.lo == min(pooled[1], *widened.halves) and widened.hi == max(pooled[2], *widened.halves)
     assert (widened.hi - widened.lo) < 1.5 * (pooled[2] - pooled[1])
 
 
 def test_too_few_samples_for_halves_leave_the_pooled_interval() -> None:
-    base, cand = _noisy(9, 1.0, 6), _noisy(9, 0.5, 7)
-    assert stats.speedup_interval(base, cand) == stats.Speedup(*median_interval(ratios(base, cand)))
+    base, cand = _noisy(19, 1.0, 6), _noisy(19, 0.5, 7)  # 9 blocks: fewer than MIN_HALF in each half
+    assert estimate(base, cand, free(19)) == stats.Speedup(*median_interval(blocks(base[:18], cand[:18])), blocks=9)
+
+
+@pytest.mark.parametrize(
+    ("interval", "other", "word"),
+    [
+        ((1.02, 1.05), (1.0, 1.0), "faster"),
+        ((0.90, 0.99), (1.0, 1.0), "slower"),
+        ((0.996, 1.004), (1.0, 1.0), "same"),
+        ((0.95, 1.10), (1.0, 1.0), "ambiguous"),  # contains 1.0 but too wide to call it the same
+        ((1.10, 1.20), (1.00, 1.05), "faster"),  # two evaluations: the new one's whole interval above
+        ((1.00, 1.03), (1.02, 1.05), "ambiguous"),  # overlapping, yet not within 1% of each other
+    ],
+)
+def test_comparisons_are_decided_by_intervals_never_by_points(
+    interval: tuple[float, float], other: tuple[float, float], word: str
+) -> None:
+    assert stats.compare_intervals(*interval, *other) == word

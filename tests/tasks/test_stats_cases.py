@@ -11,7 +11,7 @@ import pytest
 from kcoral.runner.limits import EvalTiming
 from kcoral.tasks import cases as case_builder
 from kcoral.tasks.harness.schema import Phase
-from kcoral.tasks.harness.stats import geomean, geomean_ci, median, median_interval, speedup_interval
+from kcoral.tasks.harness.stats import estimate, geomean, geomean_ci, median, median_interval
 from kcoral.tasks.harness.taskdef import load_task
 
 SOFTMAX = load_task(Path(__file__).resolve().parents[2] / "tasks" / "demo" / "softmax")
@@ -28,19 +28,26 @@ def test_the_interval_narrows_with_steadier_samples() -> None:
     assert width["steady"] < 0.002 < 0.05 < width["noisy"]
 
 
-def test_speedup_interval_brackets_the_point_and_is_ordered() -> None:
+def test_the_estimate_brackets_the_point_and_is_ordered() -> None:
     rng = random.Random(1)
-    base = [2.0 + rng.gauss(0, 0.05) for _ in range(60)]
-    cand = [1.0 + rng.gauss(0, 0.05) for _ in range(60)]
-    estimate = speedup_interval(base, cand)
-    assert estimate.speedup == pytest.approx(median(base) / median(cand), rel=0.03)
-    assert estimate.lo < estimate.speedup < estimate.hi and estimate.lo > 1.8 and estimate.hi < 2.2
+    null = [0.2 + rng.gauss(0, 0.01) for _ in range(60)]
+    base = [2.0 + rng.gauss(0, 0.05) + n for n in null]
+    cand = [1.0 + rng.gauss(0, 0.05) + n for n in null]
+    result = estimate(base, cand, null)
+    assert result.basis == "net" and result.blocks == 30 and result.disturbed == 0
+    net_base, net_cand = (
+        [b - n for b, n in zip(base, null, strict=True)],
+        [c - n for c, n in zip(cand, null, strict=True)],
+    )
+    assert result.speedup == pytest.approx(median(net_base) / median(net_cand), rel=0.03)
+    assert result.lo < result.speedup < result.hi and result.lo > 1.8 and result.hi < 2.2
 
 
 def test_a_candidate_too_fast_to_time_gives_an_interval_that_cannot_be_scored() -> None:
-    estimate = speedup_interval([1.0] * 6, [1.0, -1.0, 1.0, -1.0, 1.0, -1.0])
-    assert math.isinf(estimate.hi) and estimate.lo <= estimate.speedup
-    assert math.isinf(estimate.relative_half_width)
+    # the candidate's call no longer than the protocol's cost (a small one) in every other iteration
+    result = estimate([3.0] * 6, [3.0, 0.1, 3.0, 0.1, 3.0, 0.1], [0.2] * 6)
+    assert result.basis == "net" and math.isinf(result.hi) and result.lo <= result.speedup
+    assert math.isinf(result.relative_half_width)
 
 
 def test_geomean() -> None:
