@@ -120,7 +120,7 @@ def _view(svc: Services, job: JobRecord, order: list[str] | None = None) -> JobV
     if job.state == JobState.queued:
         order = order if order is not None else [j.id for j in svc.scheduler.queue_order()]
         position = order.index(job.id) + 1 if job.id in order else None
-        waiting = svc.scheduler.placement.blocked(job.spec.gpus, job.spec.gpu_type)
+        waiting = svc.scheduler.placement.blocked(job.spec.gpus, job.spec.gpu_type, job.spec.cores())
     spec = typing.cast(JobSpec, job.spec)
     if isinstance(spec, PythonSpec | ProfileSpec):
         spec = dataclasses.replace(spec, env={})

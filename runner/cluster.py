@@ -227,7 +227,7 @@ class ClusterPlacement:
                 f"(types: {', '.join(kinds)})"
             )
 
-    def try_acquire(self, gpus: int, gpu_type: str = "any") -> Lease | None:
+    def try_acquire(self, gpus: int, gpu_type: str = "any", cores: int = 1) -> Lease | None:
         with self._lock:
             for name in sorted(self._hosts, key=lambda n: (len(self._held.get(n, ())), n)):
                 inv = self._hosts[name].inventory
@@ -237,7 +237,7 @@ class ClusterPlacement:
                 ours = self._listed.get(name, set())
                 foreign = {slot for slot, job in inv.busy.items() if job not in ours}  # a job it has not dropped yet
                 usable = {s.name for s in inv.slots} - held - foreign - set(inv.drained)
-                chosen = pick(inv.slots, usable, gpus, gpu_type)
+                chosen = pick(inv.slots, usable, gpus, gpu_type, cores)
                 if chosen is not None:
                     self._held.setdefault(name, set()).update(s.name for s in chosen)
                     return Lease(tuple(chosen), name)
@@ -250,7 +250,7 @@ class ClusterPlacement:
     def drain(self, slot_name: str, reason: str) -> None:
         """Nothing to do here: a host's agent checks its GPUs after each job and drains its own."""
 
-    def blocked(self, gpus: int, gpu_type: str = "any") -> str:
+    def blocked(self, gpus: int, gpu_type: str = "any", cores: int = 1) -> str:
         """Why such a job waits with no host able to take it ("" when one could once its slots free):
         no host registered, hosts draining, or the slots it needs drained, host by host."""
         with self._lock:
@@ -259,12 +259,12 @@ class ClusterPlacement:
             return "no host of the cluster is registered"
         why = []
         for name, inv in hosts.items():
-            if len(eligible(inv.slots, gpus, gpu_type)) < wanted_slots(inv.slots, gpus):
+            if len(eligible(inv.slots, gpus, gpu_type)) < wanted_slots(inv.slots, gpus, cores, gpu_type):
                 continue  # never this host's job
             if inv.draining:
                 why.append(f"host {name} is draining")
                 continue
-            drained = drained_for(inv.slots, inv.drained, gpus, gpu_type)
+            drained = drained_for(inv.slots, inv.drained, gpus, gpu_type, cores)
             if not drained:
                 return ""
             why.append(f"on host {name}: {drained}")

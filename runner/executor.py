@@ -182,6 +182,13 @@ class DockerExecutor:
             self._cgroup_mount = self._find_cgroup_mount()
         return self._cgroup_mount
 
+    def cgroup_leaf(self, container_id: str) -> str:
+        """The folder of a container's cgroup under :meth:`cgroup_mount`'s, as the engine names it
+        (systemd's driver: a scope; the cgroupfs driver: the container's id); "" where unknown."""
+        if self.cgroup_mount() is None:
+            return ""
+        return f"docker-{container_id}.scope" if self.engine().get("cgroup_driver") == "systemd" else container_id
+
     def _find_cgroup_mount(self) -> tuple[str, str] | None:
         engine = self.engine()
         version, driver = str(engine.get("cgroup", "")), engine.get("cgroup_driver", "")
@@ -245,8 +252,8 @@ class DockerExecutor:
         cancel: threading.Event,
         job_log: Path,
     ) -> list[StepOutcome]:
-        """Run containers side by side on one lease; the first leads. Steps with ``join`` set share
-        the leader's PID (and, where the leader shares it, IPC) namespace. The group ends when the
+        """Run containers side by side on one lease; the first leads, each in namespaces of its own
+        (they meet only through the folders their steps mount). The group ends when the
         leader exits: the others get a moment to leave by themselves, then are killed. A breach of
         any member (deadline, cancel, a log flood, an output budget) kills them all.
         """
@@ -258,8 +265,7 @@ class DockerExecutor:
                 path = step.log or job_log
                 if path not in logs:
                     logs[path] = _open_log(path)
-                leader = started[0].container.id if step.join and started else None
-                options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode(), leader)
+                options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode())
                 fits = self._fit(job_id, options) if len(steps) == 1 else None
                 taken = self._take_standby(job_id, lease, fits, options) if fits is not None else None
                 if fits is not None and taken is not None:
@@ -270,6 +276,8 @@ class DockerExecutor:
                         _prepare_output_dir(step.output_dir, step.uid)
                     member = _Member(step, self._api().containers.create(**options), logs[path])
                     started.append(member)
+                    if step.cgroup_file is not None:
+                        _write_cgroup_file(step.cgroup_file, self.cgroup_leaf(member.container.id))
                     member.container.start()
                 if fits is not None:
                     refill = (fits, options)
@@ -643,3 +651,11 @@ def _remove(container: Any) -> bool:
         log.warning("removing %s failed: %s (removed once the engine answers)", container.id[:12], exc)
         return False
     return True
+
+
+def _write_cgroup_file(path: Path, leaf: str) -> None:
+    """A created container's cgroup folder name, for a trusted container beside it (plan.ContainerStep)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(leaf)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, path)

@@ -58,9 +58,14 @@ class Lease:
         return ",".join(f"{self.host}/{s.name}" if self.host else s.name for s in self.slots)
 
     @property
+    def cores(self) -> tuple[int, ...]:
+        """The leased cores, in order (none when the slots are not pinned)."""
+        return tuple(sorted({c for s in self.slots for c in s.cpus}))
+
+    @property
     def cpuset(self) -> str:
-        """The leased cores as a Docker cpuset ("0-3,8"), or "" when the slots are not pinned."""
-        return ",".join(str(c) for c in sorted({c for s in self.slots for c in s.cpus}))
+        """The leased cores as a Docker cpuset ("0,1,8"), or "" when the slots are not pinned."""
+        return ",".join(str(c) for c in self.cores)
 
 
 def split_cores(cores: list[int], slots: int) -> list[tuple[int, ...]]:
@@ -80,24 +85,32 @@ def eligible(slots: list[Slot], gpus: int, gpu_type: str) -> list[Slot]:
     return [s for s in slots if s.gpu is None and (gpus == 0 or type_matches(s, gpu_type))]
 
 
-def wanted_slots(slots: list[Slot], gpus: int) -> int:
-    """How many of a host's slots a job asking for ``gpus`` GPUs takes: one per GPU where there are
-    GPUs, else one CPU slot."""
-    return gpus if gpus > 0 and any(s.gpu for s in slots) else 1
+def wanted_slots(slots: list[Slot], gpus: int, cores: int = 1, gpu_type: str = "any") -> int:
+    """How many of a host's slots a job asking for ``gpus`` GPUs and ``cores`` CPU cores takes: one
+    per GPU where there are GPUs, else CPU slots enough for its cores (an evaluation's two, where
+    each CPU slot has one: tasks.harness.cores), as many as the host has at most. Slots that are
+    not pinned have no cores of their own to add: one."""
+    if gpus > 0 and any(s.gpu for s in slots):
+        return gpus
+    cpu = eligible(slots, gpus, gpu_type)
+    each = min((len(s.cpus) for s in cpu), default=0)
+    if each == 0:
+        return 1
+    return max(1, min(-(-cores // each), len(cpu)))
 
 
-def pick(slots: list[Slot], usable: set[str], gpus: int, gpu_type: str) -> list[Slot] | None:
+def pick(slots: list[Slot], usable: set[str], gpus: int, gpu_type: str, cores: int = 1) -> list[Slot] | None:
     """The slots a job takes now, of those named in ``usable`` (free, not drained); None if too few."""
-    need = wanted_slots(slots, gpus)
+    need = wanted_slots(slots, gpus, cores, gpu_type)
     chosen = [s for s in sorted(eligible(slots, gpus, gpu_type), key=lambda s: s.name) if s.name in usable][:need]
     return chosen if len(chosen) == need else None
 
 
-def drained_for(slots: list[Slot], drained: dict[str, str], gpus: int, gpu_type: str) -> str:
+def drained_for(slots: list[Slot], drained: dict[str, str], gpus: int, gpu_type: str, cores: int = 1) -> str:
     """Why a job asking for ``gpus`` GPUs of ``gpu_type`` cannot run on these slots however long it
     waits: the drained ones it would need, each with its reason ("" when enough are in service)."""
     candidates = eligible(slots, gpus, gpu_type)
-    if len([s for s in candidates if s.name not in drained]) >= wanted_slots(slots, gpus):
+    if len([s for s in candidates if s.name not in drained]) >= wanted_slots(slots, gpus, cores, gpu_type):
         return ""
     return "; ".join(f"{s.name} drained ({drained[s.name]})" for s in candidates if s.name in drained)
 
@@ -108,10 +121,10 @@ def slot_types(slots: list[Slot]) -> list[str]:
 
 class Placement(Protocol):
     def check(self, gpus: int, gpu_type: str = "any") -> None: ...
-    def try_acquire(self, gpus: int, gpu_type: str = "any") -> Lease | None: ...
+    def try_acquire(self, gpus: int, gpu_type: str = "any", cores: int = 1) -> Lease | None: ...
     def release(self, lease: Lease) -> None: ...
     def drain(self, slot_name: str, reason: str) -> None: ...
-    def blocked(self, gpus: int, gpu_type: str = "any") -> str: ...
+    def blocked(self, gpus: int, gpu_type: str = "any", cores: int = 1) -> str: ...
     def describe(self) -> dict[str, object]: ...
     def slot_leases(self) -> list[Lease]: ...
 
@@ -149,9 +162,9 @@ class LeasePool:
         if len(eligible(slots, gpus, gpu_type)) < wanted_slots(slots, gpus):
             raise BadRequest(f"the job asks for GPU type {gpu_type}; this server has {', '.join(slot_types(slots))}")
 
-    def try_acquire(self, gpus: int, gpu_type: str = "any") -> Lease | None:
+    def try_acquire(self, gpus: int, gpu_type: str = "any", cores: int = 1) -> Lease | None:
         with self._lock:
-            chosen = pick(self.slots(), self._free - set(self._drained), gpus, gpu_type)
+            chosen = pick(self.slots(), self._free - set(self._drained), gpus, gpu_type, cores)
             if chosen is None:
                 return None
             self._free -= {s.name for s in chosen}
@@ -184,9 +197,9 @@ class LeasePool:
         with self._lock:
             self._drained[slot_name] = reason
 
-    def blocked(self, gpus: int, gpu_type: str = "any") -> str:
+    def blocked(self, gpus: int, gpu_type: str = "any", cores: int = 1) -> str:
         """Why such a job waits for a slot that is drained ("" when it only waits its turn)."""
-        return drained_for(self.slots(), self.drained(), gpus, gpu_type)
+        return drained_for(self.slots(), self.drained(), gpus, gpu_type, cores)
 
     def drained(self) -> dict[str, str]:
         """Slot name -> why it takes no more jobs."""

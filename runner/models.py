@@ -112,6 +112,10 @@ class SpecBase:
         """The command-line words the job carries (checked against the argv budget)."""
         return []
 
+    def cores(self) -> int:
+        """The CPU cores the job needs on its lease (runner.leases takes CPU slots enough for them)."""
+        return 1
+
     def client_env(self) -> dict[str, str]:
         """The environment the client asked for (validated by runner.envpolicy)."""
         return {}
@@ -138,6 +142,10 @@ class PythonSpec(SpecBase):
         return self.env
 
 
+#: the cores a timed evaluation needs: the judge's and the candidate's kept apart (tasks.harness.cores)
+EVAL_CORES = 2
+
+
 @dataclass(kw_only=True)
 class EvalSpec(SpecBase):
     """``kcoral eval``: the submission only; the task owns inputs, environment and timing."""
@@ -154,6 +162,11 @@ class EvalSpec(SpecBase):
 
     def title(self) -> str:
         return f"eval {'--check ' if self.check else ''}{self.task}"
+
+    def cores(self) -> int:
+        """A timed evaluation keeps the candidate off the judge's cores (tasks.harness.cores); a check
+        times nothing."""
+        return 1 if self.check else EVAL_CORES
 
 
 @dataclass(kw_only=True)

@@ -38,10 +38,15 @@ class ContainerStep:
     #: bytes the step may leave in output_dir (None: the server's output_bytes limit)
     output_budget: int | None = None
     uid: int = JOB_UID
-    #: in a group: join the leader's PID namespace (and IPC, if it shares it)
-    join: bool = False
-    #: as a group's leader: let joined members share this container's IPC namespace (CUDA IPC needs it)
-    share_ipc: bool = False
+    #: the cores this container may run on (None: every core of the lease)
+    cpus: tuple[int, ...] | None = None
+    #: where the server writes this container's cgroup folder (its name under the engine's cgroup
+    #: parent: runner.executor) once it is created and before it starts: how a trusted container
+    #: finds another's CPU accounting without sharing its PID namespace
+    cgroup_file: Path | None = None
+    #: an empty read-only /sys/fs/cgroup: the container cannot watch (inotify) or read the counters
+    #: the server or a supervisor reads about it
+    hide_cgroups: bool = False
     #: where the container's output goes (None: the job's log, which the client sees)
     log: Path | None = None
     #: the most bytes of this step's output that are kept (None: the job's log_bytes, a breach beyond);

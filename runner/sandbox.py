@@ -31,10 +31,8 @@ def container_options(
     step: ContainerStep,
     lease: Lease,
     gpu_mode: str,
-    leader: str | None = None,
 ) -> dict[str, object]:
-    """Keyword arguments for ``client.containers.create`` for one step of a job (``leader``: the
-    id of the group leader whose namespaces a joined step enters)."""
+    """Keyword arguments for ``client.containers.create`` for one step of a job."""
     limits = settings.limits
     volumes: dict[str, dict[str, str]] = {
         host: {"bind": inside, "mode": mode} for host, (inside, mode) in step.mounts.items()
@@ -48,6 +46,9 @@ def container_options(
     if lease.gpus and gpu_mode == "devices":
         for path in settings.driver_mounts:
             volumes[path] = {"bind": path, "mode": "ro"}
+    tmpfs = {"/tmp": f"size={limits.tmpfs_bytes},mode=1777,exec,nosuid,nodev"}
+    if step.hide_cgroups:
+        tmpfs["/sys/fs/cgroup"] = "ro,size=4k,mode=0555"
     options: dict[str, object] = dict(
         image=image,
         command=step.command,
@@ -62,13 +63,13 @@ def container_options(
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
         network_mode="none",
-        ipc_mode="shareable" if step.share_ipc else "private",
+        ipc_mode="private",
         pids_limit=limits.pids,
         mem_limit=limits.memory_bytes,
         memswap_limit=limits.memory_bytes,
         oom_score_adj=1000,
         shm_size=limits.shm_bytes,
-        tmpfs={"/tmp": f"size={limits.tmpfs_bytes},mode=1777,exec,nosuid,nodev"},
+        tmpfs=tmpfs,
         ulimits=[Ulimit(name="core", soft=0, hard=0), Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile)],
         # Twice the cap, so the engine never rotates its log before the server's own cap stops the job:
         # a rotation at the cap can leave the live log stream behind, and the flood would run to its deadline.
@@ -78,10 +79,9 @@ def container_options(
     )
     if limits.cpus > 0:
         options["nano_cpus"] = int(limits.cpus * 1e9)
-    if step.join and leader:
-        options["pid_mode"] = f"container:{leader}"
-        options["ipc_mode"] = f"container:{leader}" if step.share_ipc else "private"
-    if lease.cpuset:
+    if step.cpus is not None:
+        options["cpuset_cpus"] = ",".join(str(c) for c in sorted(step.cpus))
+    elif lease.cpuset:
         options["cpuset_cpus"] = lease.cpuset
     options.update(gpu_options(lease, gpu_mode))
     return options

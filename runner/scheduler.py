@@ -223,7 +223,7 @@ class Scheduler:
     def _dispatch(self) -> None:
         engine_asked = False
         for job in self.queue_order():
-            lease = self.placement.try_acquire(job.spec.gpus, job.spec.gpu_type)
+            lease = self.placement.try_acquire(job.spec.gpus, job.spec.gpu_type, job.spec.cores())
             if lease is None:
                 continue
             if (

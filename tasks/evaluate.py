@@ -4,9 +4,12 @@
   the secret sample key, every input and output buffer, the reference, the baseline (a worker of
   its own) and the clock; writes the result document. Its folders (the judge's case file, its
   output, the compiled-kernel cache) are mounted into no other container.
-- candidate (uid 65534, the submission, tasks.harness.worker): joins the supervisor's PID (and, on
-  CUDA tasks, IPC) namespace, connects to its socket and does what it is told on buffers it is
-  handed. It writes nothing the server reads; its output is the job's log.
+- candidate (uid 65534, the submission, tasks.harness.worker): its own PID and IPC namespaces (the
+  judge's processes are not visible to it), its own cores (tasks.harness.cores: none of the judge's),
+  an empty /sys/fs/cgroup. It connects to the supervisor's socket and does what it is told on
+  buffers it is handed (file descriptors over that socket: tasks.harness.shared). It writes nothing
+  the server reads; its output is the job's log. The server writes its cgroup's name beside the
+  socket once it is created, for the supervisor's watch over its CPU time (tasks.harness.cpuwatch).
 The server then reads the supervisor's result (fd-relative, no links, size-capped, validated by
 tasks.harness.schema) and builds the report (tasks.report). The holdout key never leaves the server; the
 per-request sample key reaches the supervisor only. The task directory is snapshotted into the
@@ -36,7 +39,9 @@ from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, SUPERVISOR_UID
 from kcoral.tasks import cases as case_builder
 from kcoral.tasks.documents import EvalReport, Receipt
 from kcoral.tasks.harness import schema
+from kcoral.tasks.harness.cores import split as split_cores
 from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
+from kcoral.tasks.harness.supervise import CANDIDATE_CGROUP_FILE
 from kcoral.tasks.harness.taskdef import Task, load_task
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
 from kcoral.tasks.report import build_report, sample_times, with_lines
@@ -54,6 +59,10 @@ SEED_CACHE_MOUNT = f"{CODE_MOUNT}/seed-cache"
 SUPERVISOR_OUTPUT_BYTES = 64 << 20
 #: the most bytes of the supervisor's progress.json that are read
 MAX_PROGRESS_BYTES = 4096
+UNSEPARATED = (
+    "this server could not give the evaluation cores of its own apart from the judge's (its CPU slots are not "
+    "pinned to cores: start it with fewer --cpu-slots), so the candidate could slow the baseline's calls"
+)
 
 
 def harness_version() -> str:
@@ -98,6 +107,7 @@ class _Evaluation:
         self.channel = self.root / "chan"  # the supervisor's socket (read-only for the candidate)
         self.judge_log = self.root / "judge.log"
         self.family_copy = ctx.paths.snapshot  # the task's folder and its siblings (shared code)
+        self.cores = split_cores(ctx.lease.cores)  # who runs where while a case is timed
         self.task_copy = self.family_copy  # set to the task's own folder by _snapshot_task
 
     def plan(self) -> Plan:
@@ -125,15 +135,14 @@ class _Evaluation:
         _own(self.judge_in / "cases.json")
         image = ctx.job.spec.image or ctx.settings.image
         cache = self._judge_cache()
-        cuda = task.device == "cuda"
-        steps = [self._supervisor_step(cache, cuda), self._candidate_step(cache, cuda)]
+        steps = [self._supervisor_step(cache), self._candidate_step(cache)]
         return Plan(
             image=image, steps=steps, finish=self.finish, discard=(self.judge_dir,), explain_kill=self.explain_kill
         )
 
     # --- steps ------------------------------------------------------------------------------------
 
-    def _supervisor_step(self, cache: Path, cuda: bool) -> ContainerStep:
+    def _supervisor_step(self, cache: Path) -> ContainerStep:
         ctx = self.ctx
         cgroups = ctx.engine.cgroup_mount()
         return ContainerStep(
@@ -147,6 +156,7 @@ class _Evaluation:
                 OUTPUT_MOUNT,
                 f"{CHANNEL_MOUNT}/worker.sock",
                 cgroups[1] if cgroups else "none",
+                self.cores.wire(),
             ],
             # USER: the host's passwd (toolchain mode) has no entry for this uid, and getpass needs a name
             env={
@@ -167,11 +177,11 @@ class _Evaluation:
             name="supervisor",
             output_budget=SUPERVISOR_OUTPUT_BYTES,
             uid=SUPERVISOR_UID,
-            share_ipc=cuda,
             log=self.judge_log,
+            cpus=self.cores.trusted if self.cores.separated else None,
         )
 
-    def _candidate_step(self, cache: Path, cuda: bool) -> ContainerStep:
+    def _candidate_step(self, cache: Path) -> ContainerStep:
         ctx = self.ctx
         return ContainerStep(
             command=[
@@ -195,8 +205,9 @@ class _Evaluation:
                 str(cache): (SEED_CACHE_MOUNT, "ro"),
             },
             name="candidate",
-            join=True,
-            share_ipc=cuda,
+            cpus=self.cores.candidate if self.cores.separated else None,
+            cgroup_file=self.channel / CANDIDATE_CGROUP_FILE,
+            hide_cgroups=True,
             log_keep=ctx.settings.limits.eval_log_bytes,
         )
 
@@ -292,6 +303,8 @@ class _Evaluation:
                     case.reason = f"the candidate's container was killed at the memory limit ({case.reason})"
         telemetry = _summarise(outcomes.telemetry)
         report = build_report(task.manifest, doc, result, check=self.check)
+        if not self.check and not self.cores.separated:
+            report = report.model_copy(update={"inconclusive": [*report.inconclusive, UNSEPARATED]})
         report = with_lines(report.model_copy(update={"telemetry": telemetry}))
         receipt = Receipt(
             job=ctx.job.id,

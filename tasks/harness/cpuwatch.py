@@ -6,9 +6,12 @@ the next inputs) or load that slows the baseline's calls, so the supervisor read
 around every call and flags what the candidate used outside them. The counter covers every
 process in the candidate's container, threads and exited children included.
 
-The server mounts the host's directory of container cgroups read-only at MOUNT; the candidate's
-own cgroup is found from its worker's pid (the kernel's SO_PEERCRED on the channel, in the shared
-PID namespace), so nothing the candidate says decides which counter is read.
+The server mounts the host's directory of container cgroups read-only at MOUNT and, once it has
+created the candidate's container, writes that container's cgroup folder name into the channel's
+folder (runner.plan.ContainerStep.cgroup_file), where the candidate can only read it: nothing the
+candidate says decides which counter is read, and it need not share the supervisor's PID namespace.
+The candidate's own container has an empty /sys/fs/cgroup: it cannot watch (inotify) this counter
+to learn when the supervisor reads it.
 """
 
 from __future__ import annotations
@@ -36,23 +39,13 @@ class CpuWatch:
         return int(text.strip()) * self.unit_ns
 
 
-def for_pid(pid: int, version: str, mount: Path = MOUNT) -> CpuWatch:
-    """The watch over the cgroup that holds ``pid`` (cgroup ``version`` "1" or "2"), or ValueError."""
-    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if version == "2" and controllers == "":
-            leaf = _leaf(path)
-            return CpuWatch(mount / leaf / "cpu.stat", 1000, "usage_usec")
-        if version == "1" and "cpuacct" in controllers.split(","):
-            leaf = _leaf(path)
-            return CpuWatch(mount / leaf / "cpuacct.usage", 1, "ns")
-    raise ValueError(f"no cgroup v{version} CPU accounting for pid {pid}")
-
-
-def _leaf(path: str) -> str:
-    """The container's own cgroup directory name: the last component of its path."""
-    leaf = path.rstrip("/").rsplit("/", 1)[-1]
+def for_leaf(leaf: str, version: str, mount: Path = MOUNT) -> CpuWatch:
+    """The watch over the container cgroup ``leaf`` (its folder under MOUNT, cgroup ``version`` "1"
+    or "2"), or ValueError."""
     if not _LEAF.fullmatch(leaf) or leaf in (".", ".."):
-        raise ValueError(f"unexpected cgroup path {path!r}")
-    return leaf
+        raise ValueError(f"unexpected cgroup folder {leaf!r}")
+    if version == "2":
+        return CpuWatch(mount / leaf / "cpu.stat", 1000, "usage_usec")
+    if version == "1":
+        return CpuWatch(mount / leaf / "cpuacct.usage", 1, "ns")
+    raise ValueError(f"no cgroup v{version} CPU accounting")

@@ -1,11 +1,10 @@
 """Every thread of this process onto one set of cores, and back.
 
-While a workload is timed (CPU and GPU tasks alike), the supervisor, the baseline's worker, the empty
-call's worker and the candidate's worker run on one core of the lease, taking turns (a call is made
-while the others wait): whatever else the host runs there slows both sides alike, instead of one process more than the
-other as the scheduler moves them around (seen under load: an identical candidate measured 1.46x
-[1.15, 2.23]; on the H200 the KDA template's speedups over four requests spread 8.6% unpinned, 2.2%
-pinned; bench/results).
+While a workload is timed (CPU and GPU tasks alike) each party stays on one core of its own
+(tasks.harness.cores says which), so the scheduler does not move them around (seen unpinned under
+load: an identical candidate measured 1.46x [1.15, 2.23]; on the H200 the KDA template's speedups
+over four requests spread 8.6% unpinned, 2.2% pinned; bench/results). The candidate is never on a
+judge's core: its container's cpuset holds none of them.
 """
 
 from __future__ import annotations
@@ -24,8 +23,3 @@ def pin(cpus: frozenset[int] | None) -> None:
     for tid in os.listdir("/proc/self/task"):
         with contextlib.suppress(OSError):  # a thread that ended meanwhile, or a core not ours
             os.sched_setaffinity(int(tid), target)
-
-
-def timing_core() -> int | None:
-    """The core a timed CPU case runs on: the lowest of this process's, when it has more than one."""
-    return min(STARTED_ON) if len(STARTED_ON) > 1 else None

@@ -5,8 +5,21 @@ The supervisor allocates them and hands a worker a view; nothing of the supervis
 a worker's address space.
 - CPU: a sealed memfd per buffer, passed over the channel (SCM_RIGHTS). The seals forbid shrinking
   or growing it, so a worker cannot truncate the file under the supervisor's mapping (SIGBUS).
-- CUDA: a dedicated ``cuMemAlloc`` per buffer (never the caching allocator, whose segments hold
-  other tensors) exported with ``cuIpcGetMemHandle``; the worker maps it with ``cuIpcOpenMemHandle``.
+- CUDA: a dedicated VMM allocation per buffer (``cuMemCreate``; never the caching allocator, whose
+  segments hold other tensors), exported as a POSIX file descriptor
+  (``cuMemExportToShareableHandle``) and passed over the channel the same way; the worker imports
+  it (``cuMemImportFromShareableHandle``) and maps it into an address range of its own.
+
+Both are file descriptors, and a file descriptor is a capability: a process holds one only when
+the kernel put it in its table (the process opened the object itself, or was sent it over a Unix
+socket with SCM_RIGHTS). Its number means nothing outside that process, so it cannot be guessed,
+forged or replayed: a worker reaches exactly the buffers it was sent, and nothing else the
+supervisor allocated. A legacy CUDA IPC handle (``cuIpcGetMemHandle``) is a name instead, 64 bytes
+that any process sharing the exporter's IPC and PID namespaces may present to
+``cuIpcOpenMemHandle``; on the H200 a candidate that varied the words of its own handles opened
+dozens of the exporting process's other allocations. No legacy IPC handle is exported anywhere
+(a buffer's description on the wire is its name, role, shape, dtype and sizes, nothing secret),
+so the candidate's container needs neither the supervisor's IPC namespace nor its PID namespace.
 """
 
 from __future__ import annotations
@@ -51,9 +64,11 @@ def allocate(name: str, shape: tuple[int, ...], dtype: torch.dtype, device: str,
         "nbytes": size,
     }
     if device == "cuda":
-        ptr, handle = _cuda().alloc(max(size, 1))
-        wire["handle"] = handle.hex()
-        return Buffer(name, _view(_CudaMemory(ptr, size), shape, dtype), wire)
+        driver = _cuda()
+        vmm = driver.rounded(size)
+        ptr, fd = driver.create(vmm)
+        wire["vmm_bytes"] = vmm
+        return Buffer(name, _view(_CudaMemory(ptr, size), shape, dtype), wire, fd)
     fd = os.memfd_create(f"kcoral-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, max(size, 1))
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
@@ -68,7 +83,13 @@ def attach(wire: dict[str, Any], fd: int | None, device: str) -> torch.Tensor:
         raise ValueError(f"bad buffer description {wire!r}")
     size = nbytes(shape, dtype)
     if device == "cuda":
-        return _view(_CudaMemory(_cuda().open(bytes.fromhex(wire["handle"])), size), shape, dtype)
+        driver = _cuda()
+        vmm = driver.rounded(size)
+        if fd is None:
+            raise ValueError(f"buffer {wire.get('name')!r} came without its allocation's file descriptor")
+        if wire.get("nbytes") != size or wire.get("vmm_bytes") != vmm:
+            raise ValueError(f"buffer {wire.get('name')!r}: its sizes disagree with its shape and dtype")
+        return _view(_CudaMemory(driver.import_fd(fd, vmm), size), shape, dtype)
     if fd is None or os.fstat(fd).st_size < size:
         raise ValueError(f"buffer {wire.get('name')!r} came without a large enough file")
     return _map(fd, shape, dtype, size)
@@ -100,8 +121,64 @@ class _CudaMemory:
         return {"shape": (self.size,), "typestr": "|u1", "data": (self.ptr, False), "version": 3}
 
 
-class _IpcHandle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * 64)]
+# Constants and layouts from cuda.h (CUDA 12 and 13 alike).
+_ALLOCATION_TYPE_PINNED = 0x1  # CU_MEM_ALLOCATION_TYPE_PINNED
+_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+_LOCATION_TYPE_DEVICE = 0x1  # CU_MEM_LOCATION_TYPE_DEVICE
+_ALLOC_GRANULARITY_MINIMUM = 0x0  # CU_MEM_ALLOC_GRANULARITY_MINIMUM
+_ACCESS_FLAGS_PROT_READWRITE = 0x3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+
+
+class _MemLocation(ctypes.Structure):
+    """CUmemLocation."""
+
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _MemAllocFlags(ctypes.Structure):
+    """CUmemAllocationProp.allocFlags."""
+
+    _fields_ = [
+        ("compressionType", ctypes.c_ubyte),
+        ("gpuDirectRDMACapable", ctypes.c_ubyte),
+        ("usage", ctypes.c_ushort),
+        ("reserved", ctypes.c_ubyte * 4),
+    ]
+
+
+class _MemAllocationProp(ctypes.Structure):
+    """CUmemAllocationProp."""
+
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("requestedHandleTypes", ctypes.c_int),
+        ("location", _MemLocation),
+        ("win32HandleMetaData", ctypes.c_void_p),
+        ("allocFlags", _MemAllocFlags),
+    ]
+
+
+class _MemAccessDesc(ctypes.Structure):
+    """CUmemAccessDesc."""
+
+    _fields_ = [("location", _MemLocation), ("flags", ctypes.c_int)]
+
+
+_U64, _SIZE, _INT, _PTR = ctypes.c_uint64, ctypes.c_size_t, ctypes.c_int, ctypes.POINTER
+#: every driver call made here: (name, argtypes); each returns a CUresult (int)
+_CALLS: tuple[tuple[str, list[Any]], ...] = (
+    ("cuMemGetAllocationGranularity", [_PTR(_SIZE), _PTR(_MemAllocationProp), _INT]),
+    ("cuMemCreate", [_PTR(_U64), _SIZE, _PTR(_MemAllocationProp), _U64]),
+    ("cuMemExportToShareableHandle", [ctypes.c_void_p, _U64, _INT, _U64]),
+    ("cuMemImportFromShareableHandle", [_PTR(_U64), ctypes.c_void_p, _INT]),
+    ("cuMemAddressReserve", [_PTR(_U64), _SIZE, _SIZE, _U64, _U64]),
+    ("cuMemMap", [_U64, _SIZE, _SIZE, _U64, _U64]),
+    ("cuMemSetAccess", [_U64, _SIZE, _PTR(_MemAccessDesc), _SIZE]),
+    ("cuMemUnmap", [_U64, _SIZE]),
+    ("cuMemAddressFree", [_U64, _SIZE]),
+    ("cuMemRelease", [_U64]),
+    ("cuCtxResetPersistingL2Cache", []),
+)
 
 
 class _Driver:
@@ -110,32 +187,88 @@ class _Driver:
     def __init__(self) -> None:
         torch.cuda.init()
         torch.zeros(1, device="cuda")  # makes the primary context current on this thread
+        self.device = torch.cuda.current_device()
         self.lib = ctypes.CDLL("libcuda.so.1")
-        self.lib.cuIpcOpenMemHandle_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), _IpcHandle, ctypes.c_uint]
+        for name, argtypes in _CALLS:
+            fn = getattr(self.lib, name)
+            fn.argtypes, fn.restype = argtypes, ctypes.c_int
+        self.prop = _MemAllocationProp(
+            type=_ALLOCATION_TYPE_PINNED,
+            requestedHandleTypes=_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+            location=_MemLocation(_LOCATION_TYPE_DEVICE, self.device),
+        )
+        granularity = ctypes.c_size_t()
+        self._check(
+            self.lib.cuMemGetAllocationGranularity(
+                ctypes.byref(granularity), ctypes.byref(self.prop), _ALLOC_GRANULARITY_MINIMUM
+            ),
+            "cuMemGetAllocationGranularity",
+        )
+        self.granularity = max(int(granularity.value), 1)
 
     def _check(self, code: int, what: str) -> None:
         if code != 0:
             raise RuntimeError(f"{what} failed with CUDA driver error {code}")
 
-    def alloc(self, size: int) -> tuple[int, bytes]:
+    def rounded(self, size: int) -> int:
+        """The bytes of the allocation that holds ``size`` bytes (a whole number of granules, at least one)."""
+        return -(-max(size, 1) // self.granularity) * self.granularity
+
+    def create(self, vmm: int) -> tuple[int, int]:
+        """(address, file descriptor) of a new allocation of ``vmm`` bytes, mapped read/write here."""
+        handle = ctypes.c_uint64()
+        self._check(self.lib.cuMemCreate(ctypes.byref(handle), vmm, ctypes.byref(self.prop), 0), "cuMemCreate")
+        try:
+            fd = ctypes.c_int(-1)
+            self._check(
+                self.lib.cuMemExportToShareableHandle(
+                    ctypes.byref(fd), handle.value, _HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0
+                ),
+                "cuMemExportToShareableHandle",
+            )
+            try:
+                os.set_inheritable(fd.value, False)
+                return self._map(handle.value, vmm), fd.value
+            except BaseException:
+                os.close(fd.value)
+                raise
+        finally:
+            self.lib.cuMemRelease(handle.value)  # the mapping (and the descriptor) keep the memory
+
+    def import_fd(self, fd: int, vmm: int) -> int:
+        """The address of the allocation behind ``fd`` (``vmm`` bytes), mapped read/write here. The
+        caller may close ``fd`` afterwards: the mapping keeps the allocation."""
+        handle = ctypes.c_uint64()
+        self._check(
+            self.lib.cuMemImportFromShareableHandle(
+                ctypes.byref(handle), ctypes.c_void_p(fd), _HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+            ),
+            "cuMemImportFromShareableHandle",
+        )
+        try:
+            return self._map(handle.value, vmm)
+        finally:
+            self.lib.cuMemRelease(handle.value)
+
+    def _map(self, handle: int, vmm: int) -> int:
         ptr = ctypes.c_uint64()
-        self._check(self.lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size)), "cuMemAlloc")
-        handle = _IpcHandle()
-        self._check(self.lib.cuIpcGetMemHandle(ctypes.byref(handle), ptr), "cuIpcGetMemHandle")
-        return ptr.value, ctypes.string_at(ctypes.addressof(handle), 64)
+        self._check(self.lib.cuMemAddressReserve(ctypes.byref(ptr), vmm, 0, 0, 0), "cuMemAddressReserve")
+        try:
+            self._check(self.lib.cuMemMap(ptr.value, vmm, 0, handle, 0), "cuMemMap")
+            try:
+                access = _MemAccessDesc(_MemLocation(_LOCATION_TYPE_DEVICE, self.device), _ACCESS_FLAGS_PROT_READWRITE)
+                self._check(self.lib.cuMemSetAccess(ptr.value, vmm, ctypes.byref(access), 1), "cuMemSetAccess")
+            except BaseException:
+                self.lib.cuMemUnmap(ptr.value, vmm)
+                raise
+        except BaseException:
+            self.lib.cuMemAddressFree(ptr.value, vmm)
+            raise
+        return ptr.value
 
     def reset_persisting_l2(self) -> None:
         """Return every persisting L2 line to normal (a candidate may have set an access-policy window)."""
         self._check(self.lib.cuCtxResetPersistingL2Cache(), "cuCtxResetPersistingL2Cache")
-
-    def open(self, handle: bytes) -> int:
-        if len(handle) != 64:
-            raise ValueError("a CUDA IPC handle is 64 bytes")
-        ptr = ctypes.c_uint64()
-        raw = _IpcHandle()
-        ctypes.memmove(ctypes.addressof(raw), handle, 64)
-        self._check(self.lib.cuIpcOpenMemHandle_v2(ctypes.byref(ptr), raw, 1), "cuIpcOpenMemHandle")
-        return ptr.value
 
 
 _DRIVER: list[_Driver] = []

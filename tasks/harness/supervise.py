@@ -1,4 +1,6 @@
-"""``python -P -m kcoral.tasks.harness.supervise TASK_DIR CASES_JSON OUT_DIR SOCKET CGROUP_VERSION``
+"""``python -P -m kcoral.tasks.harness.supervise TASK_DIR CASES_JSON OUT_DIR SOCKET CGROUP_VERSION CORES``
+
+CORES: the lease's core layout (tasks.harness.cores), who runs where while a case is timed.
 
 The supervisor's entry point (tasks.harness.supervisor is the supervisor). Before anything imports
 torch, it starts the trusted workers when the cases time anything (the baseline's, and the empty
@@ -18,24 +20,30 @@ a timed process must start as the candidate's does (bench/results/gpu-host-issue
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from kcoral.tasks.harness import schema
+from kcoral.tasks.harness import cores, schema
 from kcoral.tasks.harness.channel import Channel, pair
 
+#: in the channel's folder: the candidate container's cgroup folder name, written by the server
+CANDIDATE_CGROUP_FILE = "candidate.cgroup"
 #: the trusted workers started when a case is timed, in this order (tasks.harness.supervisor), and
 #: how tasks.harness.worker is told which it is
 TRUSTED_WORKERS = {"baseline": "--baseline", "empty call": "--null"}
 
 
-def start_worker(task_dir: Path, role: str) -> tuple[Channel, subprocess.Popen[bytes]]:
-    """A trusted worker (tasks.harness.worker ROLE), on a socket pair: our end, and it."""
+def start_worker(task_dir: Path, role: str, core: int | None) -> tuple[Channel, subprocess.Popen[bytes]]:
+    """A trusted worker (tasks.harness.worker ROLE), on a socket pair: our end, and it. Started on
+    ``core`` (tasks.harness.cores) when there is one: its thread pools are then sized for one core, as
+    the candidate's are in its one-core container."""
     ours, theirs = pair()
     proc = subprocess.Popen(
         [sys.executable, "-P", "-m", "kcoral.tasks.harness.worker", role, str(task_dir), str(theirs.fileno())],
         pass_fds=[theirs.fileno()],
+        preexec_fn=None if core is None else lambda: os.sched_setaffinity(0, {core}),  # noqa: PLW1509 - no threads yet
     )
     theirs.close()
     return ours, proc
@@ -44,7 +52,8 @@ def start_worker(task_dir: Path, role: str) -> tuple[Channel, subprocess.Popen[b
 def main(argv: list[str]) -> int:
     doc = schema.parse_cases(Path(argv[1]).read_bytes())
     timed = any(c.timed for c in doc.cases)
-    workers = [start_worker(Path(argv[0]), role) for role in TRUSTED_WORKERS.values()] if timed else []
+    core = cores.parse(argv[5]).workers
+    workers = [start_worker(Path(argv[0]), role, core) for role in TRUSTED_WORKERS.values()] if timed else []
     from kcoral.tasks.harness import supervisor  # imports torch
 
     return supervisor.main(argv, doc, workers)

@@ -1,8 +1,8 @@
 """The supervisor (started by tasks.harness.supervise, its entry point).
 
 The trusted half of an evaluation, in a container that never holds candidate code (its own uid,
-its own filesystem; the candidate's container joins only its PID namespace, and for CUDA tasks its
-IPC namespace). It owns everything that decides the verdict:
+its own filesystem, its own PID and IPC namespaces, cores the candidate's container cannot use
+while a case is timed: tasks.harness.cores). It owns everything that decides the verdict:
 - the cases (the judge's case file, with the holdout and the per-request sample key: never shown
   to the candidate), each case's inputs, the reference outputs and the tolerances;
 - the buffers: each worker gets its own inputs and outputs (tasks.harness.shared), which the
@@ -41,10 +41,13 @@ import torch
 
 from kcoral.tasks.harness import autotune, checks, pinning, schema, shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen
-from kcoral.tasks.harness.cpuwatch import CpuWatch, for_pid
+from kcoral.tasks.harness.cores import CoreLayout
+from kcoral.tasks.harness.cores import parse as parse_cores
+from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
+from kcoral.tasks.harness.interference import JudgeWatch, disturbed
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
-from kcoral.tasks.harness.stats import Speedup, net_samples, speedup_interval
-from kcoral.tasks.harness.supervise import TRUSTED_WORKERS
+from kcoral.tasks.harness.stats import DISTURBED_LIMIT, Speedup, estimate
+from kcoral.tasks.harness.supervise import CANDIDATE_CGROUP_FILE, TRUSTED_WORKERS
 from kcoral.tasks.harness.taskdef import load_task
 
 _ns = time.perf_counter_ns
@@ -172,6 +175,12 @@ class Supervisor:
     interference: list[str] = field(default_factory=list)
     #: seconds per phase (schema.SupervisorResult.phases)
     phases: dict[str, float] = field(default_factory=dict)
+    #: who runs on which core while a case is timed (tasks.harness.cores)
+    cores: CoreLayout = field(default_factory=lambda: CoreLayout(None, None, ()))
+    #: the trusted side's unbilled waits, read around every timed call (tasks.harness.interference)
+    judge: JudgeWatch | None = None
+    #: ms the trusted side waited for a CPU during the calls of the iteration being timed
+    waited: float = 0.0
 
     def __post_init__(self) -> None:
         task = load_task(self.task_dir)
@@ -431,6 +440,8 @@ class Supervisor:
             shared.reset_persisting_l2()
             self._wait_quiet()
         cpu_a = self._cpu()
+        watched = self._watched(side.worker)
+        waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
         self._sync()
         t0 = _ns()
         for name, t in side.inputs.items():
@@ -443,6 +454,8 @@ class Supervisor:
             side.snapshot[name].copy_(t)
         self._sync()
         elapsed = (_ns() - t0) / 1e6
+        if self.judge is not None:
+            self.waited += self.judge.waited_ms(watched) - waited
         cpu_c = self._cpu()
         if side.worker is not self.candidate:
             _poison(side.outputs)  # the baseline's answer never waits in memory for the candidate's call
@@ -451,26 +464,41 @@ class Supervisor:
             self.last_cpu = cpu_c
         return elapsed, side.snapshot, error
 
+    def _watched(self, worker: Worker) -> list[str]:
+        """The trusted processes whose waits for a CPU during a call to ``worker`` disturb its time: the
+        worker itself if trusted, and the supervisor unless it shares that worker's core (there the
+        worker runs while the supervisor waits its turn, by design)."""
+        shared = worker.trusted and self.cores.supervisor == self.cores.workers
+        return ([worker.name] if worker.trusted else []) + ([] if shared else ["supervisor"])
+
     @contextlib.contextmanager
     def _pinned(self) -> Iterator[None]:
-        """The four processes on one core while a case is timed (tasks.harness.pinning)."""
-        core = pinning.timing_core()
-        if core is None:
+        """Each party on one core of its own set while a case is timed (tasks.harness.cores): the
+        supervisor on its core, the baseline's and the empty call's workers on theirs, the candidate
+        on the first of its container's (it cannot leave them)."""
+        layout = self.cores
+        if not layout.separated:
             yield
             return
-        self._pin(frozenset({core}))
+        self._pin(layout)
         try:
             yield
         finally:
             self._pin(None)
 
-    def _pin(self, cpus: frozenset[int] | None) -> None:
-        pinning.pin(cpus)
-        message = {"op": "pin", "cpus": sorted(cpus) if cpus else None}
+    def _pin(self, layout: CoreLayout | None) -> None:
+        """Each party onto its core of ``layout``; None: every party back where it started."""
+
+        def one(core: int | None) -> list[int] | None:
+            return [core] if layout is not None and core is not None else None
+
+        mine = one(self.cores.supervisor)
+        pinning.pin(frozenset(mine) if mine else None)
         for worker in (self.baseline, self.null):
             if worker is not None:
-                worker.ask(message)
-        self._candidate().ask(message)  # a candidate that does not answer ok only keeps its own placement
+                worker.ask({"op": "pin", "cpus": one(self.cores.workers)})
+        # a candidate that does not answer ok only keeps its own placement, on its own cores
+        self._candidate().ask({"op": "pin", "cpus": one(self.cores.candidate_core)})
 
     def time_case(
         self,
@@ -499,7 +527,8 @@ class Supervisor:
         null = self._side(self.null, case, inputs, specs, null=True)
         self._setup(base, params, case)
         self._setup(null, params, case, null=True)
-        times: dict[str, list[float]] = {"b": [], "c": [], "n": []}
+        #: raw ms per call of the baseline, the candidate and the empty call; "w": the judge's unbilled wait
+        times: dict[str, list[float]] = {"b": [], "c": [], "n": [], "w": []}
         mismatch = ""
         warmup = 0
         end_warmup = time.monotonic() + self.cfg.warmup_s
@@ -511,6 +540,7 @@ class Supervisor:
         deadline = time.monotonic() + self.cfg.budget_s
         stopped = "max_reps"
         self.gaps = []  # only the measured calls count
+        lost = self.judge.lost_ms() if self.judge is not None else {}
 
         spent = {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0}  # for the operator's record
 
@@ -521,11 +551,14 @@ class Supervisor:
             t1 = time.monotonic()
             order = [("b", base), ("c", cand), ("n", null)] if i % 2 == 0 else [("c", cand), ("b", base), ("n", null)]
             outs: dict[str, dict[str, torch.Tensor]] = {}
+            self.waited = 0.0
+            irq = self.judge.irq_ms() if self.judge is not None else 0.0
             for key, side in order:
                 ms, outs[key], error = self.call(side, drawn)
                 times[key].append(ms)
                 if error and not mismatch:
                     mismatch = f"timed sample {i}: {error}"
+            times["w"].append(self.waited + (self.judge.irq_ms() - irq if self.judge is not None else 0.0))
             t2 = time.monotonic()
             if not mismatch:
                 problem, _ = _compare(outs["c"], outs["b"], tol)
@@ -537,14 +570,14 @@ class Supervisor:
 
         for i in range(self.cfg.max_reps):
             take_sample(i)
-            if i + 1 >= self.cfg.min_reps:
-                if _estimate(times).relative_half_width <= self.cfg.interval_target:
+            if i + 1 >= self.cfg.min_reps and _enough(times, self.cfg):
+                if _estimate(times, self.cfg).relative_half_width <= self.cfg.interval_target:
                     stopped = "stable"
                     break
                 if time.monotonic() > deadline:
                     stopped = "budget"
                     break
-        if stopped != "stable" and not mismatch and not _scorable(times, self.cfg.scorable_ratio):
+        if stopped != "stable" and not mismatch and not _scorable(times, self.cfg):
             # A busy host: the speedup cannot be given this precisely yet. Sample on (the interval
             # narrows with more samples) until it can, or until noisy_budget_s more have passed.
             stopped = "noisy"
@@ -553,15 +586,25 @@ class Supervisor:
             while i < NOISY_REPS * self.cfg.max_reps and time.monotonic() < limit and not mismatch:
                 take_sample(i)
                 i += 1
-                if i % 10 == 0 and _scorable(times, self.cfg.scorable_ratio):
+                if i % 10 == 0 and _scorable(times, self.cfg):
                     stopped = "noisy, then settled"
                     break
         print(
             f"{case.workload}: {len(times['c'])} samples ({stopped}): "
             + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
-            + f"; on the clock {sum(sum(t) for t in times.values()) / 1000:.2f} s",
+            + f"; on the clock {sum(sum(times[k]) for k in 'bcn') / 1000:.2f} s"
+            + f"; judge's unbilled wait {sum(times['w']):.2f} ms",
             file=sys.stderr,
         )
+        if self.judge is not None:  # the operator's record: each core of the lease, what the host took from it
+            now = self.judge.lost_ms()
+            mine = sorted({*self.cores.judge, *self.cores.candidate})
+            print(
+                f"{case.workload}: irq, softirq and steal ms per core while timed: "
+                + ", ".join(f"{c}: {now.get(c, 0.0) - lost.get(c, 0.0):.0f}" for c in mine)
+                + f" (judge {sorted(self.cores.judge)}, candidate {list(self.cores.candidate)})",
+                file=sys.stderr,
+            )
         cpu = self._outside_cpu(case.workload, times)
         timing = Timing(
             baseline_ms=times["b"],
@@ -573,6 +616,8 @@ class Supervisor:
             idle_cpu_share=cpu["idle_cpu_share"],
             early_cpu_ms=cpu["early_cpu_ms"],
             early_cpu_share=cpu["early_cpu_share"],
+            judge_wait_ms=times["w"],
+            disturbed=_disturbed(times, self.cfg),
         )
         return timing, mismatch
 
@@ -653,15 +698,29 @@ class Supervisor:
         )
 
 
-def _estimate(times: dict[str, list[float]]) -> Speedup:
+def _disturbed(times: dict[str, list[float]], cfg: schema.TimingMethod) -> list[bool]:
+    """Per iteration: whether the judge's side waited too long for it to count (tasks.harness.interference)."""
+    shorter = [min(b, c) for b, c in zip(times["b"], times["c"], strict=True)]
+    return disturbed(times["w"], shorter, cfg.disturbed_ms, cfg.disturbed_share)
+
+
+def _estimate(times: dict[str, list[float]], cfg: schema.TimingMethod) -> Speedup:
     """The speedup and its interval so far, as the report will compute them (tasks.report)."""
-    return speedup_interval(net_samples(times["b"], times["n"]), net_samples(times["c"], times["n"]))
+    return estimate(times["b"], times["c"], times["n"], _disturbed(times, cfg))
 
 
-def _scorable(times: dict[str, list[float]], ratio: float) -> bool:
-    """Whether the speedup's interval is narrow enough to be scored (hi / lo at most ``ratio``)."""
-    estimate = _estimate(times)
-    return estimate.lo > 0 and estimate.hi <= ratio * estimate.lo
+def _enough(times: dict[str, list[float]], cfg: schema.TimingMethod) -> bool:
+    """Whether min_reps iterations were not disturbed, and no more than DISTURBED_LIMIT of them all were
+    (the report's rule: tasks.report)."""
+    marks = _disturbed(times, cfg)
+    return len(marks) - sum(marks) >= cfg.min_reps and sum(marks) <= DISTURBED_LIMIT * len(marks)
+
+
+def _scorable(times: dict[str, list[float]], cfg: schema.TimingMethod) -> bool:
+    """Whether the speedup's interval is narrow enough to be scored (hi / lo at most scorable_ratio), from
+    enough iterations that were not disturbed."""
+    est = _estimate(times, cfg)
+    return _enough(times, cfg) and est.lo > 0 and est.hi <= cfg.scorable_ratio * est.lo
 
 
 def _poison(tensors: dict[str, torch.Tensor]) -> None:
@@ -698,13 +757,20 @@ def _hello(worker: Worker) -> str | None:
     return worker.gone
 
 
+def candidate_cgroup(channel: Path) -> str:
+    """The candidate container's cgroup folder name, which the server wrote beside the socket once it
+    had created that container (tasks.evaluate; the candidate can only read that folder)."""
+    with open(channel / CANDIDATE_CGROUP_FILE, "rb") as f:
+        return f.read(300).decode(errors="replace").strip()
+
+
 def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, subprocess.Popen[bytes]]]) -> int:
     """The evaluation (argv as tasks.harness.supervise has it, the cases it read, and the trusted workers
     it started, the baseline's and the empty call's, if any case is timed); the exit code."""
     laps = Laps()
     laps.spent["imports"] = process_age()
     began = time.monotonic() - laps.spent["imports"]  # the interpreter's start and the imports are the start's too
-    task_dir, out, sock_path, cgroup = Path(argv[0]), Path(argv[2]), argv[3], argv[4]
+    task_dir, out, sock_path, cgroup, cores = Path(argv[0]), Path(argv[2]), argv[3], argv[4], parse_cores(argv[5])
     task = load_task(task_dir)
     cfg = doc.timing
     torch.manual_seed(0)
@@ -722,7 +788,10 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
         _hello(worker)
     laps.lap("trusted workers")
     baseline, null = (trusted[0], trusted[1]) if trusted else (None, None)
-    sup = Supervisor(task_dir, doc, baseline, null, out)
+    sup = Supervisor(task_dir, doc, baseline, null, out, cores=cores)
+    if cores.separated:
+        pids = {name: proc.pid for name, (_, proc) in zip(TRUSTED_WORKERS, started, strict=False)}
+        sup.judge = JudgeWatch({"supervisor": os.getpid(), **pids}, cores.judge)
     write_progress(out, phase="start", step="the first calls of the reference and the baseline")
     try:
         sup.warm_up()
@@ -732,7 +801,7 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
     write_progress(out, phase="start", step="waiting for the candidate's worker")
     watch_note = "unavailable"
     try:
-        chan, pid = accept(listener, cfg.connect_timeout_s)
+        chan, _ = accept(listener, cfg.connect_timeout_s)
         listener.close()  # one candidate worker: later connections are refused, never read
     except ChannelError as exc:
         results = [CaseResult(c.id, Outcome.ERROR, str(exc)) for c in doc.cases]
@@ -741,7 +810,7 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
     watch = None
     if cgroup in ("1", "2"):
         try:
-            watch = for_pid(pid, cgroup)
+            watch = for_leaf(candidate_cgroup(Path(sock_path).parent), cgroup)
             watch.ns()
             watch_note = f"cgroup v{cgroup}"
         except (OSError, ValueError) as exc:

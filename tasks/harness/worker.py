@@ -151,9 +151,10 @@ class Device:
 
 
 def _fds_for(buffers: list[dict[str, Any]], fds: list[int]) -> list[int | None]:
-    """CPU buffers come with one descriptor each, in order; CUDA buffers with none."""
+    """Every buffer comes with one descriptor, in order (a CPU buffer's memfd, a CUDA buffer's
+    exported allocation); one missing is None, and the buffer's attach refuses it."""
     it = iter(fds)
-    return [None if "handle" in w else next(it, None) for w in buffers]
+    return [next(it, None) for _ in buffers]
 
 
 def _seed_kernel_cache() -> None:

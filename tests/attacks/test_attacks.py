@@ -157,6 +157,21 @@ def test_attack_is_neutralised(server: RunningServer, name: str) -> None:
     assert all(w.get("kernel_ms", floor) >= floor for w in report["workloads"]), describe(job, report)
 
 
+#: issue 29: work the kernel bills to nobody (interrupt storms, timer signals) armed by the candidate, and
+#: the line its log shows once armed: it must gain nothing (its cores are its own), and the judge's CPU
+#: counter it would aim by must be out of its sight
+STORMS = {"irq_storm": "STORM-ENTRIES", "timer_signals": "SIGNALS-ARMED"}
+
+
+@pytest.mark.parametrize("name", sorted(STORMS))
+def test_interference_billed_to_nobody_gains_nothing(server: RunningServer, name: str) -> None:
+    job, report, log = evaluate(server, name)
+    assert STORMS[name] in log, log[-3000:]
+    assert "STORM-AIMED" not in log, "the candidate could watch the counter the judge reads"
+    s = speedup(report)
+    assert no_score(job) or (s is not None and s < HONEST_LIMIT), describe(job, report)
+
+
 def test_a_flag_from_one_measurement_is_measured_again_before_it_stands(server: RunningServer) -> None:
     """Issue 11 (no false flags): CPU burnt between calls for a while only, as a busy host's noise would
     look: the first measurement is flagged, the second is clear, and the evaluation passes."""
@@ -189,17 +204,19 @@ def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], 
     assert "SECRET-SCAN-DONE" in log, log[-3000:]
     found = [line for line in log.splitlines() if line.startswith("SECRET-FOUND")]
     assert not found, found
-    # The mount tables of the candidate and of its supervisor show no host path: every folder they
-    # mount comes from inside the data dir (kcoral's code from its copy there)
+    # The candidate sees no process of the judge's (a PID namespace of its own: issue 29, watching the
+    # measurer through /proc/PID/schedstat); its mount table shows no host path: every folder it
+    # mounts comes from inside the data dir (kcoral's code from its copy there)
+    assert "FOREIGN-PROCESS" not in log, [line for line in log.splitlines() if "FOREIGN-PROCESS" in line]
     roots = {tuple(line.split()[2:4]) for line in log.splitlines() if line.startswith("MOUNT-ROOT ")}
     by_target = dict((target, root) for root, target in roots)
     assert by_target["/job/input"] == f"/data/jobs/{job['id']}/input", roots
     assert by_target["/kcoral/kcoral/tasks/harness"].startswith("/data/code/"), roots
-    assert "/judge-in" in by_target, "the supervisor's mount table was not seen"
+    assert "/judge-in" not in by_target, "the supervisor's mount table was seen"
     host = (str(tmp_path), str(PACKAGE_ROOT), str(Path.home()))
     assert not [r for r in roots if r[0].startswith(host)], roots
-    # the supervisor shares the PID namespace: it was seen, and every way into it was refused
-    assert "kcoral.tasks.harness.supervise" in log and "environ: refused" in log and "mem: refused" in log, log[-3000:]
+    # the supervisor's processes are not in the candidate's PID namespace: not even their command lines
+    assert "kcoral.tasks.harness.supervise" not in log and "SECRET-SCAN /proc/1/cmdline" in log, log[-3000:]
     assert_honest(job, report)
 
 

@@ -32,6 +32,40 @@ def test_pool_without_enough_cores_is_not_pinned() -> None:
     assert pool.describe()["cpus"]["cpu0"] == "not pinned"
 
 
+def test_an_evaluation_takes_cpu_slots_enough_for_two_cores() -> None:
+    """Issue 29: the candidate is kept off the judge's cores (tasks.harness.cores), so an evaluation needs
+    two cores: on a host whose CPU slots have one each it takes two slots; where a slot has two, one."""
+    one_each = LeasePool([], cpu_slots=2, cores=[0, 1])
+    evaluation = one_each.try_acquire(0, cores=2)
+    assert evaluation is not None and evaluation.cores == (0, 1)
+    assert one_each.try_acquire(0) is None  # both slots are the evaluation's
+    assert one_each.blocked(0, cores=2) == ""  # it only waits its turn
+    one_each.release(evaluation)
+    job = one_each.try_acquire(0)
+    assert job is not None and len(job.cores) == 1
+    assert one_each.try_acquire(0, cores=2) is None  # waits for the other slot
+    two_each = LeasePool([], cpu_slots=2, cores=[0, 1, 2, 3])
+    first, second = two_each.try_acquire(0, cores=2), two_each.try_acquire(0, cores=2)
+    assert first is not None and second is not None and first.cores == (0, 1) and second.cores == (2, 3)
+
+
+def test_an_evaluation_on_a_host_too_small_to_split_still_gets_a_slot() -> None:
+    """Slots not pinned, or a single one-core slot: the evaluation runs on what there is (and is not
+    scored: tasks.evaluate); it is never left waiting for slots that do not exist."""
+    unpinned = LeasePool([], cpu_slots=4, cores=[0, 1])
+    lease = unpinned.try_acquire(0, cores=2)
+    assert lease is not None and lease.cores == () and len(lease.slots) == 1
+    single = LeasePool([], cpu_slots=1, cores=[0])
+    lease = single.try_acquire(0, cores=2)
+    assert lease is not None and lease.cores == (0,)
+
+
+def test_a_gpu_evaluation_takes_its_gpu_slot_alone() -> None:
+    pool = LeasePool([_gpu(0, "NVIDIA H200")], cpu_slots=2, cores=list(range(16)))
+    lease = pool.try_acquire(1, cores=2)
+    assert lease is not None and [s.name for s in lease.slots] == ["gpu0"] and len(lease.cores) == 5
+
+
 def _gpu(index: int, name: str) -> GpuInfo:
     return GpuInfo(index=index, uuid=f"GPU-{index}", name=name, minor=index, memory_total_mib=1)
 

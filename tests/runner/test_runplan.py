@@ -118,7 +118,7 @@ class TwoStepKind:
         self.private.mkdir(exist_ok=True)
         steps = [
             ContainerStep(command=["lead"], env={}, log=ctx.paths.root / "lead.log"),
-            ContainerStep(command=["member"], env={}, join=True),
+            ContainerStep(command=["member"], env={}),
         ]
         return Plan(image="img", steps=steps, finish=self.finish, discard=(self.private,))
 
@@ -225,7 +225,7 @@ def test_the_plan_types_defaults_are_the_documented_ones() -> None:
     assert (step.mounts, step.working_dir, step.output_dir, step.name, step.output_budget) == (
         {}, "/job/input", None, "job", None
     )  # fmt: skip
-    assert (step.uid, step.join, step.share_ipc, step.log) == (65534, False, False, None)
+    assert (step.uid, step.cpus, step.cgroup_file, step.hide_cgroups, step.log) == (65534, None, None, False, None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         step.name = "other"  # type: ignore[misc]
     finished = Finished(Verdict.ok)

@@ -1,6 +1,7 @@
 """Attack 2 (read secrets): look for the judge's files, the holdout and sample keys, the server's env
-and the supervisor's processes (same PID namespace: its memory, files, descriptors, environment,
-signals); print every hit as SECRET-FOUND. Otherwise an honest softmax."""
+and the supervisor's processes (in its own PID namespace: each one visible is printed as
+FOREIGN-PROCESS; its memory, files, descriptors, environment, signals); print every hit as
+SECRET-FOUND. Otherwise an honest softmax."""
 
 import os
 import re
@@ -38,8 +39,8 @@ def scan():
     for name, value in os.environ.items():
         if re.search(r"KEY|SECRET|NONCE|HOLDOUT|TOKEN", name, re.I):
             report("env", f"{name}={value[:40]}")
-    # The supervisor shares this PID namespace: its command line is visible (it names no secret),
-    # but its files, memory, descriptors and environment must not be.
+    # The supervisor has a PID namespace of its own: none of its processes may be visible here (were
+    # one visible, its files, memory, descriptors and environment must not be).
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
@@ -53,6 +54,7 @@ def scan():
             report(f"/proc/{pid}/cmdline", text[:200])
         if os.stat(f"/proc/{pid}").st_uid == os.getuid():
             continue  # our own container's processes
+        print(f"FOREIGN-PROCESS {pid}: {text[:100]}", flush=True)
         for what in ("environ", "mem", "root/judge-in/cases.json", "root/job/out", "cwd", "fd", "maps"):
             path = f"/proc/{pid}/{what}"
             try:

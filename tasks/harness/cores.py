@@ -1,0 +1,83 @@
+"""Which cores of an evaluation's lease each party runs on.
+
+The candidate's container never shares a core with the judge's processes, nor the judge's with it:
+the server gives each container a cpuset for its whole life (tasks.evaluate). Whatever the
+candidate arms on its core (timers, epoll fan-outs, io_uring timeouts, signals) fires there and
+stalls only its own calls, and the scheduler cannot run it beside the baseline.
+
+| cores in the lease | supervisor | baseline's and empty call's workers | candidate's container |
+|--------------------|------------|-------------------------------------|-----------------------|
+| 3 or more          | the first  | the second                          | the third             |
+| 2                  | the first  | the first                           | the second            |
+| 1, or not pinned   | -          | -                                   | every core (shared)   |
+
+The candidate gets one core, and so does the baseline's worker (started on it: a thread pool such
+as OpenMP's is sized to one core on both sides), so neither times on more cores than the other.
+The supervisor's container has every core but the candidate's (its warm-up compiles use them).
+With three cores or more every timed call, the baseline's, the candidate's and the empty one, is
+answered across cores the same way (the supervisor's message wakes a process on another core);
+with two, the judge's calls stay on the supervisor's core while the candidate's cross to its own.
+With one the candidate cannot be kept apart: the evaluation is not scored (tasks.evaluate). The
+server takes two CPU slots for an evaluation where CPU slots have one core each (runner.leases,
+runner.models.EVAL_CORES).
+
+Pure and stdlib-only: the server computes the layout, the supervisor gets it in its argv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CoreLayout:
+    #: the supervisor's core, and the trusted workers' (None: not pinned, the lease could not be split)
+    supervisor: int | None
+    workers: int | None
+    #: the candidate container's cpuset: one core (every core of the lease when it could not be split)
+    candidate: tuple[int, ...]
+    #: the supervisor container's cpuset: the lease's cores but the candidate's
+    trusted: tuple[int, ...] = ()
+
+    @property
+    def separated(self) -> bool:
+        """Whether the candidate's cores hold none of the judge's."""
+        return self.supervisor is not None and self.workers is not None and bool(self.candidate)
+
+    @property
+    def candidate_core(self) -> int | None:
+        """The candidate's core (None: the lease could not be split)."""
+        return self.candidate[0] if self.separated else None
+
+    @property
+    def judge(self) -> frozenset[int]:
+        return frozenset(c for c in (self.supervisor, self.workers) if c is not None)
+
+    def wire(self) -> str:
+        """``S:W:C``, or ``-`` when the lease could not be split (the supervisor's argv: what it pins
+        where while a case is timed)."""
+        if not self.separated:
+            return "-"
+        return f"{self.supervisor}:{self.workers}:{self.candidate_core}"
+
+
+def split(cores: Sequence[int]) -> CoreLayout:
+    """The layout for a lease's cores (empty: its slots are not pinned), as the table above."""
+    ordered = sorted(set(cores))
+    if len(ordered) >= 3:
+        return CoreLayout(ordered[0], ordered[1], (ordered[2],), (ordered[0], ordered[1], *ordered[3:]))
+    if len(ordered) == 2:
+        return CoreLayout(ordered[0], ordered[0], (ordered[1],), (ordered[0],))
+    return CoreLayout(None, None, tuple(ordered), tuple(ordered))
+
+
+def parse(text: str) -> CoreLayout:
+    """The layout from :meth:`CoreLayout.wire`; ValueError for anything else."""
+    if text == "-":
+        return CoreLayout(None, None, ())
+    supervisor, workers, candidate = text.split(":")
+    layout = CoreLayout(int(supervisor), int(workers), (int(candidate),))
+    if not layout.separated or layout.judge & set(layout.candidate):
+        raise ValueError(f"a core layout whose candidate shares the judge's cores: {text!r}")
+    return layout

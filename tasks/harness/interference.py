@@ -1,0 +1,85 @@
+"""What the kernel bills to nobody on the judge's side, measured by the supervisor per iteration.
+
+The candidate is kept off the judge's cores (tasks.harness.cores), but the host can still slow a
+trusted call in ways no process is billed for: another process scheduled on a judge core (the
+trusted process waits on the run queue), or interrupt and softirq work served there. Either
+stretches the baseline's time, or the supervisor's clock around any call, and would read as a
+gain for the candidate. So around each iteration (a baseline, a candidate and an empty call) the
+supervisor reads:
+- around each call, ``run_delay`` (``/proc/PID/schedstat``, ns spent runnable but not running:
+  preemption and wake-up latency) of the trusted worker it calls, and its own unless it shares that
+  worker's core (two-core leases: there the worker runs while the supervisor waits its turn by design);
+- around each iteration, interrupt, softirq and steal time (a virtual machine's core taken by its
+  hypervisor) of the judge's cores (``/proc/stat``, in clock ticks: a tick of it is 10 ms, so any is
+  a disturbance). The same figures for the candidate's core go to the judge's log per workload.
+An iteration whose sum is over the method's limit is disturbed, and the estimate leaves it out
+(tasks.harness.stats). Only trusted processes and judge cores count: nothing the candidate can
+raise decides which of its own samples are kept.
+
+The files are opened once and read with ``pread`` (no path lookup per read); this runs in the
+supervisor's PID namespace, where the candidate has no process (it has its own).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
+#: /proc/stat's fields after "cpuN": user nice system idle iowait irq softirq steal ...
+_IRQ, _SOFTIRQ, _STEAL = 5, 6, 7
+
+
+@dataclass
+class JudgeWatch:
+    #: the trusted processes by name ("supervisor", and each trusted worker's name)
+    pids: dict[str, int]
+    cores: frozenset[int]
+
+    def __post_init__(self) -> None:
+        self._sched = {
+            name: os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC) for name, pid in self.pids.items()
+        }
+        self._stat = os.open("/proc/stat", os.O_RDONLY | os.O_CLOEXEC) if self.cores else -1
+
+    def waited_ms(self, names: Iterable[str]) -> float:
+        """Milliseconds, so far, these trusted processes waited for a CPU (a counter: the difference
+        across a call is what counts)."""
+        waited = 0
+        for name in names:
+            try:
+                waited += int(os.pread(self._sched[name], 256, 0).split()[1])
+            except (OSError, IndexError, ValueError):  # a worker that exited: its wait no longer grows
+                continue
+        return waited / 1e6
+
+    def irq_ms(self) -> float:
+        """Milliseconds, so far, the judge's cores served interrupts and softirqs or were taken by the
+        hypervisor (steal: a virtual machine's core running nothing of ours), a counter."""
+        return sum(self.lost_ms().get(c, 0.0) for c in self.cores)
+
+    def lost_ms(self) -> dict[int, float]:
+        """Per core of the host: milliseconds so far of interrupts, softirqs and steal (a counter)."""
+        if self._stat < 0:
+            return {}
+        lost = {}
+        for line in os.pread(self._stat, 1 << 20, 0).split(b"\n"):
+            if not line.startswith(b"cpu"):
+                break
+            fields = line.split()
+            if fields[0] != b"cpu":
+                lost[int(fields[0][3:])] = (int(fields[_IRQ]) + int(fields[_SOFTIRQ]) + int(fields[_STEAL])) * _TICK_MS
+        return lost
+
+    def close(self) -> None:
+        for fd in [*self._sched.values(), self._stat]:
+            if fd >= 0:
+                os.close(fd)
+        self._sched, self._stat = {}, -1
+
+
+def disturbed(waits_ms: Iterable[float], calls_ms: Iterable[float], limit_ms: float, share: float) -> list[bool]:
+    """Per iteration: whether its judge-side wait is over the larger of ``limit_ms`` and ``share``
+    of its shorter call (``calls_ms``: per iteration, the shorter of the baseline's and the candidate's)."""
+    return [w > max(limit_ms, share * c) for w, c in zip(waits_ms, calls_ms, strict=True)]

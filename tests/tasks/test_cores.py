@@ -1,0 +1,46 @@
+"""tasks.harness.cores: who runs on which core of an evaluation's lease while a case is timed."""
+
+from __future__ import annotations
+
+import pytest
+
+from kcoral.tasks.harness import cores
+from kcoral.tasks.harness.cores import CoreLayout
+
+
+@pytest.mark.parametrize(
+    ("lease", "supervisor", "workers", "candidate", "trusted"),
+    [
+        ((4, 2, 3, 5, 6), 2, 3, 4, (2, 3, 5, 6)),  # a GPU slot of five: one core for the candidate
+        ((0, 1, 2), 0, 1, 2, (0, 1)),
+        ((1, 0), 0, 0, 1, (0,)),  # two: the judge's processes share the first
+    ],
+)
+def test_the_candidate_gets_one_core_the_judge_never_uses(
+    lease: tuple[int, ...], supervisor: int, workers: int, candidate: int, trusted: tuple[int, ...]
+) -> None:
+    layout = cores.split(lease)
+    assert (layout.supervisor, layout.workers, layout.candidate, layout.trusted) == (
+        supervisor, workers, (candidate,), trusted
+    )  # fmt: skip
+    assert layout.separated and not set(layout.trusted) & set(layout.candidate)
+    assert layout.candidate_core == candidate
+    wired = cores.parse(layout.wire())
+    assert (wired.supervisor, wired.workers, wired.candidate) == (supervisor, workers, (candidate,))
+
+
+@pytest.mark.parametrize("lease", [(), (3,)])
+def test_a_lease_that_cannot_be_split_says_so(lease: tuple[int, ...]) -> None:
+    layout = cores.split(lease)
+    assert not layout.separated and layout.candidate_core is None and layout.wire() == "-"
+    assert not cores.parse("-").separated
+
+
+@pytest.mark.parametrize("text", ["0:1:1", "0:0:0", "0:1:2,3", "x:1:2", "0:1", ""])
+def test_a_layout_that_shares_a_judge_core_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        cores.parse(text)
+
+
+def test_the_wire_form_names_every_core() -> None:
+    assert CoreLayout(0, 1, (2,), (0, 1, 3)).wire() == "0:1:2"

@@ -1,0 +1,53 @@
+"""tasks.harness.interference: the judge's unbilled waits, read from the kernel (pure: this process's
+own counters), and which iterations they disturb."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from kcoral.tasks.harness import interference
+from kcoral.tasks.harness.interference import JudgeWatch
+
+
+def test_an_iteration_is_disturbed_past_the_larger_of_its_limits() -> None:
+    waits = [0.05, 0.15, 0.15, 3.0]
+    calls = [10.0, 10.0, 5.0, 200.0]
+    # limits: 0.1 ms, or 2% of the shorter call (0.2, 0.2, 0.1, 4.0 ms)
+    assert interference.disturbed(waits, calls, 0.1, 0.02) == [False, False, True, False]
+
+
+def test_a_process_kept_off_its_cpu_is_seen_waiting() -> None:
+    """Two busy threads pinned to one core: each waits on the run queue while the other runs, and the
+    wait this process's main thread reads from /proc/PID/schedstat grows by about the time it was kept off."""
+    core = min(os.sched_getaffinity(0))
+    watch = JudgeWatch({"me": os.getpid()}, frozenset({core}))
+    before = os.sched_getaffinity(0)
+    stop = time.monotonic() + 0.3
+
+    def spin() -> None:
+        os.sched_setaffinity(0, {core})
+        while time.monotonic() < stop:
+            pass
+
+    try:
+        os.sched_setaffinity(0, {core})
+        start = watch.waited_ms(["me"])
+        helper = threading.Thread(target=spin)
+        helper.start()
+        spin()
+        helper.join()
+        waited = watch.waited_ms(["me"]) - start
+    finally:
+        os.sched_setaffinity(0, before)
+        watch.close()
+    assert waited > 20.0, waited  # ~half of 300 ms shared with a spinning thread; at least a few slices
+
+
+def test_an_idle_process_waits_next_to_nothing() -> None:
+    watch = JudgeWatch({"me": os.getpid()}, frozenset(os.sched_getaffinity(0)))
+    start, irq = watch.waited_ms(["me"]), watch.irq_ms()
+    time.sleep(0.05)
+    assert watch.waited_ms(["me"]) - start < 5.0 and watch.irq_ms() >= irq
+    watch.close()
