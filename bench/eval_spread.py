@@ -17,6 +17,7 @@ The default candidate is the task's own template (the baseline's approach: speed
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +67,26 @@ def evaluate(client: KcoralClient, task: str, tar: Path) -> dict[str, Any]:
     }
 
 
+@contextlib.contextmanager
+def session(
+    remote: str | None, image: str, task: str, candidate: Path | None, tmp: str
+) -> Iterator[tuple[KcoralClient, Path]]:
+    """A client of ``remote`` (or of a server started here on a data dir in ``tmp``, one CPU slot, removed
+    afterwards) and the submission's tarball (``candidate``, or a copy of the task's template)."""
+    server = None if remote else ServerProcess(Path(tmp) / "data", image, 1).start()
+    try:
+        with KcoralClient(remote or server.url, timeout=120) as client:
+            if candidate is None:
+                candidate = Path(tmp) / "template"
+                candidate.mkdir()
+                (candidate / "solution.py").write_text(client.task(task).template)
+            yield client, build_tarball(candidate, tmp).path
+    finally:
+        if server is not None:
+            server.stop()
+            server.remove_containers()
+
+
 def busy_loops(count: int) -> list[subprocess.Popen[bytes]]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(count)]
 
@@ -83,17 +105,9 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     reruns: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        server = None if args.remote else ServerProcess(Path(tmp) / "data", args.image, 1).start()
-        url = args.remote or server.url
         loops: list[subprocess.Popen[bytes]] = []
         try:
-            with KcoralClient(url, timeout=120) as client:
-                candidate = args.candidate
-                if candidate is None:
-                    candidate = Path(tmp) / "template"
-                    candidate.mkdir()
-                    (candidate / "solution.py").write_text(client.task(args.task).template)
-                tar = build_tarball(candidate, tmp).path
+            with session(args.remote, args.image, args.task, args.candidate, tmp) as (client, tar):
                 loops = busy_loops(load)
                 for i in range(args.n):
                     runs.append(evaluate(client, args.task, tar))
@@ -108,9 +122,6 @@ def main() -> None:
         finally:
             for p in loops:
                 p.kill()
-            if server is not None:
-                server.stop()
-                server.remove_containers()
     speedups = [r["speedup"] for r in runs if r.get("speedup") is not None]
     summary: dict[str, Any] = {
         "task": args.task,

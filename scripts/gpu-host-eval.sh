@@ -5,6 +5,7 @@
 # Usage: bash scripts/gpu-host-eval.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS [PHASES: all, or some of
 #        a,b,c,p,o,w,s separated by commas; w: the template on the pinned task three more times, for the spread;
 #        s: the template on the pinned task five times (the first is cold on a fresh host), then the work-twice candidate;
+#        i: issue 29's storm candidate, A/A calibration (bench/calibration.py) and the work-twice candidate;
 #        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
@@ -88,6 +89,25 @@ if has o; then  # per-job overhead: a trivial job through the library and the CL
 fi
 if has w; then
   for i in 3 4 5; do ev pinned-fla-w$i $pinned $template pass; done
+fi
+if has i; then  # issue 29: the interrupt storm as a GPU candidate, then A/A requests (AA_N, default 20; AA_COTENANT
+  # more beside a co-tenant job that keeps its CPU slot's cores busy), then the work-twice candidate
+  ev pinned-fla-1 $pinned $template pass
+  if ! grep -q '"speedup"' "$out/pinned-fla-1/report.json" 2>/dev/null; then
+    echo "the template did not get a score: the rest of phase i would say nothing more"; tail -n 30 "$out/pinned-fla-1/judge.log"
+    exit 1
+  fi
+  storm=$(mktemp -d)
+  cp $attacks/irq_storm/solution.py tests/attacks/candidates/irq_storm/storm.py "$storm/"
+  cp tasks/kda/forward_b1_t8192_h96/template.py "$storm/template.py"
+  ev attack-irq-storm $pinned "$storm" no-gain
+  grep -h "STORM-" /tmp/kc/jobs/*/log* 2>/dev/null | sort | uniq -c | head -5
+  python3 bench/calibration.py --remote "$KCORAL_REMOTE" --task $pinned -n "${AA_N:-20}" --json "$out/aa-pinned.json" | tail -22
+  if [ "${AA_COTENANT:-0}" -gt 0 ]; then
+    python3 bench/calibration.py --remote "$KCORAL_REMOTE" --task $pinned -n "$AA_COTENANT" --cotenant \
+      --json "$out/aa-pinned-cotenant.json" | tail -22
+  fi
+  ev pinned-twice $pinned $cands/fla_twice pass
 fi
 if has s; then  # the spread: the template on the pinned task five times, then the work-twice candidate
   for i in 1 2 3 4 5; do ev pinned-fla-s$i $pinned $template pass; done

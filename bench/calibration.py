@@ -1,0 +1,113 @@
+"""A/A calibration: the task's own template (the baseline's approach) evaluated as the candidate N times,
+and what a trustworthy judge must show for it: intervals that contain 1.0, no false gains, the spread
+of the speedups between requests, the intervals' width, and the time per evaluation.
+
+    python bench/calibration.py [--task demo/softmax] [-n 20] [--load N] [--cotenant] [--remote URL]
+                                [--candidate DIR] [--json FILE]
+
+--load N: N busy loops on this host for the whole run (-1: one per core). --cotenant: a `kcoral
+python` job that keeps every core of its own slot busy runs beside each evaluation (a co-tenant in
+the other slot). Without --remote a server is started on a temporary data dir (one CPU slot).
+
+A false gain is an evaluation that passed (exit 0) with its whole interval above 1.0; an A/A
+request may also end inconclusive (no score: the host could not give a trustworthy number), which
+is counted apart and is never a gain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.eval_spread import busy_loops, evaluate, session  # noqa: E402
+from kcoral.cli.tarball import build_tarball  # noqa: E402
+from kcoral.runner.models import PythonSpec  # noqa: E402
+
+#: the co-tenant: every core of its slot busy for up to this many seconds (cancelled once the run ends)
+COTENANT = "import os, multiprocessing as m, time\n" + (
+    "def spin():\n    end = time.time() + {s}\n    while time.time() < end: pass\n"
+    "ps = [m.Process(target=spin) for _ in os.sched_getaffinity(0)]\n[p.start() for p in ps]; [p.join() for p in ps]\n"
+)
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Coverage, false gains, spread and width over the runs (each as bench.eval_spread.evaluate gives)."""
+    scored = [r for r in runs if r.get("speedup") is not None and None not in r.get("ci", [None])]
+    covered = [r for r in scored if r["ci"][0] <= 1.0 <= r["ci"][1]]
+    gains = [r for r in scored if r["verdict"] == "ok" and r["ci"][0] > 1.0]
+    speedups = [r["speedup"] for r in scored]
+    widths = [(r["ci"][1] - r["ci"][0]) / 2 / r["speedup"] for r in scored]
+    walls = [r["wall_s"] for r in runs if "wall_s" in r]
+    out: dict[str, Any] = {
+        "requests": len(runs),
+        "verdicts": {v: sum(1 for r in runs if r["verdict"] == v) for v in sorted({r["verdict"] for r in runs})},
+        "scored": len(scored),
+        "intervals_containing_1": len(covered),
+        "false_gains": len(gains),
+        "below_1": sum(1 for r in scored if r["ci"][1] < 1.0),
+    }
+    if speedups:
+        out.update(
+            speedup_min=min(speedups),
+            speedup_median=statistics.median(speedups),
+            speedup_max=max(speedups),
+            spread=(max(speedups) - min(speedups)) / statistics.fmean(speedups),
+            median_half_width=statistics.median(widths),
+        )
+    if walls:
+        out.update(seconds_per_evaluation=statistics.median(walls))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", default="demo/softmax")
+    parser.add_argument("--candidate", type=Path, help="a submission folder [default: the task's template]")
+    parser.add_argument("-n", type=int, default=20)
+    parser.add_argument("--load", type=int, default=0)
+    parser.add_argument("--cotenant", action="store_true")
+    parser.add_argument("--image", default="kcoral-job:cpu")
+    parser.add_argument("--remote")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        loops: list[subprocess.Popen[bytes]] = []
+        try:
+            with session(args.remote, args.image, args.task, args.candidate, tmp) as (client, tar):
+                loops = busy_loops(args.load if args.load >= 0 else len(os.sched_getaffinity(0)))
+                for i in range(args.n):
+                    tenant = None
+                    if args.cotenant:
+                        folder = Path(tmp) / "tenant"
+                        folder.mkdir(exist_ok=True)
+                        (folder / "spin.py").write_text(COTENANT.format(s=600))
+                        spec = PythonSpec(argv=["spin.py"], gpus=0, timeout_s=900)
+                        tenant = client.submit(spec, build_tarball(folder, tmp).path).id
+                        time.sleep(2)  # running before the evaluation starts
+                    runs.append(evaluate(client, args.task, tar) | {"cotenant": tenant})
+                    if tenant is not None:
+                        client.cancel(tenant)
+                    print(f"{i}: {json.dumps(runs[-1])}", flush=True)
+        finally:
+            for p in loops:
+                p.kill()
+    summary = {"task": args.task, "busy_loops": args.load, "cotenant": args.cotenant, **summarise(runs)}
+    print(json.dumps(summary, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps({"summary": summary, "runs": runs}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
