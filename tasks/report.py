@@ -273,17 +273,16 @@ def report_lines(report: EvalReport) -> list[str]:
             head += "  " + "  ".join(errs)
         lines.append(head)
         if row.speedup is not None:
-            raw = (
-                f" (raw ratio: the protocol's cost is {row.protocol_share or 0:.0%} of a call)"
+            protocol = (
+                f", {row.protocol_share or 0:.0%} of a call: raw ratio"
                 if row.basis == "raw"
-                else ""
+                else " per call subtracted"
             )
             left_out = f"; {row.disturbed} disturbed left out" if row.disturbed else ""
             lines.append(
                 f"    baseline {row.baseline_ms:.6f} ms  kernel {row.kernel_ms:.6f} ms  "
-                f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]{raw}"
-                f"  n={row.samples} ({row.stopped_by}{left_out}; protocol {row.protocol_ms:.4f} ms per call "
-                f"subtracted{' from the times shown' if raw else ''})"
+                f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]"
+                f"  n={row.samples} ({row.stopped_by}{left_out}; protocol {row.protocol_ms:.4f} ms{protocol})"
             )
         if row.drifted and row.speedup_halves:
             first, second = row.speedup_halves

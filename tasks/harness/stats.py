@@ -67,7 +67,8 @@ class Speedup:
     blocks: int = 0
     #: the iterations left out as disturbed
     disturbed: int = 0
-    #: the protocol's fixed cost as a share of a call: median empty call / median raw candidate call
+    #: the protocol's fixed cost as a share of a call: the median empty call over the smaller median raw
+    #: call of the two sides (over PROTOCOL_DOMINANT: the raw basis)
     protocol_share: float = 0.0
 
     @property
@@ -125,8 +126,8 @@ def estimate(
         return Speedup(math.nan, math.nan, math.nan, disturbed=dropped, protocol_share=math.nan)
     null = median([null_ms[i] for i in kept])
     raw_b, raw_c = median([baseline_ms[i] for i in kept]), median([kernel_ms[i] for i in kept])
-    share = null / raw_c if raw_c > 0 else math.inf
-    basis: Basis = "raw" if null > PROTOCOL_DOMINANT * min(raw_b, raw_c) else "net"
+    share = null / min(raw_b, raw_c) if min(raw_b, raw_c) > 0 else math.inf
+    basis: Basis = "raw" if share > PROTOCOL_DOMINANT else "net"
 
     def ratio(i: int) -> float | None:
         if out[i]:
