@@ -234,6 +234,9 @@ class Supervisor:
         if self.baseline is not None and case.timed:
             pending = self._side(self.baseline, case, inputs, self.mod.output_specs(inputs), label="/warm-up")
             if self._setup(pending, case.params, case) is None:
+                if self.cores.separated:  # its compiles on every core of the judge's (it started on one: its thread
+                    # pools stay sized for one), back on its own once its first call is answered
+                    self.baseline.ask({"op": "pin", "cpus": sorted(pinning.STARTED_ON)})
                 self.baseline.send({"op": "call", "case": pending.case, "warm_up": True})
             else:
                 pending.worker.ask({"op": "drop", "case": pending.case})
@@ -246,6 +249,8 @@ class Supervisor:
             if pending is not None:  # its answer is read whatever happened: the next one must be the next's
                 pending.worker.answer()
                 pending.worker.ask({"op": "drop", "case": pending.case})
+                if self.cores.separated:
+                    pending.worker.ask({"op": "pin", "cpus": None})
 
     def warm_up_candidate(self) -> None:
         """The candidate's first call, before any case: set up on the same case as :meth:`warm_up`, on
