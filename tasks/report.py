@@ -20,7 +20,15 @@ from typing import Any
 from kcoral.runner.printable import printable
 from kcoral.tasks.documents import EvalReport, SampleTimes
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
-from kcoral.tasks.harness.stats import DISTURBED_LIMIT, compare_intervals, estimate, geomean_ci, median, net_samples
+from kcoral.tasks.harness.stats import (
+    DISTURBED_LIMIT,
+    compare_intervals,
+    estimate,
+    geomean_ci,
+    median,
+    net_samples,
+    too_disturbed,
+)
 
 
 def build_report(
@@ -135,7 +143,7 @@ def timing_row(
     marks = [i < len(timing.disturbed) and timing.disturbed[i] for i in range(iterations)]
     kept = [i for i in range(iterations) if not marks[i]]
     dropped = iterations - len(kept)
-    if dropped > DISTURBED_LIMIT * iterations:
+    if too_disturbed(marks):
         waits = [w for w, m in zip(timing.judge_wait_ms, marks, strict=False) if m]
         lost = (
             f" (the judge's side lost a median {median(waits):.3f} ms each to waiting for a CPU or to interrupts)"

@@ -49,6 +49,13 @@ PROTOCOL_DOMINANT = 0.5
 #: while it is over; past it the workload is unmeasured and the evaluation inconclusive (tasks.report)
 DISTURBED_LIMIT = 0.5
 
+
+def too_disturbed(marks: Sequence[bool]) -> bool:
+    """Whether more than DISTURBED_LIMIT of these iterations were disturbed (the supervisor samples on;
+    the report calls the workload unmeasured)."""
+    return sum(marks) > DISTURBED_LIMIT * len(marks)
+
+
 Basis = Literal["net", "raw"]
 
 

@@ -46,7 +46,7 @@ from kcoral.tasks.harness.cores import parse as parse_cores
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
 from kcoral.tasks.harness.interference import JudgeWatch, disturbed
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
-from kcoral.tasks.harness.stats import DISTURBED_LIMIT, Speedup, estimate
+from kcoral.tasks.harness.stats import Speedup, estimate, too_disturbed
 from kcoral.tasks.harness.supervise import CANDIDATE_CGROUP_FILE, TRUSTED_WORKERS
 from kcoral.tasks.harness.taskdef import load_task
 
@@ -715,10 +715,10 @@ def _estimate(times: dict[str, list[float]], cfg: schema.TimingMethod) -> Speedu
 
 
 def _enough(times: dict[str, list[float]], cfg: schema.TimingMethod) -> bool:
-    """Whether min_reps iterations were not disturbed, and no more than DISTURBED_LIMIT of them all were
-    (the report's rule: tasks.report)."""
+    """Whether min_reps iterations were not disturbed, and not too many of them all were
+    (stats.too_disturbed: the report's rule too)."""
     marks = _disturbed(times, cfg)
-    return len(marks) - sum(marks) >= cfg.min_reps and sum(marks) <= DISTURBED_LIMIT * len(marks)
+    return len(marks) - sum(marks) >= cfg.min_reps and not too_disturbed(marks)
 
 
 def _scorable(times: dict[str, list[float]], cfg: schema.TimingMethod) -> bool:
