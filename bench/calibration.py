@@ -46,6 +46,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     scored = [r for r in runs if r.get("speedup") is not None and None not in r.get("ci", [None])]
     covered = [r for r in scored if r["ci"][0] <= 1.0 <= r["ci"][1]]
     gains = [r for r in scored if r["verdict"] == "ok" and r["ci"][0] > 1.0]
+    # one timed workload: the request's own interval, before the slot's noise floor widened it
+    alone = [r["within"][0] for r in scored if len(r.get("within") or []) == 1 and r["within"][0]]
     speedups = [r["speedup"] for r in scored]
     widths = [(r["ci"][1] - r["ci"][0]) / 2 / r["speedup"] for r in scored]
     walls = [r["wall_s"] for r in runs if "wall_s" in r]
@@ -56,6 +58,9 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "intervals_containing_1": len(covered),
         "false_gains": len(gains),
         "below_1": sum(1 for r in scored if r["ci"][1] < 1.0),
+        "calibrated": sum(1 for r in scored if any(r.get("calibration") or [])),
+        "alone_containing_1": sum(1 for lo, hi in alone if lo <= 1.0 <= hi),
+        "alone_false_gains": sum(1 for lo, _ in alone if lo > 1.0),
     }
     if speedups:
         out.update(

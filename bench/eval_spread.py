@@ -37,6 +37,9 @@ from kcoral.cli.tarball import build_tarball  # noqa: E402
 from kcoral.runner.models import EvalSpec  # noqa: E402
 from tests.serverproc import ServerProcess  # noqa: E402
 
+#: a timed workload's GPU figures (NVML, tasks.report.gpu_figures)
+GPU_FIGURES = ("gpu_clock_mhz", "gpu_clock_min_mhz", "gpu_temp_c", "throttled")
+
 
 def evaluate(client: KcoralClient, task: str, tar: Path) -> dict[str, Any]:
     began = time.perf_counter()
@@ -61,6 +64,10 @@ def evaluate(client: KcoralClient, task: str, tar: Path) -> dict[str, Any]:
         "samples": [w.get("samples") for w in timed],
         "stopped_by": [w.get("stopped_by") for w in timed],
         "flags": report.get("flags", []),
+        # each timed workload's interval of the request alone, and the slot's A/A calibration folded into "ci"
+        "within": [w.get("speedup_within") for w in timed],
+        "calibration": [w.get("calibration") for w in timed],
+        "gpu": [{k: w.get(k) for k in GPU_FIGURES} for w in timed],
         "wall_s": wall,
         "job_phases": {k: round(v, 3) for k, v in final.times.phases.items()},
         "phases": report.get("phases", {}),

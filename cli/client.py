@@ -38,7 +38,17 @@ from kcoral.cli.errors import (
 )
 from kcoral.cli.paths import output_destination, safe_output_path
 from kcoral.runner.joblog import STATUS, FrameReader, Piece
-from kcoral.runner.models import DataError, JobState, JobView, OutputFile, SpecBase, from_data, to_data
+from kcoral.runner.models import (
+    CalibrationFloors,
+    CalibrationJobs,
+    DataError,
+    JobState,
+    JobView,
+    OutputFile,
+    SpecBase,
+    from_data,
+    to_data,
+)
 
 if TYPE_CHECKING:
     from kcoral.tasks.documents import TaskContract
@@ -267,6 +277,17 @@ class KcoralClient:
     def rerun(self, job_id: str) -> JobView:
         """POST /v1/jobs/{id}/rerun: a new queued job with the same submission, pinned image (and task)."""
         return _parse(JobView, self._call("POST", f"/v1/jobs/{_q(job_id)}/rerun", "rerun"), "rerun")
+
+    def calibrate(self, task: str, requests: int | None = None) -> CalibrationJobs:
+        """POST /v1/calibrations: queue A/A requests of ``task`` (the server's default number when None)."""
+        body: dict[str, Any] = {"task": task} if requests is None else {"task": task, "requests": requests}
+        return _parse(CalibrationJobs, self._call("POST", "/v1/calibrations", "calibrate", json=body), "calibrate")
+
+    def calibrations(self, task: str | None = None) -> list[CalibrationFloors]:
+        """GET /v1/calibrations: each slot's A/A calibration (of ``task`` alone, when given) and its floors."""
+        params = {"task": task} if task is not None else {}
+        data = self._call("GET", "/v1/calibrations", "calibrations", params=params)
+        return _parse_list(CalibrationFloors, data, "calibrations")
 
     def tasks(self) -> list[dict[str, Any]]:
         """GET /v1/tasks: the evaluation tasks, entries as the server sends them."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ from kcoral.cli.errors import (
     Unauthorized,
     UsageError,
 )
-from kcoral.runner.models import JobView, Verdict, to_data
+from kcoral.runner.models import JobState, JobView, Verdict, to_data
 from kcoral.runner.printable import printable
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not at every start-up
@@ -124,6 +125,20 @@ def stderr() -> Console:
 def note(message: str) -> None:
     """A line for the user on stderr, as it is (no markup, no emoji codes, no wrapping)."""
     _line(printable(message, newlines=True))
+
+
+def job_progress(name: str) -> Callable[[JobView], None]:
+    """A printer of a waited-for job's changes (``kcoral: NAME: queued, position 2``, ``...: running``),
+    ``NAME`` with ``{id}`` for the job's id."""
+
+    def said(view: JobView) -> None:
+        if view.state == JobState.queued and view.queue_position is not None:
+            waits = f"; cannot start yet: {view.waiting}" if view.waiting else ""
+            note(f"kcoral: {name.format(id=view.id)}: queued, position {view.queue_position}{waits}")
+        elif view.state != JobState.finished:
+            note(f"kcoral: {name.format(id=view.id)}: {view.state}")
+
+    return said
 
 
 def print_error(err: KcoralError | str) -> None:

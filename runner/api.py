@@ -24,6 +24,7 @@ from starlette.requests import ClientDisconnect
 
 from kcoral import __version__
 from kcoral.runner.archive import extract_upload, safe_output_path
+from kcoral.runner.calibrations import calibration_floors, request_calibrations
 from kcoral.runner.cluster import slot_rows
 from kcoral.runner.enqueue import queue_with_input
 from kcoral.runner.envpolicy import validate_client_env
@@ -42,6 +43,9 @@ from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.joblog import STATUS, Piece, frame, read_pieces
 from kcoral.runner.models import (
+    CalibrationFloors,
+    CalibrationJobs,
+    CalibrationRequest,
     ErrorBody,
     JobSpec,
     JobState,
@@ -78,6 +82,16 @@ def _spec(body: object) -> JobSpec:
 #: the body of POST /v1/jobs: made by runner.models.from_data (THE parser: its DataError is our 400),
 #: shown in the OpenAPI schema as the union of the specs
 SubmittedSpec = Annotated[JobSpec, PlainValidator(_spec, json_schema_input_type=JobSpec)]
+
+
+def _calibration_request(body: object) -> CalibrationRequest:
+    return from_data(CalibrationRequest, body)
+
+
+#: the body of POST /v1/calibrations, made by the same parser
+AskedCalibration = Annotated[
+    CalibrationRequest, PlainValidator(_calibration_request, json_schema_input_type=CalibrationRequest)
+]
 
 
 def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -178,6 +192,8 @@ def server_facts(svc: Services) -> dict[str, object]:
         "toolchain_mounts": list(svc.settings.toolchain_mounts),
         "toolchain_bytecode": svc.bytecode.state(),
         "warm_up": [_warm_up(svc, w) for w in svc.warm_ups],
+        # each slot's A/A calibration of each task as it is now (runner.calibrations)
+        "calibration": to_data(calibration_floors(svc, current_only=True)),
         "leases": leases,
         # a cluster front end (runner.cluster): every host's slots
         **({"cluster_slots": slot_rows(leases)} if leases.get("cluster") else {}),
@@ -202,7 +218,14 @@ def _warm_up(svc: Services, warm: WarmUp) -> dict[str, object]:
     if not warm.job:
         return {"task": warm.task, "job": None, "state": None, "verdict": None, "reason": warm.error}
     job = svc.store.get(warm.job)
-    return {"task": warm.task, "job": warm.job, "state": job.state, "verdict": job.verdict, "reason": job.reason}
+    return {
+        "task": warm.task,
+        "job": warm.job,
+        "state": job.state,
+        "verdict": job.verdict,
+        "reason": job.reason or warm.error,
+        "calibrations": list(warm.calibrations),
+    }
 
 
 def _profiling(svc: Services) -> dict[str, object]:
@@ -314,6 +337,25 @@ def rerun_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobVi
         waiting_cap=svc.settings.limits.queued_per_token,
     )
     return _view(svc, svc.store.get(new_id))
+
+
+@router.post("/calibrations", status_code=201, responses=errors(429, 503, 507))
+def request_calibration(asked: AskedCalibration, request: Request, who: str = Depends(owner)) -> CalibrationJobs:
+    """Queue A/A requests of a task as the caller's jobs: the task's own template (never the caller's
+    code) evaluated against its baseline, each adding to the noise floor of the slot it runs on."""
+    svc = services(request)
+    _taking_work(svc)
+    return request_calibrations(svc, who, asked)
+
+
+@router.get("/calibrations", responses=errors())
+def list_calibrations(
+    request: Request,
+    task: str | None = Query(None, max_length=200, description="only this task's (e.g. demo/softmax)"),
+    who: str = Depends(owner),
+) -> list[CalibrationFloors]:
+    """Every slot's A/A calibration of every task version the server has figures of, with its floors now."""
+    return calibration_floors(services(request), task)
 
 
 @router.get("/tasks", responses=errors())

@@ -51,7 +51,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
             )
         svc.bytecode.start()
         svc.scheduler.start()
-        svc.warm_ups = submit_warm_ups(svc, settings.warm_up)
+        svc.warm_ups = submit_warm_ups(svc, settings.warm_up, settings.calibrate)
         yield
         svc.scheduler.stop(settings.shutdown_grace_s)
         svc.store.close()

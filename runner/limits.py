@@ -53,6 +53,11 @@ these for its task; the server sends the whole method to the supervisor in the c
 | disturbed_share   | ratio | 0.02    | or its cores served interrupts, longer than the larger of     |
 |                   |       |         | these (disturbed_share of the shorter call) is left out of    |
 |                   |       |         | the estimate (tasks.harness.interference)                     |
+| hot_c             | C     | 80      | a GPU hotter than this when a case's sampling is to start is  |
+| cool_s            | s     | 60      | let cool, this long at most (tasks.harness.gpuclock)          |
+| buffer_sets       | count | 4       | each side's inputs and outputs in this many sets of buffers, a |
+|                   |       |         | pair of iterations on each in turn: where one set lies in     |
+|                   |       |         | memory is not one draw for a whole request                    |
 """
 
 from __future__ import annotations
@@ -83,6 +88,9 @@ class EvalTiming:
     call_timeout_s: float = 300.0
     disturbed_ms: float = 0.1
     disturbed_share: float = 0.02
+    hot_c: float = 80.0
+    cool_s: float = 60.0
+    buffer_sets: int = 4
 
 
 @dataclass(frozen=True)

@@ -159,8 +159,13 @@ class EvalSpec(SpecBase):
     timeout_s: float = 0.0
     #: the public workloads' correctness only, with full tracebacks: no holdout, no timing, no score
     check: bool = False
+    #: an A/A request (tasks.calibration): the task's template as the candidate. Set by the server
+    #: alone (POST /v1/calibrations, a warm-up); a client's spec with it is refused
+    calibration: bool = False
 
     def title(self) -> str:
+        if self.calibration:
+            return f"calibrate {self.task}"
         return f"eval {'--check ' if self.check else ''}{self.task}"
 
     def cores(self) -> int:
@@ -305,6 +310,54 @@ class JobView:
     log_bytes: int = 0
     times: JobTimes
     outputs: list[OutputFile] = field(default_factory=list)
+
+
+#: the most A/A requests one POST /v1/calibrations asks for
+MAX_CALIBRATION_REQUESTS = 20
+
+
+@dataclass(kw_only=True)
+class CalibrationRequest:
+    """POST /v1/calibrations: A/A requests of a task, each the task's own template (the baseline's
+    approach, server-made) evaluated as the candidate, queued as the caller's jobs."""
+
+    __pydantic_config__ = {"extra": "forbid"}
+    STRICT = True
+
+    #: the task id, e.g. demo/softmax
+    task: str
+    #: how many (1-20); none given: the server's default (tasks.calibration.DEFAULT_REQUESTS)
+    requests: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.requests is not None and not 1 <= self.requests <= MAX_CALIBRATION_REQUESTS:
+            raise DataError("requests", f"must be 1 to {MAX_CALIBRATION_REQUESTS}")
+
+
+@dataclass(kw_only=True)
+class CalibrationJobs:
+    """What POST /v1/calibrations queued."""
+
+    #: the A/A requests' job ids, in the order they were queued
+    jobs: list[str]
+    #: where they run, and where a floor is kept (per slot and core layout)
+    slot_note: str
+
+
+@dataclass(kw_only=True)
+class CalibrationFloors:
+    """A slot's A/A calibration of one task version (GET /v1/calibrations, /v1/health)."""
+
+    #: the lease's slots and the evaluation's core layout ("cpu0+cpu1@0:0:1")
+    slot: str
+    task: str
+    task_sha256: str
+    #: whether task_sha256 is the task's content now (only then do evaluations use the floor)
+    current: bool
+    #: timed workload -> its floor (tasks.calibration.NoiseFloor.document()); absent: too few requests
+    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the A/A requests a floor may rest on now (recent enough)
+    requests: int = 0
 
 
 # ----- JSON in and out

@@ -13,13 +13,16 @@ import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
 from kcoral.runner.models import ImageInfo, OutputFile, StepTimes, Verdict
 from kcoral.runner.settings import INPUT_MOUNT, JOB_UID, Settings
 from kcoral.runner.store import JobPaths, JobRecord
+
+if TYPE_CHECKING:
+    from kcoral.tasks.calibration import AaRun
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,18 @@ class JobContext:
     lease: Lease
     settings: Settings
     engine: EngineFacts
+    #: the server's A/A calibrations (None: none kept where the job runs, a cluster host)
+    calibrations: CalibrationBook | None = None
+
+
+class CalibrationBook(Protocol):
+    """The A/A calibrations the server keeps (runner.store.JobStore): what an evaluation reads of its
+    slot's, and what an A/A request adds (tasks.calibration)."""
+
+    def add_calibration(self, slot: str, task: str, task_sha256: str, runs: list[AaRun]) -> None: ...
+
+    def calibration_runs(self, slot: str, task: str, task_sha256: str) -> list[AaRun]:
+        """The key's latest A/A requests' figures, latest first."""
 
 
 class EngineFacts(Protocol):

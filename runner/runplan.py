@@ -22,7 +22,17 @@ from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
 from kcoral.runner.logsetup import child_thread
 from kcoral.runner.models import ImageInfo, OutputFile, Verdict
-from kcoral.runner.plan import Executor, Finished, JobContext, Outcomes, Plan, RunResult, StepOutcome, judge
+from kcoral.runner.plan import (
+    CalibrationBook,
+    Executor,
+    Finished,
+    JobContext,
+    Outcomes,
+    Plan,
+    RunResult,
+    StepOutcome,
+    judge,
+)
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobPaths, JobRecord
 
@@ -46,6 +56,8 @@ class JobRun:
     settings: Settings
     on_image: Callable[[ImageInfo], None]
     telemetry: Telemetry | None = None
+    #: the server's A/A calibrations, for an evaluation (runner.plan.JobContext)
+    calibrations: CalibrationBook | None = None
 
 
 def run_job(run: JobRun) -> RunResult:
@@ -55,7 +67,8 @@ def run_job(run: JobRun) -> RunResult:
     plan: Plan | None = None
     steps: list[StepOutcome] = []
     try:
-        plan = kind_for(run.job.spec.kind).plan(JobContext(run.job, run.paths, run.lease, run.settings, run.executor))
+        ctx = JobContext(run.job, run.paths, run.lease, run.settings, run.executor, run.calibrations)
+        plan = kind_for(run.job.spec.kind).plan(ctx)
         image = run.executor.image_info(plan.image)
         run.on_image(image)
         pinned = image.digest or image.ref

@@ -309,6 +309,7 @@ class Scheduler:
                     self.settings,
                     lambda image: self.store.set_image(job.id, image),
                     self.nvml,
+                    self.store,
                 )
             )
         except Exception as exc:

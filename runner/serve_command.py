@@ -68,6 +68,13 @@ def serve(
     warm_up: list[str] = typer.Option(
         [], help="evaluate this task's template at the start, so its kernels are cached before the first request"
     ),
+    calibrate: int = typer.Option(
+        0,
+        min=0,
+        max=20,
+        help="after each --warm-up task's warm-up, this many more A/A requests of its template: the slot's "
+        "noise floor (kcoral calibrate) before the first request",
+    ),
     metrics_public: bool = typer.Option(
         False, help="serve /metrics (Prometheus) without a token; with a tokens file it wants one otherwise"
     ),
@@ -80,6 +87,8 @@ def serve(
         raise typer.BadParameter("--log-format must be text or json")
     if gpu_mode not in ("auto", "runtime", "devices"):
         raise typer.BadParameter("--gpu-mode must be auto, runtime or devices")
+    if calibrate and not warm_up:
+        raise typer.BadParameter("--calibrate follows each --warm-up TASK's warm-up: name a task with --warm-up")
     settings = Settings(
         host=host,
         port=port,
@@ -99,6 +108,7 @@ def serve(
         shutdown_grace_s=shutdown_grace,
         standby=standby,
         warm_up=tuple(dict.fromkeys(warm_up)),
+        calibrate=calibrate,
         ray_address=ray,
         metrics_public=metrics_public,
     )

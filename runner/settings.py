@@ -77,6 +77,8 @@ class Settings:
     shutdown_grace_s: float = 30.0
     #: tasks whose template the server evaluates of its own at its start (runner.warmup)
     warm_up: tuple[str, ...] = ()
+    #: A/A requests (tasks.calibration) queued after each warm-up, beyond the warm-up itself
+    calibrate: int = 0
     #: /metrics without a token (with a tokens file it wants one otherwise)
     metrics_public: bool = False
     #: a Ray cluster's address: jobs run on its hosts' agents (runner.cluster), not on this server

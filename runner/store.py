@@ -36,9 +36,12 @@ from kcoral.runner.models import (
     parse_spec,
     to_data,
 )
+from kcoral.tasks.calibration import AaRun
 
 #: SQLite's result code for a full disk (sqlite3.Error.sqlite_errorcode)
 SQLITE_FULL = 13
+#: a calibration key's latest this many A/A requests are read (tasks.calibration keeps fewer of them)
+CALIBRATION_REQUESTS = 50
 
 #: Numbered schema migrations: MIGRATIONS[i] brings a database from ``PRAGMA user_version`` i to i + 1.
 #: Append, never edit: a database made by any earlier kcoral opens by running the ones it lacks.
@@ -81,6 +84,22 @@ CREATE INDEX IF NOT EXISTS jobs_owner_started ON jobs(owner, started);
     # 4: when each of a job's containers ran (runner.models.StepTimes), for its phase times
     """
 ALTER TABLE jobs ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';
+""",
+    # 5: each A/A calibration request's figures per timed workload (tasks.calibration.AaRun), by slot and task
+    """
+CREATE TABLE IF NOT EXISTS calibrations (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    slot TEXT NOT NULL,
+    task TEXT NOT NULL,
+    task_sha256 TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    job TEXT NOT NULL,
+    at REAL NOT NULL,
+    speedup REAL NOT NULL,
+    baseline_ms REAL NOT NULL,
+    kernel_ms REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS calibrations_key ON calibrations(slot, task, task_sha256, at);
 """,
 )
 
@@ -340,6 +359,18 @@ class JobStore:
         self.changes.changed(job_id)
         return done
 
+    def add_calibration(self, slot: str, task: str, task_sha256: str, runs: builtins.list[AaRun]) -> None:
+        """Keep an A/A request's figures (tasks.calibration.aa_runs) under its slot key and task version."""
+        with self._tx() as db:
+            db.executemany(
+                "INSERT INTO calibrations (slot, task, task_sha256, workload, job, at, speedup, baseline_ms, "
+                "kernel_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (slot, task, task_sha256, r.workload, r.job, r.at, r.speedup, r.baseline_ms, r.kernel_ms)
+                    for r in runs
+                ],
+            )
+
     def delete(self, job_id: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
@@ -421,6 +452,30 @@ class JobStore:
             log_bytes=int(sums[5]),
             output_bytes=int(outputs or 0),
         )
+
+    def calibration_runs(self, slot: str, task: str, task_sha256: str) -> builtins.list[AaRun]:
+        """The figures of the key's latest CALIBRATION_REQUESTS A/A requests, latest first."""
+        key = (slot, task, task_sha256)
+        rows = self._rows(
+            "SELECT workload, job, at, speedup, baseline_ms, kernel_ms FROM calibrations "
+            "WHERE slot=? AND task=? AND task_sha256=? AND job IN (SELECT job FROM calibrations "
+            "WHERE slot=? AND task=? AND task_sha256=? GROUP BY job ORDER BY MAX(at) DESC LIMIT ?) "
+            "ORDER BY at DESC, seq",
+            (*key, *key, CALIBRATION_REQUESTS),
+        )
+        return [AaRun(*row) for row in rows]
+
+    def calibration_keys(self) -> builtins.list[tuple[str, str, str]]:
+        """Every (slot, task, task_sha256) with A/A requests kept."""
+        rows = self._rows("SELECT DISTINCT slot, task, task_sha256 FROM calibrations ORDER BY task, slot, task_sha256")
+        return [(str(slot), str(task), str(sha)) for slot, task, sha in rows]
+
+    def _rows(self, sql: str, args: tuple[object, ...] = ()) -> builtins.list[sqlite3.Row]:
+        try:
+            with self._lock:
+                return self._db.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise InfrastructureError(f"job database error: {exc}") from None
 
     def _select(self, where: str, args: tuple[object, ...]) -> builtins.list[JobRecord]:
         try:

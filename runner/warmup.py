@@ -7,6 +7,9 @@ does not: on a fresh H200 the KDA pinned task's first evaluation spent 97 s comp
 in the supervisor, later ones 19-21 s in all (bench/results/gpu-host-issue12f). It is also a check of
 the task end to end on this host: `/v1/health` lists each warm-up job, and its verdict says whether
 the template passed. A warm-up of a task still queued from an earlier start is not made again.
+
+Each warm-up is an A/A request too (tasks.calibration: the template against the baseline), and with
+``--calibrate N`` N more follow it: the slot's noise floor is measured before the first request.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import io
 import logging
 import tarfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +44,8 @@ class WarmUp:
     job: str = ""
     #: why it could not be queued (a full disk at the start, say): the server starts all the same
     error: str = ""
+    #: the A/A requests queued after it (``kcoral serve --calibrate N``)
+    calibrations: tuple[str, ...] = ()
 
 
 def template_tar(source: bytes) -> bytes:
@@ -65,33 +70,40 @@ def template(tasks_dir: Path, task_id: str) -> Path:
     return path
 
 
-def submit_warm_ups(svc: Services, task_ids: Sequence[str]) -> list[WarmUp]:
-    """Queue one evaluation of each task's template, unless one is queued or running already."""
+def submit_warm_ups(svc: Services, task_ids: Sequence[str], calibrate: int = 0) -> list[WarmUp]:
+    """Queue one evaluation of each task's template and ``calibrate`` more after it, less those of
+    the task queued or running already (the oldest of them is its warm-up)."""
     from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 
     tasks_dir = svc.settings.tasks_dir or DEFAULT_TASKS_DIR
-    waiting = {
-        spec_as(job.spec, EvalSpec).task: job.id
-        for job in svc.store.list(owner=WARM_UP_OWNER, limit=1000)
-        if job.state in (JobState.queued, JobState.running)
-    }
+    waiting: dict[str, list[str]] = {}
+    for job in reversed(svc.store.list(owner=WARM_UP_OWNER, limit=1000)):  # oldest first
+        if job.state in (JobState.queued, JobState.running):
+            waiting.setdefault(spec_as(job.spec, EvalSpec).task, []).append(job.id)
     made = []
     for task_id in task_ids:
+        jobs = waiting.get(task_id, [])
+        error = ""
         try:
-            made.append(WarmUp(task_id, waiting.get(task_id) or _queue(svc, tasks_dir, task_id)))
+            while len(jobs) < 1 + calibrate:
+                jobs.append(queue_template(svc, tasks_dir, task_id, WARM_UP_OWNER))
         except KcoralError as exc:
             log.warning("no warm-up of %s: %s", task_id, exc.message)
-            made.append(WarmUp(task_id, error=exc.message))
+            error = exc.message
+        made.append(WarmUp(task_id, jobs[0] if jobs else "", error, tuple(jobs[1:])))
     return made
 
 
-def _queue(svc: Services, tasks_dir: Path, task_id: str) -> str:
-    """A new evaluation of the task's template, queued; its job id."""
+def queue_template(svc: Services, tasks_dir: Path, task_id: str, owner: str, waiting_cap: int | None = None) -> str:
+    """A new A/A request (tasks.calibration) of ``owner``: the task's template evaluated, queued; its job id."""
     data = template_tar(template(tasks_dir, task_id).read_bytes())
-    spec = kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc)
+    spec = replace(
+        spec_as(kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc), EvalSpec), calibration=True
+    )
 
     def write_input(paths: JobPaths) -> None:
-        with disk_writes("cannot store the warm-up's input"):
+        with disk_writes("cannot store the template's input"):
             paths.tar.write_bytes(data)
 
-    return queue_with_input(svc, WARM_UP_OWNER, spec, write_input, hashlib.sha256(data).hexdigest(), len(data))
+    sha256 = hashlib.sha256(data).hexdigest()
+    return queue_with_input(svc, owner, spec, write_input, sha256, len(data), waiting_cap=waiting_cap)

@@ -6,6 +6,7 @@
 #        a,b,c,p,o,w,s separated by commas; w: the template on the pinned task three more times, for the spread;
 #        s: the template on the pinned task five times (the first is cold on a fresh host), then the work-twice candidate;
 #        i: issue 29's storm candidate, A/A calibration (bench/calibration.py) and the work-twice candidate;
+#        k: issue 29's second step: kcoral calibrate, then A/A requests with the floor (CAL_N, AA_N, STORM);
 #        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
@@ -108,6 +109,26 @@ if has i; then  # issue 29: the interrupt storm as a GPU candidate, then A/A req
       --json "$out/aa-pinned-cotenant.json" | tail -22
   fi
   ev pinned-twice $pinned $cands/fla_twice pass
+fi
+if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat per core), NVML in a container's
+  # stead, the slot's A/A calibration (kcoral calibrate: CAL_N requests, 0 for none), then AA_N A/A requests with
+  # the slot's noise floor folded in, then the storm as a GPU candidate (STORM=1)
+  grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
+  python3 -m pytest -q -p no:cacheprovider -o addopts='' -m gpu tests/gpu/test_gpuclock.py -s 2>&1 | tail -4
+  if [ "${CAL_N:-5}" -gt 0 ]; then
+    kc calibrate $pinned --requests "${CAL_N:-5}" --json > "$out/calibrate.json"; echo "calibrate: exit $?"
+    head -c 2500 "$out/calibrate.json"; echo
+  fi
+  python3 bench/calibration.py --remote "$KCORAL_REMOTE" --task $pinned -n "${AA_N:-8}" --json "$out/aa-k-$(date +%s).json" | tail -32
+  judge=$(ls -t /tmp/kc/jobs/*/eval/judge.log | head -n 1); cp "$judge" "$out/judge-last.log"
+  grep -h "per core\|GPU slowed\|samples (" "$judge" | cut -c1-400
+  if [ "${STORM:-0}" = 1 ]; then
+    storm=$(mktemp -d)
+    cp $attacks/irq_storm/solution.py tests/attacks/candidates/irq_storm/storm.py "$storm/"
+    cp tasks/kda/forward_b1_t8192_h96/template.py "$storm/template.py"
+    ev attack-irq-storm $pinned "$storm" no-gain
+  fi
+  grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
 fi
 if has s; then  # the spread: the template on the pinned task five times, then the work-twice candidate
   for i in 1 2 3 4 5; do ev pinned-fla-s$i $pinned $template pass; done

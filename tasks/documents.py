@@ -61,6 +61,17 @@ class WorkloadRow(Document):
     idle_cpu_share: float | None = None
     early_cpu_ms: float | None = None
     early_cpu_share: float | None = None
+    #: the interval of this request alone, before the slot's noise floor widened it
+    speedup_within: list[float] | None = None
+    #: the slot's A/A calibration folded in (tasks.calibration.NoiseFloor.document()); None: none
+    calibration: dict[str, Any] | None = None
+    #: the GPU while timed (NVML): median and lowest SM clock, highest temperature, iterations left out
+    #: because it slowed itself, seconds it was let cool first
+    gpu_clock_mhz: float | None = None
+    gpu_clock_min_mhz: float | None = None
+    gpu_temp_c: float | None = None
+    throttled: int | None = None
+    cooled_s: float | None = None
 
 
 class Summary(Document):
@@ -99,6 +110,8 @@ class EvalReport(Document):
     #: seconds per phase of the supervisor's work, in order (tasks.harness.schema.SupervisorResult.phases)
     phases: dict[str, float] = {}
     lines: list[str] = []
+    #: True: an A/A request of the server's (tasks.calibration), the task's template as the candidate
+    calibration: bool | None = None
 
     @property
     def ok(self) -> bool:

@@ -18,6 +18,7 @@ job, so a rerun evaluates with the same task version.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -36,9 +37,13 @@ from kcoral.runner.models import EvalSpec, JobKindName, SpecBase, Verdict, to_da
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
 from kcoral.runner.printable import printable
 from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, SUPERVISOR_UID
+from kcoral.runner.warmup import template_tar
+from kcoral.tasks import calibration
 from kcoral.tasks import cases as case_builder
+from kcoral.tasks.contract import template_path
 from kcoral.tasks.documents import EvalReport, Receipt
 from kcoral.tasks.harness import schema
+from kcoral.tasks.harness.cores import CoreLayout, lost_shares
 from kcoral.tasks.harness.cores import split as split_cores
 from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
 from kcoral.tasks.harness.supervise import CANDIDATE_CGROUP_FILE
@@ -47,6 +52,7 @@ from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
 from kcoral.tasks.report import build_report, sample_times, with_lines
 
 if TYPE_CHECKING:
+    from kcoral.runner.leases import Lease
     from kcoral.runner.services import Services
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
@@ -82,6 +88,11 @@ class EvalKind:
         evaluation = spec_as(spec, EvalSpec)
         if not evaluation.task:
             raise BadRequest("an evaluation needs a task id (kcoral tasks lists them)")
+        if evaluation.calibration:
+            raise BadRequest(
+                "calibration is set by the server alone, on its own A/A requests: ask for them with "
+                "POST /v1/calibrations (kcoral calibrate TASK)"
+            )
         task = find_task(services.settings.tasks_dir or DEFAULT_TASKS_DIR, evaluation.task)
         if task.device == "cuda" and not services.gpus:
             raise BadRequest(f"task {task.id} needs a GPU and this server has none")
@@ -107,7 +118,7 @@ class _Evaluation:
         self.channel = self.root / "chan"  # the supervisor's socket (read-only for the candidate)
         self.judge_log = self.root / "judge.log"
         self.family_copy = ctx.paths.snapshot  # the task's folder and its siblings (shared code)
-        self.cores = split_cores(ctx.lease.cores)  # who runs where while a case is timed
+        self.cores = layout_of(tuple(ctx.lease.cores))  # who runs where while a case is timed
         self.task_copy = self.family_copy  # set to the task's own folder by _snapshot_task
 
     def plan(self) -> Plan:
@@ -292,6 +303,31 @@ class _Evaluation:
             pass
         return ""
 
+    def _aa_request(self) -> bool:
+        """Whether this job is one of the server's A/A requests (tasks.calibration): flagged so (which
+        no client may: :meth:`EvalKind.validate`), timed, and its input the task's own template as
+        the server packs it (runner.warmup.template_tar), byte for byte."""
+        if not spec_as(self.ctx.job.spec, EvalSpec).calibration or self.check:
+            return False
+        path = template_path(self.task)
+        if path is None:
+            return False
+        return hashlib.sha256(template_tar(path.read_bytes())).hexdigest() == self.ctx.job.input_sha256
+
+    def _record_aa(self, report: EvalReport, slot: str, task_sha256: str) -> str:
+        """Keep a passed A/A request's figures for its slot; the report's line that says what became of it."""
+        book = self.ctx.calibrations
+        if not report.ok or book is None:
+            why = "no store of calibrations where it ran" if book is None else "it did not pass"
+            return f"calibration: this A/A request on slot {slot} is not kept ({why})"
+        runs = calibration.aa_runs(report, self.ctx.job.id, time.time())
+        book.add_calibration(slot, self.task.id, task_sha256, runs)
+        kept = {r.job for r in calibration.usable(book.calibration_runs(slot, self.task.id, task_sha256), time.time())}
+        return (
+            f"calibration: this A/A request is kept for slot {slot} ({len(kept)} recent there; a noise floor "
+            f"needs {calibration.MIN_REQUESTS})"
+        )
+
     def finish(self, outcomes: Outcomes) -> Finished:
         """The report (log lines and report.json) and the receipt, from the supervisor's result."""
         ctx, task, doc = self.ctx, self.task, self.cases
@@ -302,15 +338,23 @@ class _Evaluation:
                 if case.outcome is schema.Outcome.ERROR:
                     case.reason = f"the candidate's container was killed at the memory limit ({case.reason})"
         telemetry = _summarise(outcomes.telemetry)
-        report = build_report(task.manifest, doc, result, check=self.check)
+        task_sha256 = task.content_hash()
+        slot = calibration_slot(ctx.lease, self.cores)
+        aa = self._aa_request()
+        floors = None
+        if not self.check and not aa and ctx.calibrations is not None:
+            floors = calibration.floors(ctx.calibrations.calibration_runs(slot, task.id, task_sha256), time.time())
+        report = build_report(task.manifest, doc, result, check=self.check, floors=floors)
         if not self.check and not self.cores.separated:
             report = report.model_copy(update={"inconclusive": [*report.inconclusive, UNSEPARATED]})
-        report = with_lines(report.model_copy(update={"telemetry": telemetry}))
+        report = with_lines(report.model_copy(update={"telemetry": telemetry, "calibration": aa or None}))
+        if aa:
+            report = report.model_copy(update={"lines": [*report.lines, self._record_aa(report, slot, task_sha256)]})
         receipt = Receipt(
             job=ctx.job.id,
             task=task.id,
             task_version=str(task.manifest.get("version", "")),
-            task_sha256=task.content_hash(),
+            task_sha256=task_sha256,
             image=outcomes.image.digest,
             submission_sha256=ctx.job.input_sha256,
             harness_version=harness_version(),
@@ -333,6 +377,31 @@ class _Evaluation:
             documents={EvalReport.FILE: report.document(), Receipt.FILE: receipt.document()},
             log_lines=report.lines,
         )
+
+
+@functools.cache
+def layout_of(cores: tuple[int, ...]) -> CoreLayout:
+    """A lease's core layout, by the host's interrupt load when this server first met it, then the same for
+    the server's life: a slot's A/A calibration is kept per layout, and a fresh host's shares since boot
+    move from one request to the next (three layouts in one H200 run: bench/results/gpu-host-issue29/k1)."""
+    return split_cores(cores, _host_lost_shares())
+
+
+def _host_lost_shares() -> dict[int, float]:
+    """Each core's share of time taken by interrupts, softirqs and steal since boot (empty where
+    /proc/stat cannot be read: the cores then go in their numbers' order)."""
+    try:
+        with open("/proc/stat") as f:
+            return lost_shares(f.read(1 << 20))
+    except OSError:
+        return {}
+
+
+def calibration_slot(lease: Lease, cores: CoreLayout) -> str:
+    """The key an evaluation's A/A calibration is kept under: the lease's slots (a cluster host's as
+    HOST/SLOT) joined with "+", then "@" and the core layout (``cpu0+cpu1@0:0:1``)."""
+    names = sorted(f"{lease.host}/{s.name}" if lease.host else s.name for s in lease.slots)
+    return f"{'+'.join(names)}@{cores.wire()}"
 
 
 def _private_dir(path: Path, mode: int) -> None:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from typing import Any
 
 from kcoral.runner.printable import printable
-from kcoral.tasks.documents import EvalReport, SampleTimes
+from kcoral.tasks.calibration import NoiseFloor, widen
+from kcoral.tasks.documents import EvalReport, SampleTimes, WorkloadRow
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
 from kcoral.tasks.harness.stats import (
     DISTURBED_LIMIT,
@@ -32,14 +34,25 @@ from kcoral.tasks.harness.stats import (
 
 
 def build_report(
-    task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult, check: bool = False
+    task_manifest: dict[str, Any],
+    cases: CaseFile,
+    result: SupervisorResult,
+    check: bool = False,
+    floors: Mapping[str, NoiseFloor] | None = None,
 ) -> EvalReport:
     """The report of one evaluation (its printed lines are added by :func:`with_lines`); ``check``:
-    the public workloads' correctness only (no holdout, nothing timed, no score)."""
-    return EvalReport.model_validate(_report(task_manifest, cases, result, check))
+    the public workloads' correctness only (no holdout, nothing timed, no score); ``floors``: the
+    slot's A/A calibration per timed workload (tasks.calibration), folded into its figures."""
+    return EvalReport.model_validate(_report(task_manifest, cases, result, check, floors or {}))
 
 
-def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorResult, check: bool) -> dict[str, Any]:
+def _report(
+    task_manifest: dict[str, Any],
+    cases: CaseFile,
+    result: SupervisorResult,
+    check: bool,
+    floors: Mapping[str, NoiseFloor],
+) -> dict[str, Any]:
     by_id = {c.id: c for c in result.cases}
     holdout = [c for c in cases.cases if c.phase is Phase.HOLDOUT]
     workloads = [c for c in cases.cases if c.phase is Phase.WORKLOAD]
@@ -74,7 +87,8 @@ def _report(task_manifest: dict[str, Any], cases: CaseFile, result: SupervisorRe
         if case.timed and not holdout_pass:
             row["note"] = "not timed: the holdout failed"
         elif case.timed and res.timing is not None and res.outcome is Outcome.PASS:
-            row.update(timing_row(case.workload, res.timing, task_manifest, report["flags"], unmeasured))
+            floor = floors.get(case.workload)
+            row.update(timing_row(case.workload, res.timing, task_manifest, report["flags"], unmeasured, floor))
             if "speedup" in row:
                 cis.append((row["speedup"], row["speedup_lo"], row["speedup_hi"]))
         report["workloads"].append(row)
@@ -128,14 +142,21 @@ def _result(by_id: dict[str, CaseResult], case: Case) -> CaseResult:
 
 
 def timing_row(
-    name: str, timing: Timing, manifest: dict[str, Any], flags: list[str], unmeasured: list[str]
+    name: str,
+    timing: Timing,
+    manifest: dict[str, Any],
+    flags: list[str],
+    unmeasured: list[str],
+    floor: NoiseFloor | None = None,
 ) -> dict[str, Any]:
     """A timed workload's figures. What the submission did wrong goes to ``flags`` (a kernel time below
     the physical floor, a speedup above the task's limit: the evaluation fails); what made the times
     unusable goes to ``unmeasured`` (too few samples, too many iterations disturbed on the judge's
     side, times not clear of the protocol's fixed cost: the host's noise or a call too short to time,
     and the evaluation is inconclusive, not failed). The times are the medians over the iterations not
-    disturbed, net of the protocol's cost; the speedup is :func:`estimate`'s."""
+    disturbed, net of the protocol's cost; the speedup is :func:`estimate`'s. With the slot's ``floor``
+    (its A/A calibration), the candidate's calls are less its position's cost and the interval is
+    widened by the spread between requests (tasks.calibration)."""
     iterations = min(len(timing.baseline_ms), len(timing.kernel_ms), len(timing.null_ms))
     if iterations < 3:
         unmeasured.append(f"{name}: too few timing samples ({iterations})")
@@ -157,14 +178,15 @@ def timing_row(
         return {"protocol_ms": median(timing.null_ms[:iterations]), "disturbed": dropped}
     protocol = median([timing.null_ms[i] for i in kept])
     base = net_samples([timing.baseline_ms[i] for i in kept], [timing.null_ms[i] for i in kept])
-    kern = net_samples([timing.kernel_ms[i] for i in kept], [timing.null_ms[i] for i in kept])
+    position = floor.position_ms if floor is not None else 0.0
+    kern = [k - position for k in net_samples([timing.kernel_ms[i] for i in kept], [timing.null_ms[i] for i in kept])]
     if median(base) <= 0 or median(kern) <= 0:
         unmeasured.append(
             f"{name}: a median call time is not above the protocol's fixed cost ({protocol:.4f} ms): "
             "the call is too short to measure this way"
         )
         return {"protocol_ms": protocol}
-    est = estimate(timing.baseline_ms, timing.kernel_ms, timing.null_ms, marks)
+    est = estimate(timing.baseline_ms, timing.kernel_ms, timing.null_ms, marks, position_ms=position)
     if est.blocks == 0:
         unmeasured.append(f"{name}: too few timing samples (no two consecutive iterations left to pair)")
         return {"protocol_ms": protocol, "disturbed": est.disturbed}
@@ -175,6 +197,9 @@ def timing_row(
             "no speedup can be given"
         )
         return {"protocol_ms": protocol}
+    within = (lo, hi)
+    if floor is not None:
+        lo, hi = widen(s, lo, hi, floor.half_width)
     row = {
         "baseline_ms": median(base),
         "kernel_ms": median(kern),
@@ -195,6 +220,9 @@ def timing_row(
         "idle_cpu_share": timing.idle_cpu_share,
         "early_cpu_ms": timing.early_cpu_ms,
         "early_cpu_share": timing.early_cpu_share,
+        "speedup_within": list(within),
+        "calibration": floor.document() if floor is not None else None,
+        **gpu_figures(timing),
     }
     floor = manifest.get("floor_ms")
     if floor and row["kernel_ms"] < floor:
@@ -298,6 +326,10 @@ def report_lines(report: EvalReport) -> list[str]:
                 f"    the host's speed changed while it was timed: the first half of the samples gave "
                 f"{first:.4f}x, the second {second:.4f}x (the interval covers both)"
             )
+        if row.calibration is not None:
+            lines.append("    " + calibration_line(row))
+        if row.gpu_clock_mhz is not None:
+            lines.append("    " + gpu_line(row))
         if row.reason and row.reason in shown:
             lines.append(f"    the same failure as workload {shown[row.reason]}")
         elif row.reason:
@@ -310,6 +342,8 @@ def report_lines(report: EvalReport) -> list[str]:
     for flag in report.flags:
         lines.append(f"flagged: {flag}")
     lines += [f"inconclusive: {why}" for why in report.inconclusive]
+    if not report.calibration and any(r.speedup is not None and r.calibration is None for r in report.workloads):
+        lines.append(UNCALIBRATED)
     s = report.summary
     if s is not None:
         lines.append(
@@ -328,3 +362,44 @@ def report_lines(report: EvalReport) -> list[str]:
     )
     lines.append(f"passed: {report.passed}/{report.total}{tail}")
     return lines
+
+
+def gpu_figures(timing: Timing) -> dict[str, Any]:
+    """The GPU's clock and heat while a workload was timed (NVML, per iteration: tasks.harness.gpuclock);
+    nothing where they were not read."""
+    if not timing.sm_clock_mhz:
+        return {}
+    return {
+        "gpu_clock_mhz": median(timing.sm_clock_mhz),
+        "gpu_clock_min_mhz": min(timing.sm_clock_mhz),
+        "gpu_temp_c": max(timing.temperature_c) if timing.temperature_c else None,
+        "throttled": sum(timing.throttled),
+        "cooled_s": timing.cooled_s,
+    }
+
+
+def gpu_line(row: WorkloadRow) -> str:
+    cooled = f"; let cool {row.cooled_s:.1f} s first" if row.cooled_s else ""
+    return (
+        f"GPU while timed: SM clock median {row.gpu_clock_mhz:.0f} MHz (lowest {row.gpu_clock_min_mhz:.0f}), "
+        f"up to {row.gpu_temp_c:.0f} C; {row.throttled} iterations with the GPU slowed for heat or power, left out"
+        f"{cooled}"
+    )
+
+
+#: the line of a report with a speedup and no A/A calibration of its slot
+UNCALIBRATED = (
+    "uncalibrated: this slot has no A/A calibration for the task, so the interval is this request's alone "
+    "(`kcoral calibrate TASK` measures the noise between requests)"
+)
+
+
+def calibration_line(row: WorkloadRow) -> str:
+    """What the slot's A/A calibration added to a timed workload's figures."""
+    floor = row.calibration or {}
+    lo, hi = row.speedup_within or (row.speedup_lo, row.speedup_hi)
+    return (
+        f"calibrated: {floor['requests']} A/A requests on this slot put the candidate's position at "
+        f"{floor['position_ms']:+.4f} ms per call (taken off its calls) and the noise between requests at "
+        f"+-{math.expm1(floor['half_width']):.2%}; this request alone: [{lo:.4f}, {hi:.4f}]"
+    )

@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "ncu": ("ncu_cmd", "ncu", True),
     "iket": ("iket_cmd", "iket", True),
     "eval": ("eval_cmd", "evaluate", False),
+    "calibrate": ("calibrate_cmd", "calibrate", False),
     "tasks": ("tasks_cmd", "tasks_app", False),
     "init": ("tasks_cmd", "init", False),
     "show": ("show_cmd", "show", False),

@@ -4,6 +4,7 @@ ok, warn or fail, and what to do about it. ``--json`` for agents; exit status 1 
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -79,6 +80,7 @@ def run_checks(remote: str | None, token: str | None) -> list[Check]:
     checks += _images(health.get("images") or [])
     checks += _profilers(health.get("profiling") or {})
     checks.append(_disk(health.get("data_dir_free_bytes")))
+    checks += _calibrations(health.get("calibration"))
     return checks
 
 
@@ -160,6 +162,33 @@ def _profilers(profiling: dict[str, Any]) -> list[Check]:
                 checks.append(Check(tool, "ok", str(info.get("image") or info.get("path") or "available")))
             else:
                 checks.append(Check(tool, "warn", str(info.get("reason") or "not available"), 'see README "GPU hosts"'))
+    return checks
+
+
+def _calibrations(rows: object) -> list[Check]:
+    """Each slot's A/A calibration of each task (tasks.calibration), as the server has it now."""
+    if rows is None:
+        return []  # a server from before calibrations
+    if not rows or not isinstance(rows, list):
+        return [Check("calibration", "warn", "no A/A calibration on this server: an evaluation's interval is that "
+                      "request's alone", "run kcoral calibrate TASK")]  # fmt: skip
+    checks = []
+    for row in rows:
+        try:
+            where, floors = f"{row['task']} on slot {row['slot']}", row["workloads"]
+            detail = "; ".join(
+                f"{w} +-{math.expm1(float(f['half_width'])):.2%} (position {float(f['position_ms']):+.4f} ms per "
+                f"call, {int(f['requests'])} requests)"
+                for w, f in floors.items()
+            )
+        except (KeyError, TypeError, ValueError, AttributeError):
+            checks.append(Check("calibration", "warn", "the server's calibrations are unreadable", "update the client"))
+            continue
+        if detail:
+            checks.append(Check("calibration", "ok", f"{where}: {detail}"))
+        else:
+            checks.append(Check("calibration", "warn", f"{where}: too few recent A/A requests for a floor "
+                                f"({row.get('requests')})", f"run kcoral calibrate {row['task']}"))  # fmt: skip
     return checks
 
 

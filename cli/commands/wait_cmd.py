@@ -12,17 +12,9 @@ from kcoral.cli import output
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
 from kcoral.cli.durations import Duration
 from kcoral.cli.errors import UsageError
-from kcoral.cli.output import emit_json, job_json, note
+from kcoral.cli.output import emit_json, job_json, job_progress, note
 from kcoral.cli.render import summary_line
-from kcoral.runner.models import JobState, JobView
-
-
-def _said(view: JobView) -> None:
-    if view.state == JobState.queued and view.queue_position is not None:
-        waits = f"; cannot start yet: {view.waiting}" if view.waiting else ""
-        note(f"kcoral: job {view.id}: queued, position {view.queue_position}{waits}")
-    elif view.state != JobState.finished:
-        note(f"kcoral: job {view.id}: {view.state}")
+from kcoral.runner.models import JobState
 
 
 def wait(
@@ -40,7 +32,7 @@ def wait(
     first (the job goes on)."""
     with connect(remote, token) as client:
         job_id = client.resolve(job_id)
-        view = client.wait(job_id, timeout, on_change=None if json else _said)
+        view = client.wait(job_id, timeout, on_change=None if json else job_progress("job {id}"))
     if json:
         emit_json(job_json(view))
     else:

@@ -47,10 +47,23 @@ class Channel:
         """Whether a message (or the peer's end) is waiting to be read."""
         return bool(select.select([self.sock], [], [], 0)[0])
 
-    def recv(self, timeout: float | None = None) -> dict[str, Any]:
-        """The next message, without file descriptors (what the supervisor reads from a worker)."""
+    def recv(self, timeout: float | None = None, spin: bool = False) -> dict[str, Any]:
+        """The next message, without file descriptors (what the supervisor reads from a worker).
+        ``spin``: poll for it without sleeping (the answer of a process on another core, while a call
+        is timed: a sleeping core's wake-up is no part of the call; see Supervisor.call)."""
+        if spin and timeout is not None:
+            self._spin(timeout)
+            timeout = 0.0  # a message is waiting
         message, _ = self._recv(timeout, with_fds=False)
         return message
+
+    def _spin(self, timeout: float) -> None:
+        """Return once a message (or the peer's end) is waiting, polling; ChannelError past ``timeout``."""
+        deadline = time.monotonic() + timeout
+        sock = [self.sock]
+        while not select.select(sock, [], [], 0)[0]:
+            if time.monotonic() > deadline:
+                raise ChannelError(f"no answer within {timeout:.0f} s")
 
     def recv_with_fds(self, timeout: float | None = None) -> tuple[dict[str, Any], list[int]]:
         """The next message and the descriptors passed with it (what a worker reads)."""

@@ -23,12 +23,12 @@ supervisor's PID namespace, where the candidate has no process (it has its own).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kcoral.tasks.harness.cores import cpu_ticks
+
 _TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
-#: /proc/stat's fields after "cpuN": user nice system idle iowait irq softirq steal ...
-_IRQ, _SOFTIRQ, _STEAL = 5, 6, 7
 
 
 @dataclass
@@ -63,14 +63,8 @@ class JudgeWatch:
         """Per core of the host: milliseconds so far of interrupts, softirqs and steal (a counter)."""
         if self._stat < 0:
             return {}
-        lost = {}
-        for line in os.pread(self._stat, 1 << 20, 0).split(b"\n"):
-            if not line.startswith(b"cpu"):
-                break
-            fields = line.split()
-            if fields[0] != b"cpu":
-                lost[int(fields[0][3:])] = (int(fields[_IRQ]) + int(fields[_SOFTIRQ]) + int(fields[_STEAL])) * _TICK_MS
-        return lost
+        stat = os.pread(self._stat, 1 << 20, 0).decode(errors="replace")
+        return {core: lost * _TICK_MS for core, (lost, _) in cpu_ticks(stat).items()}
 
     def close(self) -> None:
         for fd in [*self._sched.values(), self._stat]:
@@ -79,7 +73,16 @@ class JudgeWatch:
         self._sched, self._stat = {}, -1
 
 
-def disturbed(waits_ms: Iterable[float], calls_ms: Iterable[float], limit_ms: float, share: float) -> list[bool]:
+def disturbed(
+    waits_ms: Iterable[float],
+    calls_ms: Iterable[float],
+    limit_ms: float,
+    share: float,
+    slowed: Sequence[float] = (),
+) -> list[bool]:
     """Per iteration: whether its judge-side wait is over the larger of ``limit_ms`` and ``share``
-    of its shorter call (``calls_ms``: per iteration, the shorter of the baseline's and the candidate's)."""
-    return [w > max(limit_ms, share * c) for w, c in zip(waits_ms, calls_ms, strict=True)]
+    of its shorter call (``calls_ms``: per iteration, the shorter of the baseline's and the candidate's),
+    or the GPU slowed itself during it (``slowed``: per iteration, above 0 when it did:
+    tasks.harness.gpuclock; missing entries: it did not)."""
+    marks = [w > max(limit_ms, share * c) for w, c in zip(waits_ms, calls_ms, strict=True)]
+    return [m or (i < len(slowed) and slowed[i] > 0) for i, m in enumerate(marks)]

@@ -66,9 +66,12 @@ class TimingMethod:
     call_timeout_s: float
     disturbed_ms: float
     disturbed_share: float
+    hot_c: float
+    cool_s: float
+    buffer_sets: int
 
 
-_COUNTS = ("min_reps", "max_reps", "flush_bytes")
+_COUNTS = ("min_reps", "max_reps", "flush_bytes", "buffer_sets")
 
 
 def _timing_method(doc: Any) -> TimingMethod:
@@ -179,6 +182,13 @@ class Timing:
     #: the method's limit is disturbed: the estimate leaves it out (tasks.harness.stats)
     judge_wait_ms: list[float] = field(default_factory=list)
     disturbed: list[bool] = field(default_factory=list)
+    #: per iteration on a GPU (NVML, tasks.harness.gpuclock): its lowest SM clock (MHz), its highest
+    #: temperature (C), and whether it slowed itself for heat or power (such an iteration is disturbed)
+    sm_clock_mhz: list[float] = field(default_factory=list)
+    temperature_c: list[float] = field(default_factory=list)
+    throttled: list[bool] = field(default_factory=list)
+    #: seconds the GPU was let cool before sampling (TimingMethod.hot_c)
+    cooled_s: float = 0.0
 
 
 @dataclass
@@ -255,6 +265,9 @@ def _timing(doc: Any) -> Timing:
     def samples(key: str) -> list[float]:
         return [_num(x, key, positive=True) for x in _list(obj.get(key), key, MAX_SAMPLES)]
 
+    def numbers(key: str) -> list[float]:
+        return [_num(x, key) for x in _list(obj.get(key, []), key, MAX_SAMPLES)]
+
     return Timing(
         baseline_ms=samples("baseline_ms"),
         kernel_ms=samples("kernel_ms"),
@@ -265,6 +278,10 @@ def _timing(doc: Any) -> Timing:
         remeasured=obj.get("remeasured") is True,
         judge_wait_ms=[_num(x, "wait") for x in _list(obj.get("judge_wait_ms", []), "judge_wait_ms", MAX_SAMPLES)],
         disturbed=[x is True for x in _list(obj.get("disturbed", []), "disturbed", MAX_SAMPLES)],
+        sm_clock_mhz=numbers("sm_clock_mhz"),
+        temperature_c=numbers("temperature_c"),
+        throttled=[x is True for x in _list(obj.get("throttled", []), "throttled", MAX_SAMPLES)],
+        cooled_s=_num(obj.get("cooled_s", 0.0), "cooled_s"),
     )
 
 

@@ -99,11 +99,14 @@ def estimate(
     null_ms: Sequence[float],
     disturbed: Sequence[bool] | None = None,
     level: float = 0.95,
+    position_ms: float = 0.0,
 ) -> Speedup:
     """The speedup of the candidate over the baseline from the supervisor's RAW call times (the
     protocol's cost included): the i-th entries are iteration i, which timed baseline, candidate,
     empty call when i is even and candidate, baseline, empty call when it is odd. ``disturbed``: per
     iteration, whether the judge's side was disturbed while it ran (missing entries: not).
+    ``position_ms``: what a call costs more where the candidate runs than where the baseline does, as
+    the slot's A/A calibration measured it (tasks.calibration): taken off each of the candidate's calls.
 
     1. Disturbed iterations are left out, both of their calls (only the trusted side decides which).
     2. The basis: each call less the same iteration's empty call ("net"), unless the protocol
@@ -140,7 +143,7 @@ def estimate(
         if out[i]:
             return None
         cost = null_ms[i] if basis == "net" else 0.0
-        return _ratio(baseline_ms[i] - cost, kernel_ms[i] - cost)
+        return _ratio(baseline_ms[i] - cost, kernel_ms[i] - cost - position_ms)
 
     blocks = [r for k in range(n // 2) if (r := _block(ratio(2 * k), ratio(2 * k + 1))) is not None]
     s, lo, hi = median_interval(blocks, level)

@@ -44,6 +44,7 @@ from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen
 from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cores import parse as parse_cores
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
+from kcoral.tasks.harness.gpuclock import GpuClock, open_clock, reasons_text
 from kcoral.tasks.harness.interference import JudgeWatch, disturbed
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
 from kcoral.tasks.harness.stats import Speedup, estimate, too_disturbed
@@ -109,6 +110,9 @@ class Worker:
     trusted: bool
     timeout: float
     gone: str = ""
+    #: poll for its answers instead of sleeping (set while a case is timed with it on another core
+    #: than the supervisor's: :meth:`Supervisor._pin`)
+    spin: bool = False
 
     def ask(self, message: dict[str, Any], fds: list[int] | None = None) -> str | None:
         """Send one operation; None when the worker answered ok, else its error text."""
@@ -129,7 +133,7 @@ class Worker:
         if self.gone:
             self._raise_gone()
         try:
-            answer = self.chan.recv(self.timeout)
+            answer = self.chan.recv(self.timeout, spin=self.spin)
         except ChannelError as exc:
             self._lost(exc)
         if answer.get("ok") is True:
@@ -195,6 +199,7 @@ class Supervisor:
         self.gpu_busy = False
         #: reference outputs computed ahead (:meth:`_precompute`), by case id, each used once
         self.references: dict[str, dict[str, torch.Tensor]] = {}
+        self.clock: GpuClock | None = _gpu_clock() if self.device == "cuda" else None
 
     def join(self, candidate: Worker, watch: CpuWatch | None) -> None:
         """The candidate's worker has connected and said hello: the cases can run."""
@@ -499,11 +504,17 @@ class Supervisor:
 
         mine = one(self.cores.supervisor)
         pinning.pin(frozenset(mine) if mine else None)
+        # the supervisor polls for the answers of a worker on another core: its own core never sleeps
+        # while a call is timed, so no call's time holds the wake-up of a sleeping core (on the 2-core
+        # dev VM, whose idle cores halt, one such wake-up took ~0.1 ms)
+        apart = layout is not None and self.cores.workers != self.cores.supervisor
         for worker in (self.baseline, self.null):
             if worker is not None:
                 worker.ask({"op": "pin", "cpus": one(self.cores.workers)})
+                worker.spin = apart
         # a candidate that does not answer ok only keeps its own placement, on its own cores
         self._candidate().ask({"op": "pin", "cpus": one(self.cores.candidate_core)})
+        self._candidate().spin = layout is not None
 
     def time_case(
         self,
@@ -527,19 +538,32 @@ class Supervisor:
         cancels: bench/receipt_samples.py on bench/results/gpu-host-issue12*.)"""
         params = case.params
         assert self.baseline is not None, "a timed case without the baseline's worker"
-        base = self._side(self.baseline, case, inputs, specs)
         assert self.null is not None, "a timed case without the empty call's worker"
         null = self._side(self.null, case, inputs, specs, null=True)
-        self._setup(base, params, case)
         self._setup(null, params, case, null=True)
-        #: raw ms per call of the baseline, the candidate and the empty call; "w": the judge's unbilled wait
-        times: dict[str, list[float]] = {"b": [], "c": [], "n": [], "w": []}
+        # buffer_sets sets of buffers per side, a pair of iterations on each in turn: where a side's
+        # buffers happen to lie in memory is not one draw for the whole request (see TimingMethod)
+        bases, cands = [], [cand]
+        for k in range(max(1, self.cfg.buffer_sets)):
+            bases.append(self._side(self.baseline, case, inputs, specs, label=f"/{label}set{k}"))
+            self._setup(bases[-1], params, case)
+            if k:
+                cands.append(self._side(self._candidate(), case, inputs, specs, label=f"/{label}set{k}"))
+                error = self._setup(cands[-1], params, case)
+                if error:
+                    return Timing([], [], [], "setup", 0), f"the setup of buffer set {k + 1}: {error}"
+        #: raw ms per call of the baseline, the candidate and the empty call; "w": the judge's unbilled wait;
+        #: per iteration on a GPU: "mhz" its lowest SM clock, "temp" its highest temperature, "thr" 1 if it
+        #: slowed itself (tasks.harness.gpuclock) at either end of the iteration
+        times: dict[str, list[float]] = {"b": [], "c": [], "n": [], "w": [], "mhz": [], "temp": [], "thr": []}
         mismatch = ""
+        cooled = self._cool()
+        throttles = 0  # the reasons' bits seen in throttled iterations (for the operator's record)
         warmup = 0
         end_warmup = time.monotonic() + self.cfg.warmup_s
-        while time.monotonic() < end_warmup or warmup < 3:
+        while time.monotonic() < end_warmup or warmup < max(3, len(bases)):
             sample = self.mod.make_inputs(params, self._seed(case.id, f"{label}warmup/{warmup}"), self.device)
-            for side in (base, cand, null):
+            for side in (bases[warmup % len(bases)], cands[warmup % len(cands)], null):
                 self.call(side, sample)
             warmup += 1
         deadline = time.monotonic() + self.cfg.budget_s
@@ -550,20 +574,29 @@ class Supervisor:
         spent = {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0}  # for the operator's record
 
         def take_sample(i: int) -> None:
-            nonlocal mismatch
+            nonlocal mismatch, throttles
             t0 = time.monotonic()
             drawn = self.mod.make_inputs(params, self._seed(case.id, f"{label}sample/{i}"), self.device)
             t1 = time.monotonic()
-            order = [("b", base), ("c", cand), ("n", null)] if i % 2 == 0 else [("c", cand), ("b", base), ("n", null)]
+            pair = [("b", bases[i // 2 % len(bases)]), ("c", cands[i // 2 % len(cands)])]
+            order = [*(pair if i % 2 == 0 else pair[::-1]), ("n", null)]
             outs: dict[str, dict[str, torch.Tensor]] = {}
             self.waited = 0.0
             irq = self.judge.irq_ms() if self.judge is not None else 0.0
+            before = self.clock.read() if self.clock is not None else None
             for key, side in order:
                 ms, outs[key], error = self.call(side, drawn)
                 times[key].append(ms)
                 if error and not mismatch:
                     mismatch = f"timed sample {i}: {error}"
             times["w"].append(self.waited + (self.judge.irq_ms() - irq if self.judge is not None else 0.0))
+            after = self.clock.read() if self.clock is not None else None
+            if before is not None and after is not None:
+                times["mhz"].append(min(before.sm_mhz, after.sm_mhz))
+                times["temp"].append(max(before.temp_c, after.temp_c))
+                times["thr"].append(float(before.throttled or after.throttled))
+                if before.throttled or after.throttled:
+                    throttles |= before.reasons | after.reasons
             t2 = time.monotonic()
             if not mismatch:
                 problem, _ = _compare(outs["c"], outs["b"], tol)
@@ -601,6 +634,12 @@ class Supervisor:
             + f"; judge's unbilled wait {sum(times['w']):.2f} ms",
             file=sys.stderr,
         )
+        if times["thr"] and any(times["thr"]):
+            print(
+                f"{case.workload}: {int(sum(times['thr']))} iterations with the GPU slowed "
+                f"({reasons_text(throttles)}), left out",
+                file=sys.stderr,
+            )
         if self.judge is not None:  # the operator's record: each core of the lease, what the host took from it
             now = self.judge.lost_ms()
             mine = sorted({*self.cores.judge, *self.cores.candidate})
@@ -623,6 +662,10 @@ class Supervisor:
             early_cpu_share=cpu["early_cpu_share"],
             judge_wait_ms=times["w"],
             disturbed=_disturbed(times, self.cfg),
+            sm_clock_mhz=times["mhz"],
+            temperature_c=times["temp"],
+            throttled=[t > 0 for t in times["thr"]],
+            cooled_s=cooled,
         )
         return timing, mismatch
 
@@ -677,6 +720,19 @@ class Supervisor:
         if self.device == "cuda":
             torch.cuda.synchronize()
 
+    def _cool(self) -> float:
+        """Seconds spent letting a GPU hotter than the method's ``hot_c`` cool (``cool_s`` at most),
+        before a case's sampling starts; 0 on a CPU or where NVML cannot be read."""
+        if self.clock is None:
+            return 0.0
+        began = time.monotonic()
+        while (now := self.clock.read()) is not None and now.temp_c > self.cfg.hot_c:
+            if time.monotonic() - began >= self.cfg.cool_s:
+                print(f"the GPU was still at {now.temp_c} C after {self.cfg.cool_s:.0f} s of cooling", file=sys.stderr)
+                break
+            time.sleep(0.5)
+        return round(time.monotonic() - began, 3)
+
     def _wait_quiet(self) -> None:
         """Wait until no other context keeps the GPU busy; flag it if that never happens.
 
@@ -704,9 +760,10 @@ class Supervisor:
 
 
 def _disturbed(times: dict[str, list[float]], cfg: schema.TimingMethod) -> list[bool]:
-    """Per iteration: whether the judge's side waited too long for it to count (tasks.harness.interference)."""
+    """Per iteration: whether the judge's side waited too long for it to count (tasks.harness.interference),
+    or the GPU slowed itself while it ran (tasks.harness.gpuclock)."""
     shorter = [min(b, c) for b, c in zip(times["b"], times["c"], strict=True)]
-    return disturbed(times["w"], shorter, cfg.disturbed_ms, cfg.disturbed_share)
+    return disturbed(times["w"], shorter, cfg.disturbed_ms, cfg.disturbed_share, times.get("thr", []))
 
 
 def _estimate(times: dict[str, list[float]], cfg: schema.TimingMethod) -> Speedup:
@@ -726,6 +783,14 @@ def _scorable(times: dict[str, list[float]], cfg: schema.TimingMethod) -> bool:
     enough iterations that were not disturbed."""
     est = _estimate(times, cfg)
     return _enough(times, cfg) and est.lo > 0 and est.hi <= cfg.scorable_ratio * est.lo
+
+
+def _gpu_clock() -> GpuClock | None:
+    """The leased GPU's NVML readings (None where NVML cannot be reached: no clock figures then)."""
+    try:
+        return open_clock(str(torch.cuda.get_device_properties(0).uuid))
+    except (RuntimeError, AttributeError):
+        return None
 
 
 def _poison(tensors: dict[str, torch.Tensor]) -> None:

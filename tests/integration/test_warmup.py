@@ -96,3 +96,36 @@ def test_no_token_may_take_the_servers_own_name(tmp_path: Path) -> None:
     path.write_text(f"{WARM_UP_OWNER} {'x' * 16}\n")
     with pytest.raises(BadRequest, match="the server's own"):
         load_tokens(path)
+
+
+def test_calibrate_queues_a_a_requests_after_the_warm_up_once(
+    tmp_path: Path, docker_client: docker.DockerClient, job_image: str
+) -> None:
+    """``--calibrate 2``: the warm-up (itself an A/A request) and two more of the template, as the
+    server's jobs; still queued at a restart (no slot to run on), none is made again."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        port=free_port(),
+        image=job_image,
+        gpus="none",
+        cpu_slots=0,
+        warm_up=(TASK,),
+        calibrate=2,
+    )
+    srv = start_server(settings)
+    try:
+        (warm,) = _warm_ups(srv)
+        assert warm["state"] == "queued" and len(warm["calibrations"]) == 2
+        jobs = [srv.services.store.get(j) for j in (warm["job"], *warm["calibrations"])]
+        assert all(j.owner == WARM_UP_OWNER and j.spec.calibration and j.state == "queued" for j in jobs)
+        assert len({j.input_sha256 for j in jobs}) == 1
+    finally:
+        srv.stop()
+    srv = start_server(replace(settings, port=free_port()))
+    try:
+        (again,) = _warm_ups(srv)
+        assert again["job"] == warm["job"] and again["calibrations"] == warm["calibrations"]
+        assert len(srv.services.store.list(owner=WARM_UP_OWNER)) == 3
+    finally:
+        srv.stop()
+        remove_containers(docker_client, settings.instance)

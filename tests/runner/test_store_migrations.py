@@ -11,6 +11,7 @@ import pytest
 from kcoral.runner.errors import InfrastructureError
 from kcoral.runner.models import EvalSpec, NcuSpec, PythonSpec
 from kcoral.runner.store import MIGRATIONS, JobStore
+from kcoral.tasks.calibration import AaRun
 
 #: the schema kcoral 0.1 created (no user_version), copied from runner/store.py as it stood then
 V0_SCHEMA = """
@@ -115,3 +116,27 @@ def test_the_open_store_holds_the_database_alone(tmp_path: Path) -> None:
     assert not (tmp_path / "kcoral.sqlite3-shm").exists()
     store.close()
     assert sqlite3.connect(tmp_path / "kcoral.sqlite3").execute("SELECT COUNT(*) FROM jobs").fetchone() == (0,)
+
+
+def test_version_4_gains_the_calibrations_table(tmp_path: Path) -> None:
+    """Migration 5: a database of the version before (jobs only) opens with its jobs, and keeps A/A
+    calibrations (runner.store.JobStore.add_calibration) from then on."""
+    make_v0(tmp_path)
+    db = sqlite3.connect(tmp_path / "kcoral.sqlite3", isolation_level=None)
+    for number in range(4):
+        db.executescript(f"BEGIN; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
+    assert db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'calibrations%'").fetchall() == []
+    db.close()
+    store = JobStore(tmp_path)
+    try:
+        assert [j.id for j in store.list()] == ["20261130-000000-abcdef01"]
+        assert store.calibration_keys() == []
+        run = AaRun("standard", "20261130-000000-abcdef01", 5.0, 0.95, 2.0, 2.1)
+        store.add_calibration("cpu0+cpu1@0:0:1", "demo/softmax", "a" * 64, [run])
+        assert store.calibration_runs("cpu0+cpu1@0:0:1", "demo/softmax", "a" * 64) == [run]
+    finally:
+        store.close()
+    db = sqlite3.connect(tmp_path / "kcoral.sqlite3")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 5
+    indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert "calibrations_key" in indexes

@@ -97,3 +97,16 @@ def test_oversized_outgoing_message_is_refused() -> None:
     ours, _ = pair()
     with pytest.raises(ChannelError, match="limit"):
         ours.send({"x": "a" * (MAX_MESSAGE + 1)})
+
+
+def test_a_spinning_read_gets_the_message_and_says_when_none_came() -> None:
+    """The supervisor's polling read (a worker on another core, while a call is timed): the same
+    message, the same errors for silence and a closed peer."""
+    ours, theirs = pair()
+    threading.Timer(0.05, lambda: theirs.send(b'{"ok": true}')).start()
+    assert ours.recv(5, spin=True) == {"ok": True}
+    with pytest.raises(ChannelError, match="no answer within"):
+        ours.recv(0.1, spin=True)
+    theirs.close()
+    with pytest.raises(ChannelError, match="closed"):
+        ours.recv(1, spin=True)

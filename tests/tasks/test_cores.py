@@ -44,3 +44,29 @@ def test_a_layout_that_shares_a_judge_core_is_refused(text: str) -> None:
 
 def test_the_wire_form_names_every_core() -> None:
     assert CoreLayout(0, 1, (2,), (0, 1, 3)).wire() == "0:1:2"
+
+
+STAT = """cpu  100 0 0 900 0 0 0 0 0 0
+cpu0 50 0 0 350 0 40 60 0 0 0
+cpu1 40 0 0 460 0 0 0 0 0 0
+cpu2 30 0 0 468 0 0 0 2 0 0
+cpu3 20 0 0 440 0 10 0 30 0 0
+cpu4 10 0 0 400 90 0 0 0 0 0
+intr 1 2 3
+"""
+
+
+def test_lost_shares_are_irq_softirq_and_steal_over_all_time() -> None:
+    shares = cores.lost_shares(STAT)
+    assert shares == pytest.approx({0: 0.2, 1: 0.0, 2: 0.004, 3: 0.08, 4: 0.0})  # iowait is idle, not taken
+    assert cores.lost_shares("cpu0 0 0 0 0 0 0 0 0\ncpuX 1 2\nbogus") == {}
+
+
+def test_the_judge_and_the_candidate_get_the_quietest_cores() -> None:
+    """Core 0 serves the host's interrupts (as on the H200 host): the judge goes to the quietest cores,
+    the candidate to the next; cores within one NOISE_STEP rank by number (1 and 2 here)."""
+    layout = cores.split((0, 1, 2, 3), cores.lost_shares(STAT))
+    assert (layout.supervisor, layout.workers, layout.candidate) == (1, 2, (3,))
+    assert set(layout.trusted) == {0, 1, 2}
+    two = cores.split((0, 1), cores.lost_shares(STAT))
+    assert (two.supervisor, two.workers, two.candidate) == (1, 1, (0,))

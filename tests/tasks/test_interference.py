@@ -51,3 +51,8 @@ def test_an_idle_process_waits_next_to_nothing() -> None:
     time.sleep(0.05)
     assert watch.waited_ms(["me"]) - start < 5.0 and watch.irq_ms() >= irq
     watch.close()
+
+
+def test_an_iteration_with_the_gpu_slowed_is_disturbed() -> None:
+    marks = interference.disturbed([0.0, 0.0, 0.5], [10.0, 10.0, 10.0], 0.1, 0.02, slowed=[0.0, 1.0])
+    assert marks == [False, True, True]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kcoral.tasks import report as report_module
-from kcoral.tasks.documents import EvalReport
+from kcoral.tasks.documents import EvalReport, WorkloadRow
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
 from kcoral.tasks.report import net_samples, printable, timing_row
 from tests.tasks.documents import TIMING
@@ -272,6 +272,8 @@ def test_timing_row_values() -> None:
         "idle_cpu_share": 0.125,
         "early_cpu_ms": 0.75,
         "early_cpu_share": 0.0625,
+        "speedup_within": [2.0, 2.0],
+        "calibration": None,
     }
 
 
@@ -443,6 +445,7 @@ def test_report_lines_of_a_passing_report() -> None:
         # an empty stats entry is skipped; a missing figure prints as 0
         "workload " + "check".ljust(20) + " check PASS  y rms=1.50e-05 max=0.000123  w rms=0.00e+00 max=2"
         "  v rms=2.00e-03 max=0",
+        report_module.UNCALIBRATED,
         "baseline: 3.000000 ms kernel: 1.500000 ms speedup: 2.0000x (95% CI 2.0000-2.0000; min 1.0000x max 4.0000x): "
         "faster against the baseline",
         "passed: 3/3",
@@ -646,3 +649,20 @@ def test_a_report_written_before_the_basis_and_disturbed_fields_still_parses() -
     report = EvalReport.model_validate(doc)
     assert report.workloads[0].basis is None and report.workloads[0].disturbed is None
     assert report_module.report_lines(report)[2].endswith("n=5 (stable; protocol 1.0000 ms per call subtracted)")
+
+
+def test_the_gpus_clock_and_heat_reach_the_row_and_a_line() -> None:
+    t = const_timing(3.0, 1.5, null=0.5, n=6)
+    t.sm_clock_mhz, t.temperature_c = [1980, 1965, 1980, 1755, 1980, 1980], [41, 42, 44, 43, 42, 42]
+    t.throttled, t.cooled_s = [False, False, False, True, False, False], 2.5
+    row = timing_row("w", t, {}, [], [])
+    assert (row["gpu_clock_mhz"], row["gpu_clock_min_mhz"], row["gpu_temp_c"]) == (1980, 1755, 44)
+    assert (row["throttled"], row["cooled_s"]) == (1, 2.5)
+    line = report_module.gpu_line(
+        WorkloadRow.model_validate({"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row})
+    )
+    assert line == (
+        "GPU while timed: SM clock median 1980 MHz (lowest 1755), up to 44 C; 1 iterations with the GPU slowed "
+        "for heat or power, left out; let cool 2.5 s first"
+    )
+    assert "gpu_clock_mhz" not in timing_row("w", const_timing(3.0, 1.5, null=0.5, n=6), {}, [], [])

@@ -1,0 +1,88 @@
+"""The server's A/A calibrations (tasks.calibration): asking for them, and what they say.
+
+An A/A request is an evaluation of a task's own template (the baseline's approach) as the candidate,
+made by the server (runner.warmup.queue_template): a client asks for some (POST /v1/calibrations,
+``kcoral calibrate``) and gets them as its jobs, but never sends the code nor sets the flag. Each one
+that passes adds its figures to the store under its slot key (tasks.evaluate.calibration_slot); the
+floors are computed from the stored figures whenever they are shown, or used by an evaluation.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from kcoral.runner.errors import BadRequest, KcoralError, TooManyJobs
+from kcoral.runner.models import CalibrationFloors, CalibrationJobs, CalibrationRequest, JobState
+from kcoral.runner.warmup import queue_template
+
+if TYPE_CHECKING:
+    from kcoral.runner.services import Services
+
+SLOT_NOTE = (
+    "each request runs on the first free slot that can take an evaluation; a noise floor is kept per slot and "
+    "core layout, and needs {min} passed requests on one (GET /v1/calibrations lists them)"
+)
+
+
+def request_calibrations(svc: Services, owner: str, asked: CalibrationRequest) -> CalibrationJobs:
+    """Queue ``asked.requests`` A/A requests of the task as ``owner``'s jobs: all of them, or none
+    (TooManyJobs when they would pass the owner's cap of waiting jobs)."""
+    from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS
+    from kcoral.tasks.contract import template_path
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
+
+    tasks_dir = svc.settings.tasks_dir or DEFAULT_TASKS_DIR
+    task = find_task(tasks_dir, asked.task)  # BadRequest naming the tasks there are
+    if template_path(task) is None:
+        raise BadRequest(f"task {task.id} has no template: an A/A request evaluates the task's template")
+    svc.placement.check(1)
+    count = asked.requests or DEFAULT_REQUESTS
+    cap = svc.settings.limits.queued_per_token
+    waiting = sum(j.owner == owner for state in (JobState.created, JobState.queued) for j in svc.store.in_state(state))
+    if waiting + count > cap:
+        raise TooManyJobs(
+            f"you have {waiting} jobs waiting and this server takes {cap} at most: "
+            f"{count} A/A requests would pass it; ask for fewer, or wait for some to finish"
+        )
+    jobs: list[str] = []
+    try:
+        for _ in range(count):
+            jobs.append(queue_template(svc, tasks_dir, task.id, owner, waiting_cap=cap))
+    except KcoralError:
+        for job_id in jobs:  # all or none: those queued already go
+            svc.scheduler.cancel(job_id)
+        raise
+    return CalibrationJobs(jobs=jobs, slot_note=SLOT_NOTE.format(min=MIN_REQUESTS))
+
+
+def calibration_floors(svc: Services, task: str | None = None, current_only: bool = False) -> list[CalibrationFloors]:
+    """Every stored calibration key's floors now (of ``task`` alone, when given; with ``current_only``,
+    of the tasks' current contents alone)."""
+    from kcoral.tasks.calibration import floors, usable
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+
+    keys = [k for k in svc.store.calibration_keys() if task is None or k[1] == task]
+    if not keys:
+        return []
+    wanted = {k[1] for k in keys}
+    hashes = {t.id: t.content_hash() for t in all_tasks(svc.settings.tasks_dir or DEFAULT_TASKS_DIR) if t.id in wanted}
+    now = time.time()
+    rows = []
+    for slot, task_id, sha in keys:
+        current = hashes.get(task_id) == sha
+        if current_only and not current:
+            continue
+        runs = svc.store.calibration_runs(slot, task_id, sha)
+        found = floors(runs, now)
+        rows.append(
+            CalibrationFloors(
+                slot=slot,
+                task=task_id,
+                task_sha256=sha,
+                current=current,
+                workloads={w: f.document() for w, f in sorted(found.items())},
+                requests=len({r.job for r in usable(runs, now)}),
+            )
+        )
+    return rows
