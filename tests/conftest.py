@@ -35,6 +35,22 @@ from tests.serverproc import free_port
 
 JOB_IMAGE = os.environ.get("KCORAL_TEST_IMAGE", "kcoral-job:cpu")
 
+#: what a test that needs the Docker engine asks for, directly or through another fixture
+ENGINE_FIXTURES = frozenset({"docker_client", "job_image"})
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files whose tests need no engine first (seconds in all: a mistake there shows at once), then
+    the rest in their usual order. A file moves as a whole, its tests in their order, so that a
+    module-scoped fixture (a server, a cluster) is still set up once."""
+    by_file: dict[Any, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.path, []).append(item)
+    needs_engine = {
+        path for path, group in by_file.items() if any(ENGINE_FIXTURES & set(i.fixturenames) for i in group)
+    }
+    items[:] = [i for i in items if i.path not in needs_engine] + [i for i in items if i.path in needs_engine]
+
 
 @pytest.fixture(scope="session")
 def docker_client() -> docker.DockerClient:

@@ -11,14 +11,18 @@ managed, it managed nothing).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
 from kcoral.runner.codecopy import PACKAGE_ROOT
-from tests.conftest import RunningServer, make_tar, mounted_tmpfs
+from kcoral.runner.limits import Limits
+from kcoral.runner.settings import Settings
+from tests.conftest import RunningServer, free_port, make_tar, mounted_tmpfs, remove_containers, start_server
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 TASK = "demo/softmax"
@@ -75,6 +79,22 @@ NEUTRALISED = {
 }
 
 
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
+) -> Iterator[RunningServer]:
+    """One server for the file's evaluations, with tests.conftest's settings (each evaluation is a job
+    of its own, its containers removed before its result: a server per test only added its start, its
+    standby containers' and its stop, ~0.5 s each time)."""
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("attacks"), port=free_port(), image=job_image, gpus="none", cpu_slots=2
+    )
+    srv = start_server(replace(settings, limits=Limits()))
+    yield srv
+    srv.stop()
+    remove_containers(docker_client, srv.settings.instance)
+
+
 def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     """Evaluate candidates/<name>; return (job, report, log)."""
     folder = CANDIDATES / name
@@ -93,6 +113,17 @@ def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str
     r = server.http.get(f"/v1/jobs/{job_id}/outputs/report.json")
     assert r.status_code == 200, f"no report for {name}: job {job} log tail {log[-3000:]}"
     return job, r.json(), log
+
+
+#: evaluations that more than one test reads (test_forged_report_lines_are_not_the_last_word reads the
+#: holdout test's evaluation of fake_report_lines): made once, by whichever test asks first
+_shared: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {}
+
+
+def evaluate_shared(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    if name not in _shared:
+        _shared[name] = evaluate(server, name)
+    return _shared[name]
 
 
 def speedup(report: dict[str, Any]) -> float | None:
@@ -121,7 +152,7 @@ def assert_honest(job: dict[str, Any], report: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("name", sorted(HOLDOUT))
 def test_attack_fails_the_holdout(server: RunningServer, name: str) -> None:
-    job, report, _ = evaluate(server, name)
+    job, report, _ = evaluate_shared(server, name)
     assert failed_evaluation(job), describe(job, report)
     assert report["holdout"] == "FAIL" and report["holdout_failure"] == HOLDOUT[name], describe(job, report)
 
@@ -160,7 +191,7 @@ def test_attack_is_neutralised(server: RunningServer, name: str) -> None:
 #: issue 29: work the kernel bills to nobody (interrupt storms, timer signals) armed by the candidate, and
 #: the line its log shows once armed: it must gain nothing (its cores are its own), and the judge's CPU
 #: counter it would aim by must be out of its sight
-STORMS = {"irq_storm": "STORM-ENTRIES", "timer_signals": "SIGNALS-ARMED"}
+STORMS = {"irq_storm": "STORM-ENTRIES", "timer_signals": "SIGNALS-ARMED", "iouring_storm": "IOURING-"}
 
 
 @pytest.mark.parametrize("name", sorted(STORMS))
@@ -190,7 +221,7 @@ def test_early_answer_buys_nothing(server: RunningServer) -> None:
 
 
 def test_forged_report_lines_are_not_the_last_word(server: RunningServer) -> None:
-    job, report, log = evaluate(server, "fake_report_lines")
+    job, report, log = evaluate_shared(server, "fake_report_lines")
     assert failed_evaluation(job) and report["holdout"] == "FAIL"
     verdict_lines = [line for line in log.splitlines() if line.startswith("holdout correctness:")]
     assert verdict_lines[-1].startswith("holdout correctness: FAIL ("), verdict_lines

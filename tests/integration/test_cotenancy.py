@@ -13,7 +13,7 @@ from tests.conftest import RunningServer
 AFFINITY = "import os, time; print('CORES', sorted(os.sched_getaffinity(0))); time.sleep(2)"
 BURN = (
     "import threading, time\n"
-    "def burn():\n    end = time.time() + 6\n    while time.time() < end: pass\n"
+    "def burn():\n    end = time.time() + 3\n    while time.time() < end: pass\n"
     "ts = [threading.Thread(target=burn) for _ in range(4)]\n[t.start() for t in ts]\n"
     "print('BURNING', flush=True)\n"
     "[t.join() for t in ts]\n"
