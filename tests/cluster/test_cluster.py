@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -33,13 +32,12 @@ def cluster(job_image: str) -> Iterator[RayCluster]:
     c = RayCluster(job_image)
     try:
         c.start_node("head", head=True)
-        # the two worker nodes side by side, then their agents (each start is seconds of waiting)
-        with ThreadPoolExecutor(2) as pool:
-            nodes = [("n1", "fakeA"), ("n2", "fakeB")]
-            for node in [pool.submit(c.start_node, n, resources={f"kcoral_gpu_type_{t}": 1}) for n, t in nodes]:
-                node.result()
-            for agent in [pool.submit(c.start_agent, "hostA", "n1"), pool.submit(c.start_agent, "hostB", "n2")]:
-                agent.result()
+        # one after the other: two worker nodes started side by side here, one timed out registering
+        # with the head ("Failed to get node info: RPC error: Deadline Exceeded")
+        c.start_node("n1", resources={"kcoral_gpu_type_fakeA": 1})
+        c.start_node("n2", resources={"kcoral_gpu_type_fakeB": 1})
+        c.start_agent("hostA", "n1")
+        c.start_agent("hostB", "n2")
         c.start_front()
         wait_for_hosts(c, {"hostA", "hostB"})
         yield c
