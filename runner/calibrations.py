@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from kcoral.runner.errors import BadRequest, KcoralError, TooManyJobs
-from kcoral.runner.models import CalibrationFloors, CalibrationJobs, CalibrationRequest, JobState
+from kcoral.runner.models import CalibrationFloors, CalibrationJobs, CalibrationRequest
 from kcoral.runner.warmup import queue_template
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def request_calibrations(svc: Services, owner: str, asked: CalibrationRequest) -
     svc.placement.check(1)
     count = asked.requests or DEFAULT_REQUESTS
     cap = svc.settings.limits.queued_per_token
-    waiting = sum(j.owner == owner for state in (JobState.created, JobState.queued) for j in svc.store.in_state(state))
+    waiting = svc.store.waiting(owner)
     if waiting + count > cap:
         raise TooManyJobs(
             f"you have {waiting} jobs waiting and this server takes {cap} at most: "

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from kcoral.runner.logsetup import FORMATS, configure
+from kcoral.runner.models import MAX_CALIBRATION_REQUESTS
 from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
 
 
@@ -71,7 +72,7 @@ def serve(
     calibrate: int = typer.Option(
         0,
         min=0,
-        max=20,
+        max=MAX_CALIBRATION_REQUESTS,
         help="after each --warm-up task's warm-up, this many more A/A requests of its template: the slot's "
         "noise floor (kcoral calibrate) before the first request",
     ),

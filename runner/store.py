@@ -40,6 +40,8 @@ from kcoral.tasks.calibration import AaRun
 
 #: SQLite's result code for a full disk (sqlite3.Error.sqlite_errorcode)
 SQLITE_FULL = 13
+#: an owner's jobs waiting to run (created or queued): what the cap of waiting jobs counts
+_WAITING = "SELECT COUNT(*) FROM jobs WHERE owner=? AND state IN (?, ?)"
 #: a calibration key's latest this many A/A requests are read (tasks.calibration keeps fewer of them)
 CALIBRATION_REQUESTS = 50
 
@@ -287,10 +289,7 @@ class JobStore:
         try:
             with self._tx() as db:
                 if waiting_cap is not None:
-                    waiting = db.execute(
-                        "SELECT COUNT(*) FROM jobs WHERE owner=? AND state IN (?, ?)",
-                        (owner, JobState.created, JobState.queued),
-                    ).fetchone()[0]
+                    waiting = db.execute(_WAITING, (owner, JobState.created, JobState.queued)).fetchone()[0]
                     if waiting >= waiting_cap:
                         raise TooManyJobs(f"you have {waiting_cap} jobs waiting already; wait for some to finish")
                 db.execute(
@@ -465,6 +464,10 @@ class JobStore:
         )
         return [AaRun(*row) for row in rows]
 
+    def waiting(self, owner: str) -> int:
+        """How many jobs of ``owner`` are created or queued (what :meth:`create`'s cap counts)."""
+        return int(self._rows(_WAITING, (owner, JobState.created, JobState.queued))[0][0])
+
     def calibration_keys(self) -> builtins.list[tuple[str, str, str]]:
         """Every (slot, task, task_sha256) with A/A requests kept."""
         rows = self._rows("SELECT DISTINCT slot, task, task_sha256 FROM calibrations ORDER BY task, slot, task_sha256")
@@ -478,12 +481,7 @@ class JobStore:
             raise InfrastructureError(f"job database error: {exc}") from None
 
     def _select(self, where: str, args: tuple[object, ...]) -> builtins.list[JobRecord]:
-        try:
-            with self._lock:
-                rows = self._db.execute(f"SELECT * FROM jobs {where}", args).fetchall()
-        except sqlite3.Error as exc:
-            raise InfrastructureError(f"job database error: {exc}") from None
-        return [_to_record(r) for r in rows]
+        return [_to_record(r) for r in self._rows(f"SELECT * FROM jobs {where}", args)]
 
 
 def _to_record(row: sqlite3.Row) -> JobRecord:
