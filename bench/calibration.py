@@ -105,13 +105,19 @@ def main() -> None:
                     if tenant is not None:
                         client.cancel(tenant)
                     print(f"{i}: {json.dumps(runs[-1])}", flush=True)
+                    _write(args, runs)  # after each request: a run cut short keeps what it measured
         finally:
             for p in loops:
                 p.kill()
+    print(json.dumps(_write(args, runs), indent=1))
+
+
+def _write(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary of the runs so far, written to ``--json`` with them."""
     summary = {"task": args.task, "busy_loops": args.load, "cotenant": args.cotenant, **summarise(runs)}
-    print(json.dumps(summary, indent=1))
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "runs": runs}, indent=1) + "\n")
+    return summary
 
 
 if __name__ == "__main__":

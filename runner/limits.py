@@ -58,6 +58,13 @@ these for its task; the server sends the whole method to the supervisor in the c
 | buffer_sets       | count | 4       | each side's inputs and outputs in this many sets of buffers, a |
 |                   |       |         | pair of iterations on each in turn: where one set lies in     |
 |                   |       |         | memory is not one draw for a whole request                    |
+| batch             | count | 0       | 2 or more: the trusted batch mode. Each side's calls are timed |
+|                   |       |         | this many at a time, back to back on as many fresh input sets  |
+|                   |       |         | (every set's outputs poisoned, copied and checked), one device |
+|                   |       |         | synchronisation at the end: the host's launch gaps hide behind |
+|                   |       |         | the device's queue. Inputs are written and caches flushed     |
+|                   |       |         | before a batch's clock starts. A shorter per-call measurement |
+|                   |       |         | in the same request checks it (tasks.report). 0: per call     |
 """
 
 from __future__ import annotations
@@ -91,6 +98,7 @@ class EvalTiming:
     hot_c: float = 80.0
     cool_s: float = 60.0
     buffer_sets: int = 4
+    batch: int = 0
 
 
 @dataclass(frozen=True)

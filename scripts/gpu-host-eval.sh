@@ -112,7 +112,8 @@ if has i; then  # issue 29: the interrupt storm as a GPU candidate, then A/A req
 fi
 if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat per core), NVML in a container's
   # stead, the slot's A/A calibration (kcoral calibrate: CAL_N requests, 0 for none), then AA_N A/A requests with
-  # the slot's noise floor folded in, then the storm as a GPU candidate (STORM=1)
+  # the slot's noise floor folded in (AA_COTENANT more beside a busy co-tenant), then the storm as a GPU
+  # candidate (STORM=1) and the work-twice one (TWICE=1)
   grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
   python3 -m pytest -q -p no:cacheprovider -o addopts='' -m gpu tests/gpu/test_gpuclock.py -s 2>&1 | tail -4
   if [ "${CAL_N:-5}" -gt 0 ]; then
@@ -120,14 +121,19 @@ if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat p
     head -c 2500 "$out/calibrate.json"; echo
   fi
   python3 bench/calibration.py --remote "$KCORAL_REMOTE" --task $pinned -n "${AA_N:-8}" --json "$out/aa-k-$(date +%s).json" | tail -32
+  if [ "${AA_COTENANT:-0}" -gt 0 ]; then  # beside a co-tenant job that keeps its CPU slot's cores busy
+    python3 bench/calibration.py --remote "$KCORAL_REMOTE" --task $pinned -n "$AA_COTENANT" --cotenant \
+      --json "$out/aa-k-cotenant.json" | tail -22
+  fi
   judge=$(ls -t /tmp/kc/jobs/*/eval/judge.log | head -n 1); cp "$judge" "$out/judge-last.log"
-  grep -h "per core\|GPU slowed\|samples (" "$judge" | cut -c1-400
+  grep -h "per core\|GPU slowed\|samples (\|batches of" "$judge" | cut -c1-400
   if [ "${STORM:-0}" = 1 ]; then
     storm=$(mktemp -d)
     cp $attacks/irq_storm/solution.py tests/attacks/candidates/irq_storm/storm.py "$storm/"
     cp tasks/kda/forward_b1_t8192_h96/template.py "$storm/template.py"
     ev attack-irq-storm $pinned "$storm" no-gain
   fi
+  if [ "${TWICE:-0}" = 1 ]; then ev pinned-twice $pinned $cands/fla_twice pass; fi
   grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
 fi
 if has s; then  # the spread: the template on the pinned task five times, then the work-twice candidate

@@ -45,6 +45,14 @@ TIMING_METHOD = (
     "(on the H200, the KDA baseline's code run twice per call measured 0.56-0.60x, not 0.5x: about "
     "1 ms of its ~3.5 ms is launch time the second run hides behind the first's)."
 )
+BATCH_METHOD = (
+    " This task is timed in the batch mode: each side's calls are timed {batch} at a time, back to back "
+    "on {batch} fresh input sets of their own (written, and the cache flushed, before the clock starts), "
+    "with one device synchronisation after the last, and every call's outputs are checked; a call's "
+    "time is the batch's over {batch}, so the host's launch gaps between calls hide behind the device's "
+    "queue. The same calls are then timed one at a time in the same request: a submission whose calls "
+    "gain far more in a batch than one at a time (work done for other calls ahead) is flagged."
+)
 SCORE = (
     "speedup per timed workload = the median, over pairs of consecutive iterations (one timing the "
     "baseline first, the other the submission: the pair's geometric mean cancels any advantage of "
@@ -130,7 +138,8 @@ def task_contract(
             max_reps=method.max_reps,
             budget=method.budget_s,
             call=method.call_timeout_s,
-        ),
+        )
+        + (BATCH_METHOD.format(batch=method.batch) if method.batch > 1 else ""),
         score=SCORE,
         floor_ms=manifest.get("floor_ms"),
         max_speedup=manifest.get("max_speedup"),

@@ -72,6 +72,11 @@ class WorkloadRow(Document):
     gpu_temp_c: float | None = None
     throttled: int | None = None
     cooled_s: float | None = None
+    #: calls per timed batch (the trusted batch mode: the figures above are per call, each a batch's
+    #: time over its calls); None or 0: every call timed on its own
+    batch: int | None = None
+    #: in the batch mode, the same sides timed one call at a time in the same request: [speedup, lo, hi]
+    per_call_speedup: list[float] | None = None
 
 
 class Summary(Document):

@@ -28,6 +28,7 @@ from kcoral.tasks.harness.stats import (
     estimate,
     geomean_ci,
     median,
+    min_samples,
     net_samples,
     too_disturbed,
 )
@@ -187,8 +188,11 @@ def timing_row(
         )
         return {"protocol_ms": protocol}
     est = estimate(timing.baseline_ms, timing.kernel_ms, timing.null_ms, marks, position_ms=position)
-    if est.blocks == 0:
-        unmeasured.append(f"{name}: too few timing samples (no two consecutive iterations left to pair)")
+    if est.blocks < min_samples():
+        unmeasured.append(
+            f"{name}: too few timing samples ({est.blocks} pairs of consecutive iterations left; "
+            f"an interval needs {min_samples()})"
+        )
         return {"protocol_ms": protocol, "disturbed": est.disturbed}
     s, lo, hi = est.speedup, est.lo, est.hi
     if lo <= 0 or not math.isfinite(hi):
@@ -223,6 +227,7 @@ def timing_row(
         "speedup_within": list(within),
         "calibration": floor.document() if floor is not None else None,
         **gpu_figures(timing),
+        **batch_figures(name, timing, within, flags),
     }
     floor = manifest.get("floor_ms")
     if floor and row["kernel_ms"] < floor:
@@ -315,11 +320,14 @@ def report_lines(report: EvalReport) -> list[str]:
                 else " per call subtracted"
             )
             left_out = f"; {row.disturbed} disturbed left out" if row.disturbed else ""
+            count = f"n={row.samples} batches of {row.batch} calls" if row.batch else f"n={row.samples}"
             lines.append(
                 f"    baseline {row.baseline_ms:.6f} ms  kernel {row.kernel_ms:.6f} ms  "
                 f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]"
-                f"  n={row.samples} ({row.stopped_by}{left_out}; protocol {row.protocol_ms:.4f} ms{protocol})"
+                f"  {count} ({row.stopped_by}{left_out}; protocol {row.protocol_ms:.4f} ms{protocol})"
             )
+            if row.batch:
+                lines.append("    " + batch_line(row))
         if row.drifted and row.speedup_halves:
             first, second = row.speedup_halves
             lines.append(
@@ -364,6 +372,36 @@ def report_lines(report: EvalReport) -> list[str]:
     return lines
 
 
+#: in the batch mode, a batch speedup whose interval lies wholly above the per-call one's by more than
+#: this ratio is flagged: calls that run that much faster together than apart (for the candidate more
+#: than for the baseline) did work of later calls ahead, or together, which the batch's clock cannot tell
+#: from speed. Hiding launch gaps moves an honest submission's speedup by far less on tasks that choose
+#: the batch mode (calls of milliseconds), and then usually down: the baseline's gaps hide too
+BATCH_GAIN_LIMIT = 1.10
+
+
+def batch_figures(name: str, timing: Timing, within: tuple[float, float], flags: list[str]) -> dict[str, Any]:
+    """A batch-mode row's mode and the per-call measurement it is held against (``within``: the batch
+    speedup's own interval); a flag when the batch gains far more than single calls do."""
+    if timing.batch < 2:
+        return {}
+    row: dict[str, Any] = {"batch": timing.batch, "per_call_speedup": None}
+    check = timing.per_call
+    if check is None:
+        return row
+    est = estimate(check.baseline_ms, check.kernel_ms, check.null_ms, check.disturbed or None)
+    if not (est.blocks >= min_samples() and est.lo > 0 and math.isfinite(est.hi)):
+        return row
+    row["per_call_speedup"] = [est.speedup, est.lo, est.hi]
+    if within[0] > BATCH_GAIN_LIMIT * est.hi:
+        flags.append(
+            f"{name}: in batches the submission's calls measured {within[0]:.4f}x or more, one at a time at most "
+            f"{est.hi:.4f}x: calls that run far faster together than apart did work of other calls ahead "
+            f"(the batch mode times the sum; limit {BATCH_GAIN_LIMIT}x of the per-call figure)"
+        )
+    return row
+
+
 def gpu_figures(timing: Timing) -> dict[str, Any]:
     """The GPU's clock and heat while a workload was timed (NVML, per iteration: tasks.harness.gpuclock);
     nothing where they were not read."""
@@ -376,6 +414,15 @@ def gpu_figures(timing: Timing) -> dict[str, Any]:
         "throttled": sum(timing.throttled),
         "cooled_s": timing.cooled_s,
     }
+
+
+def batch_line(row: WorkloadRow) -> str:
+    """What a batch-mode score is, and the per-call figure measured beside it."""
+    head = f"timed in batches of {row.batch} calls back to back, each on fresh inputs, every output checked"
+    if not row.per_call_speedup:
+        return head + "; one call at a time: not measured"
+    s, lo, hi = row.per_call_speedup
+    return head + f"; one call at a time: {s:.4f}x [{lo:.4f}, {hi:.4f}]"
 
 
 def gpu_line(row: WorkloadRow) -> str:

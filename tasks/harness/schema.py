@@ -69,9 +69,10 @@ class TimingMethod:
     hot_c: float
     cool_s: float
     buffer_sets: int
+    batch: int
 
 
-_COUNTS = ("min_reps", "max_reps", "flush_bytes", "buffer_sets")
+_COUNTS = ("min_reps", "max_reps", "flush_bytes", "buffer_sets", "batch")
 
 
 def _timing_method(doc: Any) -> TimingMethod:
@@ -189,6 +190,12 @@ class Timing:
     throttled: list[bool] = field(default_factory=list)
     #: seconds the GPU was let cool before sampling (TimingMethod.hot_c)
     cooled_s: float = 0.0
+    #: calls per timed batch (TimingMethod.batch): each figure above is a batch's time over this many
+    #: calls; 0: every call timed on its own
+    batch: int = 0
+    #: in batch mode, the same sides timed one call at a time in the same request (fewer iterations):
+    #: what the report holds the batch's speedup against (tasks.report)
+    per_call: Timing | None = None
 
 
 @dataclass
@@ -259,7 +266,8 @@ def _case(doc: Any) -> CaseResult:
     )
 
 
-def _timing(doc: Any) -> Timing:
+def _timing(doc: Any, nested: bool = False) -> Timing:
+    """A timed case's figures; ``nested``: a batch's per-call check, which holds no check of its own."""
     obj = _obj(doc, "timing")
 
     def samples(key: str) -> list[float]:
@@ -282,6 +290,8 @@ def _timing(doc: Any) -> Timing:
         temperature_c=numbers("temperature_c"),
         throttled=[x is True for x in _list(obj.get("throttled", []), "throttled", MAX_SAMPLES)],
         cooled_s=_num(obj.get("cooled_s", 0.0), "cooled_s"),
+        batch=int(_num(obj.get("batch", 0), "batch")),
+        per_call=None if obj.get("per_call") is None or nested else _timing(obj["per_call"], nested=True),
     )
 
 

@@ -35,6 +35,19 @@ def median_interval(xs: Sequence[float], level: float = 0.95) -> tuple[float, fl
 
 #: each half of a measurement needs this many blocks of its own before its interval counts
 MIN_HALF = 5
+
+
+def min_samples(level: float = 0.95) -> int:
+    """The fewest samples whose distribution-free median interval (:func:`median_interval`) reaches
+    ``level``: with n samples, all n fall on one side of the median with probability 2 * 0.5**n, which
+    must be at most 1 - level (6 at 0.95). Fewer give no interval at all: their whole range is not one
+    (from a single sample, a width of 0)."""
+    n = 1
+    while 2 * 0.5**n > 1 - level:
+        n += 1
+    return n
+
+
 #: the halves' speedups differ by more than this (as a ratio) before a report says they drifted apart
 DRIFT_NOTE_RATIO = 1.05
 #: the protocol's fixed cost (the median empty call) dominates above this share of the faster side's
@@ -117,7 +130,8 @@ def estimate(
        host whose speed drifts (the later call slower) cancel within it. An iteration whose partner
        was left out is left out. A side not above zero ranks at the limit: the candidate's gives inf,
        the baseline's 0; a block with no ratio (neither side above zero) or with both limits has none.
-    4. The speedup is the median of the blocks' ratios with :func:`median_interval`. A host whose
+    4. The speedup is the median of the blocks' ratios with :func:`median_interval`; from fewer blocks
+       than :func:`min_samples` the interval is [0, inf] (it could not reach the level). A host whose
        speed changed for one side in the middle of a measurement moves the time-ordered halves of the
        blocks apart: the interval always covers both halves' own speedups, and when the halves'
        intervals do not even meet, both halves' intervals whole (each half needs MIN_HALF blocks).
@@ -147,6 +161,8 @@ def estimate(
 
     blocks = [r for k in range(n // 2) if (r := _block(ratio(2 * k), ratio(2 * k + 1))) is not None]
     s, lo, hi = median_interval(blocks, level)
+    if len(blocks) < min_samples(level):  # no interval yet: unbounded (never "stable", never scored)
+        lo, hi = 0.0, math.inf
     pooled = Speedup(s, lo, hi, None, basis, len(blocks), dropped, share)
     if len(blocks) < 2 * MIN_HALF:
         return pooled

@@ -81,6 +81,9 @@ def process_age() -> float:
 
 #: on a busy host, sampling may go on up to this many times max_reps (see TimingMethod.noisy_budget_s)
 NOISY_REPS = 10
+#: in the batch mode, the per-call measurement that follows the batches: this many iterations (20 pairs:
+#: an interval of its own, against which a batch whose calls ran together far faster than apart shows)
+PER_CALL_CHECK = 40
 
 
 class CandidateGone(Exception):
@@ -474,6 +477,49 @@ class Supervisor:
             self.last_cpu = cpu_c
         return elapsed, side.snapshot, error
 
+    def call_batch(
+        self, sides: list[Side], samples: list[dict[str, Any]]
+    ) -> tuple[float, list[dict[str, torch.Tensor]], str | None]:
+        """The trusted batch mode's call (TimingMethod.batch): (ms per call, each side's snapshot of its
+        outputs, error). Every side's inputs are written (the i-th side gets the i-th sample; the empty
+        call's side needs none) and its outputs poisoned, the cache flushed and the device idle before
+        the clock starts; the clock then runs over one ``batch`` operation, in which the worker makes
+        every side's call back to back and synchronises the device once, until its answer. The
+        snapshots are taken after the clock stops: no output is copied inside the window, so a
+        batch's time is its calls' and the protocol's (the empty call's batch measures that)."""
+        worker = sides[0].worker
+        cpu_a = self._cpu()
+        for side, sample in zip(sides, samples, strict=True):
+            _poison(side.outputs)
+            if worker is not self.null:
+                for name, t in side.inputs.items():
+                    t.copy_(sample[name])
+        self.flush.add_(1.0)
+        if self.device == "cuda":
+            shared.reset_persisting_l2()
+        self._sync()
+        if self.device == "cuda":
+            self._wait_quiet()
+        watched = self._watched(worker)
+        waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
+        cpu_b = self._cpu()
+        t0 = _ns()
+        error = worker.ask({"op": "batch", "cases": [side.case for side in sides]})
+        elapsed = (_ns() - t0) / 1e6
+        if self.judge is not None:
+            self.waited += self.judge.waited_ms(watched) - waited
+        cpu_c = self._cpu()
+        for side in {id(side): side for side in sides}.values():  # the empty call's batch repeats one side
+            for name, t in side.outputs.items():
+                side.snapshot[name].copy_(t)
+            if worker is not self.candidate:
+                _poison(side.outputs)
+        self._sync()
+        if worker is self.candidate:
+            self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
+            self.last_cpu = cpu_c
+        return elapsed / len(sides), [side.snapshot for side in sides], error
+
     def _watched(self, worker: Worker) -> list[str]:
         """The trusted processes whose waits for a CPU during a call to ``worker`` disturb its time: the
         worker itself if trusted, and the supervisor unless it shares that worker's core (there the
@@ -535,16 +581,24 @@ class Supervisor:
         baseline-first iterations and 0.984-1.002x in the others in five of six requests, and 13 of 14
         requests came out below 1, 0.978-0.994x; with a process of its own, 0.992-1.004x over 15, the
         two orders still apart by up to 2% within a request but either way, which their alternation
-        cancels: bench/receipt_samples.py on bench/results/gpu-host-issue12*.)"""
+        cancels: bench/receipt_samples.py on bench/results/gpu-host-issue12*.)
+
+        In the trusted batch mode (TimingMethod.batch of 2 or more) each of the three is a batch: that
+        many calls back to back, the baseline's and the candidate's on as many fresh samples, each call
+        on a buffer set of its own (:meth:`call_batch`), and every call's outputs checked against the
+        baseline's on the same sample. A shorter per-call measurement of the same sides follows
+        (``Timing.per_call``): the report holds the batch's speedup against it."""
         params = case.params
         assert self.baseline is not None, "a timed case without the baseline's worker"
         assert self.null is not None, "a timed case without the empty call's worker"
+        batch = self.cfg.batch if self.cfg.batch > 1 else 0
         null = self._side(self.null, case, inputs, specs, null=True)
         self._setup(null, params, case, null=True)
-        # buffer_sets sets of buffers per side, a pair of iterations on each in turn: where a side's
-        # buffers happen to lie in memory is not one draw for the whole request (see TimingMethod)
+        # per call: buffer_sets sets of buffers per side, a pair of iterations on each in turn (where a
+        # side's buffers happen to lie in memory is not one draw for the whole request: see
+        # TimingMethod); in a batch: one set per call of the batch
         bases, cands = [], [cand]
-        for k in range(max(1, self.cfg.buffer_sets)):
+        for k in range(batch or max(1, self.cfg.buffer_sets)):
             bases.append(self._side(self.baseline, case, inputs, specs, label=f"/{label}set{k}"))
             self._setup(bases[-1], params, case)
             if k:
@@ -552,62 +606,79 @@ class Supervisor:
                 error = self._setup(cands[-1], params, case)
                 if error:
                     return Timing([], [], [], "setup", 0), f"the setup of buffer set {k + 1}: {error}"
-        #: raw ms per call of the baseline, the candidate and the empty call; "w": the judge's unbilled wait;
-        #: per iteration on a GPU: "mhz" its lowest SM clock, "temp" its highest temperature, "thr" 1 if it
-        #: slowed itself (tasks.harness.gpuclock) at either end of the iteration
-        times: dict[str, list[float]] = {"b": [], "c": [], "n": [], "w": [], "mhz": [], "temp": [], "thr": []}
+        times, check = _new_times(), _new_times()
         mismatch = ""
         cooled = self._cool()
         throttles = 0  # the reasons' bits seen in throttled iterations (for the operator's record)
+        spent = {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0}  # for the operator's record
+
+        def draw(what: str, count: int) -> list[dict[str, Any]]:
+            """One call's fresh sample (``count`` 0), or one per call of a batch of ``count``."""
+            labels = [f"{label}{what}/{j}" for j in range(count)] if count else [f"{label}{what}"]
+            return [self.mod.make_inputs(params, self._seed(case.id, name), self.device) for name in labels]
+
+        def iteration(i: int, into: dict[str, list[float]], per: int, what: str) -> None:
+            """Iteration ``i``: the baseline, the candidate (in the order of ``i``) and the empty call, each
+            one call (``per`` 0) or a batch of ``per`` calls, its figures appended to ``into``."""
+            nonlocal mismatch, throttles
+            t0 = time.monotonic()
+            drawn = draw(f"{what}/{i}", per)
+            t1 = time.monotonic()
+            if per:
+                pair = [("b", bases), ("c", cands)]
+            else:
+                pair = [("b", [bases[i // 2 % len(bases)]]), ("c", [cands[i // 2 % len(cands)]])]
+            order = [*(pair if i % 2 == 0 else pair[::-1]), ("n", [null] * max(per, 1))]
+            outs: dict[str, list[dict[str, torch.Tensor]]] = {}
+            self.waited = 0.0
+            irq = self.judge.irq_ms() if self.judge is not None else 0.0
+            before = self.clock.read() if self.clock is not None else None
+            for key, sides in order:
+                if per:
+                    ms, outs[key], error = self.call_batch(sides, drawn)
+                else:
+                    ms, one, error = self.call(sides[0], drawn[0])
+                    outs[key] = [one]
+                into[key].append(ms)
+                if error and not mismatch:
+                    mismatch = f"timed sample {i}: {error}"
+            into["w"].append(self.waited + (self.judge.irq_ms() - irq if self.judge is not None else 0.0))
+            after = self.clock.read() if self.clock is not None else None
+            if before is not None and after is not None:
+                into["mhz"].append(min(before.sm_mhz, after.sm_mhz))
+                into["temp"].append(max(before.temp_c, after.temp_c))
+                into["thr"].append(float(before.throttled or after.throttled))
+                if before.throttled or after.throttled:
+                    throttles |= before.reasons | after.reasons
+            t2 = time.monotonic()
+            for j, (got, want) in enumerate(zip(outs["c"], outs["b"], strict=True)):
+                if mismatch:
+                    break
+                problem, _ = _compare(got, want, tol)
+                if problem:
+                    mismatch = f"timed sample {i}" + (f", call {j + 1} of its batch" if per else "") + f": {problem}"
+            spent["drawing inputs"] += t1 - t0
+            spent["the calls"] += t2 - t1
+            spent["comparing"] += time.monotonic() - t2
+
         warmup = 0
         end_warmup = time.monotonic() + self.cfg.warmup_s
-        while time.monotonic() < end_warmup or warmup < max(3, len(bases)):
-            sample = self.mod.make_inputs(params, self._seed(case.id, f"{label}warmup/{warmup}"), self.device)
-            for side in (bases[warmup % len(bases)], cands[warmup % len(cands)], null):
-                self.call(side, sample)
+        while time.monotonic() < end_warmup or warmup < max(3, 1 if batch else len(bases)):
+            drawn = draw(f"warmup/{warmup}", batch)
+            if batch:
+                for sides in (bases, cands, [null] * batch):
+                    self.call_batch(sides, drawn)
+            else:
+                for side in (bases[warmup % len(bases)], cands[warmup % len(cands)], null):
+                    self.call(side, drawn[0])
             warmup += 1
         deadline = time.monotonic() + self.cfg.budget_s
         stopped = "max_reps"
         self.gaps = []  # only the measured calls count
         lost = self.judge.lost_ms() if self.judge is not None else {}
 
-        spent = {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0}  # for the operator's record
-
-        def take_sample(i: int) -> None:
-            nonlocal mismatch, throttles
-            t0 = time.monotonic()
-            drawn = self.mod.make_inputs(params, self._seed(case.id, f"{label}sample/{i}"), self.device)
-            t1 = time.monotonic()
-            pair = [("b", bases[i // 2 % len(bases)]), ("c", cands[i // 2 % len(cands)])]
-            order = [*(pair if i % 2 == 0 else pair[::-1]), ("n", null)]
-            outs: dict[str, dict[str, torch.Tensor]] = {}
-            self.waited = 0.0
-            irq = self.judge.irq_ms() if self.judge is not None else 0.0
-            before = self.clock.read() if self.clock is not None else None
-            for key, side in order:
-                ms, outs[key], error = self.call(side, drawn)
-                times[key].append(ms)
-                if error and not mismatch:
-                    mismatch = f"timed sample {i}: {error}"
-            times["w"].append(self.waited + (self.judge.irq_ms() - irq if self.judge is not None else 0.0))
-            after = self.clock.read() if self.clock is not None else None
-            if before is not None and after is not None:
-                times["mhz"].append(min(before.sm_mhz, after.sm_mhz))
-                times["temp"].append(max(before.temp_c, after.temp_c))
-                times["thr"].append(float(before.throttled or after.throttled))
-                if before.throttled or after.throttled:
-                    throttles |= before.reasons | after.reasons
-            t2 = time.monotonic()
-            if not mismatch:
-                problem, _ = _compare(outs["c"], outs["b"], tol)
-                if problem:
-                    mismatch = f"timed sample {i}: {problem}"
-            spent["drawing inputs"] += t1 - t0
-            spent["the calls"] += t2 - t1
-            spent["comparing"] += time.monotonic() - t2
-
         for i in range(self.cfg.max_reps):
-            take_sample(i)
+            iteration(i, times, batch, "sample")
             if i + 1 >= self.cfg.min_reps and _enough(times, self.cfg):
                 if _estimate(times, self.cfg).relative_half_width <= self.cfg.interval_target:
                     stopped = "stable"
@@ -622,15 +693,20 @@ class Supervisor:
             limit = time.monotonic() + self.cfg.noisy_budget_s
             i = len(times["c"])
             while i < NOISY_REPS * self.cfg.max_reps and time.monotonic() < limit and not mismatch:
-                take_sample(i)
+                iteration(i, times, batch, "sample")
                 i += 1
                 if i % 10 == 0 and _scorable(times, self.cfg):
                     stopped = "noisy, then settled"
                     break
+        if batch and not mismatch:  # the same sides one call at a time: what the batch is held against
+            for i in range(PER_CALL_CHECK):
+                iteration(i, check, 0, "per-call")
         print(
-            f"{case.workload}: {len(times['c'])} samples ({stopped}): "
+            f"{case.workload}: {len(times['c'])} {'batches of ' + str(batch) if batch else 'samples'} ({stopped})"
+            + (f" and {len(check['c'])} single calls" if batch else "")
+            + ": "
             + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
-            + f"; on the clock {sum(sum(times[k]) for k in 'bcn') / 1000:.2f} s"
+            + f"; on the clock {sum(sum(times[k]) for k in 'bcn') * max(batch, 1) / 1000:.2f} s"
             + f"; judge's unbilled wait {sum(times['w']):.2f} ms",
             file=sys.stderr,
         )
@@ -649,33 +725,22 @@ class Supervisor:
                 + f" (judge {sorted(self.cores.judge)}, candidate {list(self.cores.candidate)})",
                 file=sys.stderr,
             )
-        cpu = self._outside_cpu(case.workload, times)
-        timing = Timing(
-            baseline_ms=times["b"],
-            kernel_ms=times["c"],
-            null_ms=times["n"],
-            stopped_by=stopped,
-            warmup_calls=warmup,
-            idle_cpu_ms=cpu["idle_cpu_ms"],
-            idle_cpu_share=cpu["idle_cpu_share"],
-            early_cpu_ms=cpu["early_cpu_ms"],
-            early_cpu_share=cpu["early_cpu_share"],
-            judge_wait_ms=times["w"],
-            disturbed=_disturbed(times, self.cfg),
-            sm_clock_mhz=times["mhz"],
-            temperature_c=times["temp"],
-            throttled=[t > 0 for t in times["thr"]],
-            cooled_s=cooled,
-        )
+        baseline_total = sum(times["b"]) * max(batch, 1) + sum(check["b"])
+        cpu = self._outside_cpu(case.workload, baseline_total)
+        timing = _timing(times, self.cfg, batch, stopped, warmup * max(batch, 1), cooled)
+        timing.idle_cpu_ms, timing.idle_cpu_share = cpu["idle_cpu_ms"], cpu["idle_cpu_share"]
+        timing.early_cpu_ms, timing.early_cpu_share = cpu["early_cpu_ms"], cpu["early_cpu_share"]
+        if batch and check["c"]:
+            timing.per_call = _timing(check, self.cfg, 0, "per-call check", 0, 0.0)
         return timing, mismatch
 
-    def _outside_cpu(self, name: str, times: dict[str, list[float]]) -> dict[str, float]:
+    def _outside_cpu(self, name: str, baseline_ms: float) -> dict[str, float]:
         """The candidate's CPU use outside its calls over this case's timed calls, and its flags: the
-        median gap between two calls (work where the clock is not), and the total against the
-        baseline's total call time (load that slows the baseline's calls)."""
+        median gap between two calls (or batches: work where the clock is not), and the total against
+        the baseline's total call time, ``baseline_ms`` (load that slows the baseline's calls)."""
         gaps = [g[0] / 1e6 for g in self.gaps]
         early = [g[1] / 1e6 for g in self.gaps]
-        total = max(sum(times["b"]), 1e-9)
+        total = max(baseline_ms, 1e-9)
         figures = {
             "idle_cpu_ms": statistics.median(gaps) if gaps else 0.0,
             "idle_cpu_share": sum(gaps) / total,
@@ -759,22 +824,51 @@ class Supervisor:
         )
 
 
-def _disturbed(times: dict[str, list[float]], cfg: schema.TimingMethod) -> list[bool]:
+def _disturbed(times: dict[str, list[float]], cfg: schema.TimingMethod, batch: int = 0) -> list[bool]:
     """Per iteration: whether the judge's side waited too long for it to count (tasks.harness.interference),
-    or the GPU slowed itself while it ran (tasks.harness.gpuclock)."""
-    shorter = [min(b, c) for b, c in zip(times["b"], times["c"], strict=True)]
+    or the GPU slowed itself while it ran (tasks.harness.gpuclock). ``batch``: the times are per call of
+    batches this long, the waits the whole iteration's."""
+    shorter = [min(b, c) * max(batch, 1) for b, c in zip(times["b"], times["c"], strict=True)]
     return disturbed(times["w"], shorter, cfg.disturbed_ms, cfg.disturbed_share, times.get("thr", []))
+
+
+def _new_times() -> dict[str, list[float]]:
+    """A measurement's figures as they are taken: raw ms per call of the baseline ("b"), the candidate
+    ("c") and the empty call ("n"); "w": the judge's unbilled wait per iteration; per iteration on a GPU:
+    "mhz" its lowest SM clock, "temp" its highest temperature, "thr" 1 if it slowed itself
+    (tasks.harness.gpuclock) at either end of the iteration."""
+    return {"b": [], "c": [], "n": [], "w": [], "mhz": [], "temp": [], "thr": []}
+
+
+def _timing(
+    times: dict[str, list[float]], cfg: schema.TimingMethod, batch: int, stopped: str, warmup: int, cooled: float
+) -> Timing:
+    """The supervisor's record of one measurement (CPU figures are added by the caller)."""
+    return Timing(
+        baseline_ms=times["b"],
+        kernel_ms=times["c"],
+        null_ms=times["n"],
+        stopped_by=stopped,
+        warmup_calls=warmup,
+        judge_wait_ms=times["w"],
+        disturbed=_disturbed(times, cfg, batch),
+        sm_clock_mhz=times["mhz"],
+        temperature_c=times["temp"],
+        throttled=[t > 0 for t in times["thr"]],
+        cooled_s=cooled,
+        batch=batch,
+    )
 
 
 def _estimate(times: dict[str, list[float]], cfg: schema.TimingMethod) -> Speedup:
     """The speedup and its interval so far, as the report will compute them (tasks.report)."""
-    return estimate(times["b"], times["c"], times["n"], _disturbed(times, cfg))
+    return estimate(times["b"], times["c"], times["n"], _disturbed(times, cfg, cfg.batch))
 
 
 def _enough(times: dict[str, list[float]], cfg: schema.TimingMethod) -> bool:
     """Whether min_reps iterations were not disturbed, and not too many of them all were
     (stats.too_disturbed: the report's rule too)."""
-    marks = _disturbed(times, cfg)
+    marks = _disturbed(times, cfg, cfg.batch)
     return len(marks) - sum(marks) >= cfg.min_reps and not too_disturbed(marks)
 
 

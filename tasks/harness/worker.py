@@ -7,6 +7,9 @@ A worker does only what the supervisor tells it, on buffers the supervisor owns:
                                      (the submission's ``setup`` through the task, or the baseline)
     call {case[, warm_up]}           call that case's callable once, synchronise the device, answer
                                      (warm_up, trusted workers only: autotuned kernels compiled ahead)
+    batch {cases}                    call each case's callable in turn, back to back, then synchronise
+                                     the device once and answer (the trusted batch mode: the device's
+                                     queue stays full, so the host's launch gaps between calls hide)
     drop {case}                      forget that case's callable and buffers
     pin {cpus}                       every thread onto these cores (none: back to where it started)
     quit                             leave
@@ -101,13 +104,14 @@ def serve(
                 else:
                     calls[message["case"]]()
                 device.sync()
-                data, outputs = datas[message["case"]]
-                for name, buffer in outputs.items():
-                    if data.get(name) is not buffer:
-                        raise RuntimeError(
-                            f"the submission replaced data[{name!r}] instead of writing into it "
-                            "(the output buffers are the supervisor's: write into them in place)"
-                        )
+                _written_in_place(*datas[message["case"]])
+            elif op == "batch":
+                cases = [str(c) for c in message["cases"]]
+                for case in cases:
+                    calls[case]()
+                device.sync()
+                for case in dict.fromkeys(cases):
+                    _written_in_place(*datas[case])
             else:
                 raise ValueError(f"unknown operation {op!r}")
         except Exception as exc:  # noqa: BLE001 - the callable's failure is the answer
@@ -148,6 +152,16 @@ class Device:
         """Wait for the device's queued work (the CPU's is done when the call returns)."""
         if self._sync is not None:
             self._sync()
+
+
+def _written_in_place(data: dict[str, Any], outputs: dict[str, Any]) -> None:
+    """Refuse a callable that rebound an output in its data dict instead of writing into the buffer."""
+    for name, buffer in outputs.items():
+        if data.get(name) is not buffer:
+            raise RuntimeError(
+                f"the submission replaced data[{name!r}] instead of writing into it "
+                "(the output buffers are the supervisor's: write into them in place)"
+            )
 
 
 def _fds_for(buffers: list[dict[str, Any]], fds: list[int]) -> list[int | None]:

@@ -31,7 +31,7 @@ def report_lines(doc: dict[str, Any]) -> list[str]:
 TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
 
 
-def const_timing(base: float, kern: float, null: float = 1.0, n: int = 5, **extra: Any) -> Timing:
+def const_timing(base: float, kern: float, null: float = 1.0, n: int = 12, **extra: Any) -> Timing:
     """Constant samples: every bootstrap resample gives the same ratio, so the interval is the point."""
     return Timing(
         baseline_ms=[base + null] * n,
@@ -176,9 +176,9 @@ def test_an_unmeasurable_row_makes_the_evaluation_inconclusive_not_failed() -> N
 def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
     # w0: baseline net 4 and 5 in turn by block, kernel net 1: the point is 4.5, the interval around it
     t0 = Timing(
-        baseline_ms=[5.0, 5.0, 6.0, 6.0] * 2,
-        kernel_ms=[2.0] * 8,
-        null_ms=[1.0] * 8,
+        baseline_ms=[5.0, 5.0, 6.0, 6.0] * 3,
+        kernel_ms=[2.0] * 12,
+        null_ms=[1.0] * 12,
         stopped_by="stable",
         warmup_calls=0,
     )
@@ -187,9 +187,9 @@ def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
     assert row["speedup"] == 4.5 and row["speedup_lo"] < 4.5 < row["speedup_hi"]
     assert report["summary"]["max_speedup"] == 4.5 and report["summary"]["min_speedup"] == 1.0
     t1 = Timing(
-        baseline_ms=[2.0, 2.0, 2.5, 2.5] * 2,
-        kernel_ms=[3.0] * 8,
-        null_ms=[1.0] * 8,
+        baseline_ms=[2.0, 2.0, 2.5, 2.5] * 3,
+        kernel_ms=[3.0] * 12,
+        null_ms=[1.0] * 12,
         stopped_by="stable",
         warmup_calls=0,
     )
@@ -203,9 +203,9 @@ def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_
     """Net baseline 1 or 4 in turn by block against a kernel of 2: the interval runs from 0.5 to 2.0, wider
     than INCONCLUSIVE_RATIO: no score, not the submission's fault."""
     noisy = Timing(
-        baseline_ms=[2.0, 2.0, 5.0, 5.0] * 2,
-        kernel_ms=[3.0] * 8,
-        null_ms=[1.0] * 8,
+        baseline_ms=[2.0, 2.0, 5.0, 5.0] * 3,
+        kernel_ms=[3.0] * 12,
+        null_ms=[1.0] * 12,
         stopped_by="budget",
         warmup_calls=0,
     )
@@ -223,9 +223,9 @@ def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_
 def test_a_submission_whose_own_times_vary_is_told_so_not_blamed_on_the_host() -> None:
     """The baseline steady, the submission's net time 1 or 8 in turn by block: the submission's doing."""
     unsteady = Timing(
-        baseline_ms=[3.0] * 8,
-        kernel_ms=[2.0, 2.0, 9.0, 9.0] * 2,
-        null_ms=[1.0] * 8,
+        baseline_ms=[3.0] * 12,
+        kernel_ms=[2.0, 2.0, 9.0, 9.0] * 3,
+        null_ms=[1.0] * 12,
         stopped_by="budget",
         warmup_calls=0,
     )
@@ -247,7 +247,7 @@ def test_net_samples_pair_by_iteration_and_stop_at_the_shorter() -> None:
 
 def test_timing_row_values() -> None:
     t = const_timing(
-        3.0, 1.5, null=0.5, n=4, idle_cpu_ms=0.25, idle_cpu_share=0.125, early_cpu_ms=0.75, early_cpu_share=0.0625
+        3.0, 1.5, null=0.5, n=12, idle_cpu_ms=0.25, idle_cpu_share=0.125, early_cpu_ms=0.75, early_cpu_share=0.0625
     )
     flags: list[str] = []
     row = timing_row("w", t, {}, flags, [])
@@ -258,8 +258,8 @@ def test_timing_row_values() -> None:
         "speedup": 2.0,
         "speedup_lo": 2.0,
         "speedup_hi": 2.0,
-        "samples": 4,
-        "speedup_halves": None,  # too few samples for halves of their own
+        "samples": 12,
+        "speedup_halves": None,  # too few samples for halves of their own (6 blocks, each half needs 5)
         "drifted": False,
         "basis": "net",
         "protocol_share": 0.25,  # 0.5 ms of the kernel's 2 ms raw call
@@ -292,10 +292,24 @@ def test_timing_row_needs_three_samples(nb: int, nk: int) -> None:
     assert unmeasured == [f"w: too few timing samples ({min(nb, nk)})"] and flags == []
 
 
-def test_timing_row_with_exactly_three_samples_is_measured() -> None:
+@pytest.mark.parametrize("n", [3, 11])
+def test_timing_row_with_fewer_than_six_blocks_is_unmeasured(n: int) -> None:
+    """3 iterations make 1 block, 11 make 5: too few for a 95% interval (stats.min_samples), whose whole
+    range (of one block: a width of 0) would otherwise pass for a measured, stable speedup."""
     flags: list[str] = []
-    row = timing_row("w", const_timing(3.0, 1.5, n=3), {}, flags, [])
-    assert flags == [] and row["speedup"] == 2.0 and row["samples"] == 3
+    unmeasured: list[str] = []
+    row = timing_row("w", const_timing(3.0, 1.5, n=n), {}, flags, unmeasured)
+    assert row == {"protocol_ms": 1.0, "disturbed": 0} and flags == []
+    assert unmeasured == [
+        f"w: too few timing samples ({n // 2} pairs of consecutive iterations left; an interval needs 6)"
+    ]
+
+
+def test_timing_row_with_exactly_six_blocks_is_measured() -> None:
+    flags: list[str] = []
+    unmeasured: list[str] = []
+    row = timing_row("w", const_timing(3.0, 1.5, n=12), {}, flags, unmeasured)
+    assert flags == [] and unmeasured == [] and row["speedup"] == 2.0 and row["samples"] == 12
 
 
 @pytest.mark.parametrize(("base", "kern"), [(0.0, 1.0), (1.0, 0.0), (-0.5, 1.0), (1.0, -0.5)])
@@ -325,26 +339,27 @@ CLEAR_FLAG = "w: the call times do not stand clear of the protocol's fixed cost 
 
 
 def test_timing_row_interval_reaching_infinity() -> None:
-    # kernel median 0.25 > 0, but two of the five blocks' candidate calls are not above zero: their ratio is
+    # kernel median 0.25 > 0, but two of the six blocks' candidate calls are not above zero: their ratio is
     # inf, and so is the interval's upper bound
     flags: list[str] = []
-    row = timing_row("w", unclear([0.25] * 6 + [-0.25] * 5), {}, [], flags)
+    row = timing_row("w", unclear([0.25] * 8 + [-0.25] * 4), {}, [], flags)
     assert row == {"protocol_ms": 0.25} and flags == [CLEAR_FLAG]
 
 
 def test_timing_row_interval_reaching_zero() -> None:
-    # baseline median 0.25 > 0, but two of the five blocks' baseline calls are not above zero: the lower bound is 0
+    # baseline median 0.25 > 0, but two of the six blocks' baseline calls are not above zero: the lower bound is 0
     t = Timing(
-        baseline_ms=[0.5] * 6 + [0.0] * 5, kernel_ms=[0.75] * 11, null_ms=[0.25] * 11, stopped_by="max", warmup_calls=0
+        baseline_ms=[0.5] * 8 + [0.0] * 4, kernel_ms=[0.75] * 12, null_ms=[0.25] * 12, stopped_by="max", warmup_calls=0
     )
     flags: list[str] = []
     assert timing_row("w", t, {}, [], flags) == {"protocol_ms": 0.25} and flags == [CLEAR_FLAG]
 
 
 def test_timing_row_lower_bound_exactly_zero_is_refused() -> None:
-    # baseline median 0.5 > 0; the one block holds a baseline call of net 0: its ratio, and the speedup, is 0
+    # baseline median 0.25 > 0 (net); each of the six blocks holds a baseline call of net 0: its ratio, and the
+    # speedup, is 0, and so is the interval's lower bound
     t = Timing(
-        baseline_ms=[0.25, 0.75, 0.75], kernel_ms=[0.75] * 3, null_ms=[0.25] * 3, stopped_by="max", warmup_calls=0
+        baseline_ms=[0.25, 0.75] * 6, kernel_ms=[0.75] * 12, null_ms=[0.25] * 12, stopped_by="max", warmup_calls=0
     )
     flags: list[str] = []
     assert timing_row("w", t, {}, [], flags) == {"protocol_ms": 0.25} and flags == [CLEAR_FLAG]
@@ -437,10 +452,10 @@ def test_report_lines_of_a_passing_report() -> None:
     assert lines == [
         "holdout correctness: PASS",
         "workload " + "small".ljust(20) + " timed PASS (STABLE)",
-        "    baseline 4.000000 ms  kernel 1.000000 ms  speedup 4.0000x [95% CI 4.0000, 4.0000]  n=5 (stable; "
+        "    baseline 4.000000 ms  kernel 1.000000 ms  speedup 4.0000x [95% CI 4.0000, 4.0000]  n=12 (stable; "
         "protocol 1.0000 ms per call subtracted)",
         "workload " + "large".ljust(20) + " timed PASS (STABLE)",
-        "    baseline 2.000000 ms  kernel 2.000000 ms  speedup 1.0000x [95% CI 1.0000, 1.0000]  n=5 (stable; "
+        "    baseline 2.000000 ms  kernel 2.000000 ms  speedup 1.0000x [95% CI 1.0000, 1.0000]  n=12 (stable; "
         "protocol 1.0000 ms per call subtracted)",
         # an empty stats entry is skipped; a missing figure prints as 0
         "workload " + "check".ljust(20) + " check PASS  y rms=1.50e-05 max=0.000123  w rms=0.00e+00 max=2"
@@ -575,7 +590,7 @@ def test_a_measurement_that_drifted_says_so_and_its_interval_covers_both_halves(
 
 def test_a_speedup_taken_raw_says_so_in_one_clause() -> None:
     """The protocol (8 ms) is two thirds of a call: the speedup is the raw ratio, the times stay net."""
-    raw = Timing([12.5] * 6, [12.0] * 6, [8.0] * 6, "stable", 3)
+    raw = Timing([12.5] * 12, [12.0] * 12, [8.0] * 12, "stable", 3)
     report = build_report({}, two_timed(), all_pass(t0=raw))
     row = report["workloads"][0]
     assert (row["basis"], row["speedup"], row["protocol_share"]) == ("raw", 12.5 / 12.0, pytest.approx(8 / 12))
@@ -583,7 +598,7 @@ def test_a_speedup_taken_raw_says_so_in_one_clause() -> None:
     assert report["workloads"][1]["basis"] == "net"
     lines = report_lines(report)
     assert lines[2] == (
-        "    baseline 4.500000 ms  kernel 4.000000 ms  speedup 1.0417x [95% CI 1.0417, 1.0417]  n=6 (stable; "
+        "    baseline 4.500000 ms  kernel 4.000000 ms  speedup 1.0417x [95% CI 1.0417, 1.0417]  n=12 (stable; "
         "protocol 8.0000 ms, 67% of a call: raw ratio)"
     )
     assert "raw ratio" not in lines[4]
@@ -604,21 +619,22 @@ def disturbed_timing(marks: list[bool], waits: list[float] | None = None) -> Tim
 
 
 def test_disturbed_iterations_are_left_out_of_every_figure_and_counted() -> None:
-    marks = [False] * 6 + [True, False]  # 1 of 8: iteration 6, and its block's partner 7, are left out
+    marks = [False] * 12 + [True, False]  # 1 of 14: iteration 12, and its block's partner 13, are left out
     report = build_report({}, two_timed(), all_pass(t0=disturbed_timing(marks)))
     row = report["workloads"][0]
     assert (row["speedup"], row["speedup_lo"], row["speedup_hi"]) == (4.0, 4.0, 4.0)
-    assert (row["baseline_ms"], row["kernel_ms"], row["samples"], row["disturbed"]) == (4.0, 1.0, 8, 1)
+    assert (row["baseline_ms"], row["kernel_ms"], row["samples"], row["disturbed"]) == (4.0, 1.0, 14, 1)
     assert report["inconclusive"] == [] and passed(report)
     assert report_lines(report)[2].endswith(
-        "n=8 (stable; 1 disturbed left out; protocol 1.0000 ms per call subtracted)"
+        "n=14 (stable; 1 disturbed left out; protocol 1.0000 ms per call subtracted)"
     )
 
 
 def test_a_quarter_of_the_iterations_disturbed_is_still_measured() -> None:
-    marks = [True, False, False, True, False, False, False, False]  # 2 of 8: DISTURBED_LIMIT, not above it
+    # 6 of 24, one in each of 6 blocks: a quarter, under DISTURBED_LIMIT; 6 blocks are left
+    marks = [True, False, False, True, False, False, False, False] * 3
     report = build_report({}, two_timed(), all_pass(t0=disturbed_timing(marks)))
-    assert report["workloads"][0]["speedup"] == 4.0 and report["workloads"][0]["disturbed"] == 2 and passed(report)
+    assert report["workloads"][0]["speedup"] == 4.0 and report["workloads"][0]["disturbed"] == 6 and passed(report)
 
 
 def test_more_than_half_the_iterations_disturbed_leaves_the_workload_unmeasured() -> None:
@@ -648,13 +664,13 @@ def test_a_report_written_before_the_basis_and_disturbed_fields_still_parses() -
             row.pop(key, None)
     report = EvalReport.model_validate(doc)
     assert report.workloads[0].basis is None and report.workloads[0].disturbed is None
-    assert report_module.report_lines(report)[2].endswith("n=5 (stable; protocol 1.0000 ms per call subtracted)")
+    assert report_module.report_lines(report)[2].endswith("n=12 (stable; protocol 1.0000 ms per call subtracted)")
 
 
 def test_the_gpus_clock_and_heat_reach_the_row_and_a_line() -> None:
-    t = const_timing(3.0, 1.5, null=0.5, n=6)
-    t.sm_clock_mhz, t.temperature_c = [1980, 1965, 1980, 1755, 1980, 1980], [41, 42, 44, 43, 42, 42]
-    t.throttled, t.cooled_s = [False, False, False, True, False, False], 2.5
+    t = const_timing(3.0, 1.5, null=0.5, n=12)
+    t.sm_clock_mhz, t.temperature_c = [1980, 1965, 1980, 1755] + [1980] * 8, [41, 42, 44, 43] + [42] * 8
+    t.throttled, t.cooled_s = [False, False, False, True] + [False] * 8, 2.5
     row = timing_row("w", t, {}, [], [])
     assert (row["gpu_clock_mhz"], row["gpu_clock_min_mhz"], row["gpu_temp_c"]) == (1980, 1755, 44)
     assert (row["throttled"], row["cooled_s"]) == (1, 2.5)
@@ -665,4 +681,48 @@ def test_the_gpus_clock_and_heat_reach_the_row_and_a_line() -> None:
         "GPU while timed: SM clock median 1980 MHz (lowest 1755), up to 44 C; 1 iterations with the GPU slowed "
         "for heat or power, left out; let cool 2.5 s first"
     )
-    assert "gpu_clock_mhz" not in timing_row("w", const_timing(3.0, 1.5, null=0.5, n=6), {}, [], [])
+    assert "gpu_clock_mhz" not in timing_row("w", const_timing(3.0, 1.5, null=0.5, n=12), {}, [], [])
+
+
+def _batch_row(batch_speedup: float, per_call: Timing | None) -> tuple[dict[str, Any], list[str]]:
+    """A batch-mode row: the batch's calls at ``batch_speedup``, with ``per_call`` as its per-call check."""
+    t = const_timing(3.0, 3.0 / batch_speedup, null=0.05, n=12, batch=8, per_call=per_call)
+    flags: list[str] = []
+    return timing_row("w", t, {}, flags, []), flags
+
+
+def test_a_batch_row_says_its_mode_and_carries_the_per_call_check() -> None:
+    row, flags = _batch_row(1.0, const_timing(3.0, 3.0, null=0.5, n=12))
+    assert (row["batch"], row["per_call_speedup"], flags) == (8, [1.0, 1.0, 1.0], [])
+    lines = report_lines(
+        {
+            "task": "t",
+            "holdout": "PASS",
+            "holdout_probes": 0,
+            "workloads": [{"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row}],
+            "flags": [],
+            "passed": 1,
+            "total": 1,
+        }
+    )
+    assert "n=12 batches of 8 calls (stable; protocol 0.0500 ms per call subtracted)" in lines[2], lines
+    assert lines[3] == (
+        "    timed in batches of 8 calls back to back, each on fresh inputs, every output checked; "
+        "one call at a time: 1.0000x [1.0000, 1.0000]"
+    )
+    # a per-call check too short for an interval of its own: said, and no flag can come of it
+    row, flags = _batch_row(2.0, const_timing(3.0, 3.0, null=0.5, n=4))
+    assert row["per_call_speedup"] is None and flags == []
+    # per call: no per_call_speedup key at all
+    assert "batch" not in timing_row("w", const_timing(3.0, 1.5), {}, [], [])
+
+
+@pytest.mark.parametrize(("batch_speedup", "flagged"), [(1.09, False), (1.11, True), (3.0, True)])
+def test_calls_far_faster_together_than_apart_are_flagged(batch_speedup: float, flagged: bool) -> None:
+    """The per-call check at 1.0x: a batch speedup above BATCH_GAIN_LIMIT (1.10) of it is work done across
+    calls (one call doing a later call's work ahead, or all at once), not speed."""
+    row, flags = _batch_row(batch_speedup, const_timing(3.0, 3.0, null=0.5, n=12))
+    assert row["speedup"] == pytest.approx(batch_speedup)
+    assert bool(flags) is flagged, flags
+    if flagged:
+        assert flags[0].startswith(f"w: in batches the submission's calls measured {batch_speedup:.4f}x or more"), flags

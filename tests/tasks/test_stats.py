@@ -70,11 +70,12 @@ def test_a_level_narrows_or_widens_the_interval() -> None:
 
 
 def test_a_side_not_above_zero_ranks_at_its_limit() -> None:
-    base = [2.0, 3.0, 1.0, 2.0, -0.1, 2.0, -0.1, 2.0, 1.0, -0.1]
-    cand = [1.0, 1.5, -0.2, 1.0, 1.0, 1.0, -0.3, 1.0, -0.2, 1.0]
+    base = [2.0, 3.0, 1.0, 2.0, -0.1, 2.0, -0.1, 2.0, 1.0, -0.1] + [2.0] * 8
+    cand = [1.0, 1.5, -0.2, 1.0, 1.0, 1.0, -0.3, 1.0, -0.2, 1.0] + [1.0] * 8
     # blocks: 2 and 2; the candidate's time not above zero: inf; the baseline's: 0; neither above zero in
-    # one iteration: no ratio; inf and 0 in one block: no ratio
-    assert estimate(base, cand, free(10)) == stats.Speedup(2.0, 0.0, math.inf, blocks=3)
+    # one iteration: no ratio; inf and 0 in one block: no ratio; then four more of 2 (7 blocks: enough for
+    # an interval of their own, its bounds the limits)
+    assert estimate(base, cand, free(18)) == stats.Speedup(2.0, 0.0, math.inf, blocks=7)
 
 
 def test_the_speedup_is_the_median_of_the_blocks_ratios() -> None:
@@ -93,17 +94,31 @@ def test_a_block_is_the_geometric_mean_of_its_two_orders() -> None:
 
 
 def test_a_trailing_iteration_without_its_partner_is_left_out() -> None:
-    assert estimate([2.0, 2.0, 2.0, 2.0, 9.0], [1.0] * 5, free(5)) == stats.Speedup(2.0, 2.0, 2.0, blocks=2)
+    assert estimate([2.0] * 12 + [9.0], [1.0] * 13, free(13)) == stats.Speedup(2.0, 2.0, 2.0, blocks=6)
 
 
 def test_disturbed_iterations_are_left_out_with_their_partners() -> None:
-    base = [2.0, 2.0, 50.0, 3.0, 3.0, 3.0, 4.0, 4.0]
-    cand = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    base = [2.0, 2.0, 50.0, 3.0, 3.0, 3.0, 4.0, 4.0] + [2.0, 2.0, 3.0, 3.0, 4.0, 4.0, 3.0, 3.0]
+    cand = [1.0] * 16
     marks = [False, False, True]  # iteration 2 (and so its partner, 3) is out; later ones are not marked
-    assert estimate(base, cand, free(8), marks) == stats.Speedup(3.0, 2.0, 4.0, blocks=3, disturbed=1)
+    # the 7 blocks left: 2, 3, 4, 2, 3, 4, 3
+    assert estimate(base, cand, free(16), marks) == stats.Speedup(3.0, 2.0, 4.0, blocks=7, disturbed=1)
     # every iteration disturbed: nothing to measure
-    gone = estimate(base, cand, free(8), [True] * 8)
-    assert gone.blocks == 0 and gone.disturbed == 8 and math.isnan(gone.speedup)
+    gone = estimate(base, cand, free(16), [True] * 16)
+    assert gone.blocks == 0 and gone.disturbed == 16 and math.isnan(gone.speedup)
+
+
+def test_fewer_blocks_than_min_samples_give_no_interval() -> None:
+    """A distribution-free 95% interval for a median needs 6 samples: from fewer blocks the interval is
+    [0, inf], never the zero-width one a single block's whole range would be (which passed for stable)."""
+    assert stats.min_samples(0.95) == 6 and stats.min_samples() == 6 and stats.min_samples(0.99) == 8
+    for n in (2, 10):  # 1 block, 5 blocks
+        one = estimate([2.0] * n, [1.0] * n, free(n))
+        assert (one.speedup, one.lo, one.hi, one.blocks) == (2.0, 0.0, math.inf, n // 2)
+        assert math.isinf(one.relative_half_width)
+    six = estimate([2.0, 2.0, 3.0, 3.0] * 3, [1.0] * 12, free(12))  # 6 blocks: 2 and 3 in turn
+    assert (six.speedup, six.lo, six.hi, six.blocks) == (2.5, 2.0, 3.0, 6)
+    assert six.relative_half_width == pytest.approx(0.2)
 
 
 def test_the_basis_is_raw_once_the_protocol_dominates() -> None:
