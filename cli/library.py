@@ -25,8 +25,9 @@ from typing import Any
 
 from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
-from kcoral.cli.commands.eval_cmd import first_failure, load
+from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.errors import KcoralError, UsageError
+from kcoral.cli.evaldocs import fetch, load
 from kcoral.cli.runflow import WARN_SEND_BYTES, human_bytes
 from kcoral.cli.tarball import IGNORE_FILE, build_tarball
 from kcoral.runner.joblog import STDERR
@@ -176,8 +177,7 @@ class Client:
         pieces = list(self.http.follow_log(view.id, 0, follow=False))
         log = b"".join(p.data for p in pieces).decode(errors="replace")
         stderr = b"".join(p.data for p in pieces if p.stream == STDERR).decode(errors="replace")
-        report = load(EvalReport, dest) if view.spec.kind == "eval" else None
-        receipt = load(Receipt, dest) if view.spec.kind == "eval" else None
+        report, receipt = load(EvalReport, dest, view), load(Receipt, dest, view)
         return JobResult(view, log, dest if files else None, files, report, receipt, stderr)
 
     def download(self, job_id: str, output_dir: str | Path | None = None) -> list[Path]:
@@ -186,6 +186,11 @@ class Client:
 
     def status(self, job_id: str) -> JobView:
         return self.http.status(self.http.resolve(job_id))
+
+    def report(self, job_id: str) -> EvalReport | None:
+        """A finished evaluation's report, as its server wrote it (cli.evaldocs); None for a job that is not
+        an evaluation, or has not written one (yet)."""
+        return fetch(EvalReport, self.http, self.status(job_id))
 
     def cancel(self, job_id: str) -> JobView:
         return self.http.cancel(self.http.resolve(job_id))

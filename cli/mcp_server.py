@@ -253,16 +253,15 @@ def build(remote: str | None, token: str | None) -> MCPServer:
 
     @server.resource("kcoral://jobs/{job_id}/report", mime_type="application/json")
     async def job_report(job_id: str) -> str:
-        """A finished evaluation's report (report.json)."""
+        """A finished evaluation's report (report.json, as its server wrote it: no other job's file of
+        that name is one)."""
         try:
-            with tempfile.TemporaryDirectory(prefix="kcoral-mcp-") as scratch:
-                files = await call(client.download, job_id, scratch)
-                found = [p for p in files if p.name == "report.json"]
-                if not found:
-                    raise ResourceNotFoundError(f"job {job_id} has no report (not an evaluation, or not finished)")
-                return found[0].read_text()
+            report = await call(client.report, job_id)
         except ToolError as err:
             raise ResourceNotFoundError(str(err)) from None
+        if report is None:
+            raise ResourceNotFoundError(f"job {job_id} has no report (not an evaluation, or not finished)")
+        return json.dumps(report.document())
 
     return server
 

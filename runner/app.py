@@ -19,6 +19,8 @@ from starlette.exceptions import HTTPException
 
 from kcoral import __version__
 from kcoral.runner.api import owner, router
+from kcoral.runner.bodylimit import BodyLimit
+from kcoral.runner.connections import guarded_protocol
 from kcoral.runner.errors import KcoralError
 from kcoral.runner.printable import printable
 from kcoral.runner.services import Services
@@ -67,6 +69,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         openapi_url="/openapi.json" if open_docs else None,
     )
     app.state.services = svc
+    app.add_middleware(BodyLimit)  # every body bounded before a route reads it (runner.bodylimit)
     app.include_router(router)
     from kcoral.runner import web
 
@@ -132,9 +135,11 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, with the scheduler told at the first SIGTERM or SIGINT: it stops taking work and
-    starts the running jobs' grace period while uvicorn still drains its connections (a client
-    following a running job's log holds its connection until that job ends)."""
+    """uvicorn, drained at the first SIGTERM or SIGINT: the scheduler stops taking work and starts the
+    running jobs' grace period while the server goes on listening, so a new submission is answered
+    503 ``shutting_down`` with Retry-After (the CLI exits 75: try again) and the status, logs and
+    outputs of existing jobs keep being served; once the running jobs are done (or interrupted at the
+    grace's end) uvicorn shuts down as usual, draining its connections. A second signal stops at once."""
 
     def __init__(self, config: uvicorn.Config, services: Services) -> None:
         super().__init__(config)
@@ -145,9 +150,16 @@ class _Server(uvicorn.Server):
         if self._draining is None:
             grace = self.services.settings.shutdown_grace_s
             log.warning("stopping: no new work; running jobs get %g s, then are interrupted", grace)
-            self._draining = threading.Thread(target=self.services.scheduler.stop, args=(grace,), daemon=True)
+            self._draining = threading.Thread(target=self._drain, args=(grace,), daemon=True)
             self._draining.start()
+            return
         super().handle_exit(sig, frame)
+
+    def _drain(self, grace: float) -> None:
+        try:
+            self.services.scheduler.stop(grace)
+        finally:
+            self.should_exit = True
 
 
 def run_server(app: FastAPI, host: str, port: int, log_level: str, log_format: str = "text") -> None:
@@ -156,13 +168,22 @@ def run_server(app: FastAPI, host: str, port: int, log_level: str, log_format: s
     svc: Services = app.state.services
     grace = svc.settings.shutdown_grace_s
     own = {"log_config": None} if log_format == "json" else {}
-    config = uvicorn.Config(
+    config = server_config(
         app,
-        host=host,
-        port=port,
+        host,
+        port,
         log_level=log_level,
         access_log=False,
         timeout_graceful_shutdown=int(grace) + 60,
-        **own,  # type: ignore[arg-type]
+        **own,
     )
     _Server(config, svc).run()
+
+
+def server_config(app: FastAPI, host: str, port: int, **options: Any) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: its HTTP/1.1 protocol under the server's connection limits
+    (runner.connections), idle keep-alive connections closed after 5 s."""
+    svc: Services = app.state.services
+    return uvicorn.Config(
+        app, host=host, port=port, http=guarded_protocol(svc.settings.connections), timeout_keep_alive=5, **options
+    )

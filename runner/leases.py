@@ -154,8 +154,9 @@ class LeasePool:
 
     def check(self, gpus: int, gpu_type: str = "any") -> None:
         """Refuse at submit time what this host can never run."""
-        if self.gpus and gpus > len(self.gpus):
-            raise BadRequest(f"the job asks for {gpus} GPUs; this server has {len(self.gpus)}")
+        if gpus > max(len(self.gpus), 1):  # on a host with none, a job asking for one runs on a CPU slot
+            has = f"{len(self.gpus)}" if self.gpus else "none (a job asking for one runs on a CPU slot)"
+            raise BadRequest(f"the job asks for {gpus} GPUs; this server has {has}")
         if not self.gpus and self.cpu_slots < 1:
             raise BadRequest("this server has no GPUs and no CPU slots")
         slots = self.slots()

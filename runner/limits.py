@@ -102,6 +102,18 @@ class EvalTiming:
 
 
 @dataclass(frozen=True)
+class ConnectionLimits:
+    """The server's bounds on client connections (runner.connections) and request bodies."""
+
+    #: connections open at once, all clients together
+    total: int = 2000
+    #: connections open at once from one client address
+    per_client: int = 128
+    #: seconds a connection may take to send a request's line and headers
+    head_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
 class Limits:
     upload_bytes: int = 1 * GiB
     upload_files: int = 20000

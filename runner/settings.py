@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kcoral.runner.limits import Limits
+from kcoral.runner.limits import ConnectionLimits, Limits
 
 #: Host directories mounted read-only into the toolchain image on GPU hosts whose CUDA and
 #: PyTorch live on the host rather than in an image (see ../shared/gpu-host/README.md).
@@ -71,6 +71,8 @@ class Settings:
     #: operator-chosen additions to every job's environment (may set what clients cannot)
     job_env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    #: client connections: how many, and how long a request's head may take (runner.connections)
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     #: the protected tasks directory (task definitions, evaluators); None = the repository's tasks/
     tasks_dir: Path | None = None
     #: on SIGTERM, seconds running jobs get to finish before they are interrupted

@@ -25,7 +25,7 @@ import uvicorn
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
-from kcoral.runner.app import create_app  # noqa: E402
+from kcoral.runner.app import create_app, server_config  # noqa: E402
 from kcoral.runner.limits import Limits  # noqa: E402
 from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB  # noqa: E402
 from kcoral.runner.services import Services  # noqa: E402
@@ -127,7 +127,7 @@ class RunningServer:
 def start_server(settings: Settings) -> RunningServer:
     services = Services.build(settings)
     app = create_app(settings, services)
-    server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning"))
+    server = uvicorn.Server(server_config(app, settings.host, settings.port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://{settings.host}:{settings.port}"
@@ -139,6 +139,23 @@ def start_server(settings: Settings) -> RunningServer:
     return RunningServer(settings, services, url, httpx.Client(base_url=url, timeout=60), server, thread)
 
 
+def server_settings(data_dir: Path, image: str, limits: Limits | None = None, **overrides: Any) -> Settings:
+    """A test server's settings: loopback on a free port, no GPU, two CPU slots, then ``overrides``."""
+    settings = Settings(data_dir=data_dir, port=free_port(), image=image, gpus="none", cpu_slots=2)
+    return replace(settings, limits=limits or Limits(), **overrides)
+
+
+@contextmanager
+def serving(docker_client: docker.DockerClient, settings: Settings) -> Iterator[RunningServer]:
+    """A server for the block (a module-scoped fixture's, say); stopped after, its containers removed."""
+    srv = start_server(settings)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+        remove_containers(docker_client, srv.settings.instance)
+
+
 @pytest.fixture
 def server_factory(
     tmp_path: Path, request: pytest.FixtureRequest, docker_client: docker.DockerClient
@@ -148,11 +165,7 @@ def server_factory(
 
     def factory(limits: Limits | None = None, **overrides: Any) -> RunningServer:
         image = overrides.pop("image", None) or request.getfixturevalue("job_image")
-        settings = Settings(
-            data_dir=tmp_path / f"data{len(started)}", port=free_port(), image=image, gpus="none", cpu_slots=2
-        )
-        settings = replace(settings, limits=limits or Limits(), **overrides)
-        srv = start_server(settings)
+        srv = start_server(server_settings(tmp_path / f"data{len(started)}", image, limits, **overrides))
         started.append(srv)
         return srv
 
@@ -189,6 +202,17 @@ def remove_containers(client: docker.DockerClient, instance: str) -> None:
 @pytest.fixture
 def server(server_factory: Callable[..., RunningServer]) -> RunningServer:
     return server_factory()
+
+
+@pytest.fixture
+def remote(server: RunningServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RunningServer:
+    """``server`` (a module may override it with a shared one) as the CLI's remote, for commands run in
+    process through ``cli.main.run``: $KCORAL_REMOTE, no token, 200 columns, working in ``tmp_path``."""
+    monkeypatch.setenv("KCORAL_REMOTE", server.url)
+    monkeypatch.delenv("KCORAL_TOKEN", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    return server
 
 
 def standbys(engine: docker.DockerClient, instance: str) -> list:

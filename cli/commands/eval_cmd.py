@@ -9,7 +9,7 @@ timeout, 125 infrastructure error, 130 cancelled...).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
@@ -17,37 +17,15 @@ from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.common import GpuTypeOption, JsonOption, RemoteOption, TokenOption, connect, job_spec
 from kcoral.cli.durations import Duration
-from kcoral.cli.errors import KcoralError, ServerError, UsageError
+from kcoral.cli.errors import KcoralError, UsageError
+from kcoral.cli.evaldocs import load
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.runner.models import EvalSpec, JobView, Verdict
-from kcoral.tasks.documents import Document, DocumentError, EvalReport, Receipt, parse
+from kcoral.tasks.documents import EvalReport, Receipt
 from kcoral.tasks.harness.schema import Outcome
 
 SOLUTION_FILE = "solution.py"
-D = TypeVar("D", bound=Document)
-
-
-def load(model: type[D], output_dir: Path) -> D | None:
-    """The document ``model`` as downloaded into ``output_dir``, or None when it is missing;
-    ServerError when it is not what a kcoral server writes."""
-    path = output_dir / model.FILE
-    return _parsed(model, path.name, path.read_bytes()) if path.is_file() else None
-
-
-def fetch(model: type[D], client: KcoralClient, view: JobView) -> D | None:
-    """The document ``model`` among a job's outputs (read into memory), or None when the job has none."""
-    entry = next((o for o in view.outputs if o.path == model.FILE), None)
-    if entry is None:
-        return None
-    return _parsed(model, f"{model.FILE} of job {view.id}", client.read_output(view.id, model.FILE, entry.sha256))
-
-
-def _parsed(model: type[D], what: str, data: bytes) -> D:
-    try:
-        return parse(model, data)
-    except DocumentError as exc:
-        raise ServerError(f"{what}: not what a kcoral server writes: {exc}") from None
 
 
 def first_failure(view: JobView, report: EvalReport | None) -> str:
@@ -84,8 +62,8 @@ class EvalRun(PythonRun):
     def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
         self.output_dir = output_dir
         if output_dir is not None:
-            self.report = load(EvalReport, output_dir)
-            self.receipt = load(Receipt, output_dir)
+            self.report = load(EvalReport, output_dir, view)
+            self.receipt = load(Receipt, output_dir, view)
         if view.verdict != Verdict.ok:
             note(f"kcoral: evaluation failed: {first_failure(view, self.report)}")
         elif self.report is None:

@@ -15,7 +15,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from kcoral.cli.commands.eval_cmd import EvalRun, fetch
+from kcoral.cli.commands.eval_cmd import EvalRun
+from kcoral.cli.evaldocs import fetch
 from kcoral.cli.output import emit_json, job_json, note, stdout
 from kcoral.cli.render import cell, state_text
 from kcoral.cli.runflow import PythonRun, RunOptions

@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
-from kcoral.cli.commands.eval_cmd import fetch
+from kcoral.cli.evaldocs import fetch
 from kcoral.cli.output import emit_json, job_json, stdout
 from kcoral.cli.render import cell, fmt_phases, fmt_time, job_details, state_text
 from kcoral.runner.models import JobState, JobView

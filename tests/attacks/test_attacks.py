@@ -12,7 +12,6 @@ managed, it managed nothing).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,7 @@ import docker
 import pytest
 
 from kcoral.runner.codecopy import PACKAGE_ROOT
-from kcoral.runner.limits import Limits
-from kcoral.runner.settings import Settings
-from tests.conftest import RunningServer, free_port, make_tar, mounted_tmpfs, remove_containers, start_server
+from tests.conftest import RunningServer, make_tar, mounted_tmpfs, server_settings, serving
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 TASK = "demo/softmax"
@@ -86,13 +83,8 @@ def server(
     """One server for the file's evaluations, with tests.conftest's settings (each evaluation is a job
     of its own, its containers removed before its result: a server per test only added its start, its
     standby containers' and its stop, ~0.5 s each time)."""
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("attacks"), port=free_port(), image=job_image, gpus="none", cpu_slots=2
-    )
-    srv = start_server(replace(settings, limits=Limits()))
-    yield srv
-    srv.stop()
-    remove_containers(docker_client, srv.settings.instance)
+    with serving(docker_client, server_settings(tmp_path_factory.mktemp("attacks"), job_image)) as srv:
+        yield srv
 
 
 def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:

@@ -62,6 +62,12 @@ def test_sigterm_interrupts_a_long_job_after_the_grace_keeps_the_queue_and_remov
             assert next(lines) == "working"
             began = time.monotonic()
             server.signal(signal.SIGTERM)
+            # draining: still listening, new work is told to come back, existing jobs are still served
+            time.sleep(0.3)
+            refused = http.post("/v1/jobs", json={"argv": ["x.py"]})
+            assert refused.status_code == 503 and refused.json()["error"] == "shutting_down", refused.text
+            assert int(refused.headers["Retry-After"]) > 0
+            assert http.get(f"/v1/jobs/{running}").json()["state"] == "running"
             assert list(lines) == []  # the follower's stream ends with the job
         assert server.proc is not None and server.proc.wait(30) in STOPPED
         took = time.monotonic() - began

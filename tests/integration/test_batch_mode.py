@@ -14,9 +14,8 @@ from typing import Any
 import docker
 import pytest
 
-from kcoral.runner.settings import Settings
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR
-from tests.conftest import RunningServer, free_port, make_tar, remove_containers, start_server
+from tests.conftest import RunningServer, make_tar, server_settings, serving
 
 TASK = "demo/softmax"
 BATCH = 4
@@ -55,18 +54,10 @@ def batch_server(
     manifest = json.loads(path.read_text())
     manifest["timing"].update(batch=BATCH, min_reps=12, max_reps=24, budget_s=4)
     path.write_text(json.dumps(manifest))
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("batchdata"),
-        port=free_port(),
-        image=job_image,
-        gpus="none",
-        cpu_slots=2,
-        tasks_dir=tasks,
-    )
-    srv = start_server(settings)
-    yield srv
-    srv.stop()
-    remove_containers(docker_client, srv.settings.instance)
+    with serving(
+        docker_client, server_settings(tmp_path_factory.mktemp("batchdata"), job_image, tasks_dir=tasks)
+    ) as srv:
+        yield srv
 
 
 def _evaluate(srv: RunningServer, source: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -25,15 +25,6 @@ TASK = "demo/softmax"
 RETRIES = 3
 
 
-@pytest.fixture
-def remote(server: RunningServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RunningServer:
-    monkeypatch.setenv("KCORAL_REMOTE", server.url)
-    monkeypatch.delenv("KCORAL_TOKEN", raising=False)
-    monkeypatch.setenv("COLUMNS", "200")
-    monkeypatch.chdir(tmp_path)
-    return server
-
-
 def _report(srv: RunningServer, job_id: str) -> dict[str, Any]:
     r = srv.http.get(f"/v1/jobs/{job_id}/outputs/report.json")
     assert r.status_code == 200, r.text

@@ -124,7 +124,7 @@ def test_a_storming_co_tenant_and_an_evaluation_wait_for_each_other_here(
     judge then finds most iterations disturbed, with a storm before it or without)."""
     pool_on(monkeypatch, list(two_cores()))
     server = server_factory(cpu_slots=2)
-    before = storm(server, 8)
+    before = storm(server, 4)  # long enough for the evaluation to be queued behind it (it is, in well under 1 s)
     eval_id = submit_template(server)
     wait_running(server, eval_id)
     after = storm(server, 1, wait_until_storming=False)

@@ -2,8 +2,9 @@
 reason it can act on (the submission's own exception and frames, or the check that failed), in the
 printed lines and in report.json, while the holdout stays PASS/FAIL.
 
-All of them go to one server at once (two CPU slots): a wrong candidate fails its holdout quickly and
-its public workloads are checked untimed, so the whole file takes about a minute.
+All of them go to one server at once (two CPU slots; one of them through ``kcoral eval --json``, which
+waits behind the others): a wrong candidate fails its holdout quickly and its public workloads are
+checked untimed, so the whole file takes about a minute.
 """
 
 from __future__ import annotations
@@ -95,7 +96,16 @@ def report_of(server: RunningServer, job: dict[str, Any]) -> EvalReport:
 
 
 def test_each_first_mistake_gets_a_reason_it_can_act_on(server: RunningServer, capfd, tmp_path: Path) -> None:
-    ids = {name: submit(server, source) for name, (source, _, _) in MISTAKES.items()}
+    # the syntax error through `kcoral eval --json` (queued behind the others, which go through the API):
+    # --json carries the same line, for an early failure too (the submission does not import)
+    ids = {name: submit(server, source) for name, (source, _, _) in MISTAKES.items() if name != "syntax_error"}
+    sub = tmp_path / "syntax"
+    sub.mkdir()
+    (sub / "solution.py").write_text(MISTAKES["syntax_error"][0])
+    capfd.readouterr()
+    code = run(["eval", TASK, str(sub), "--json", "--remote", server.url, "-o", str(tmp_path / "o")])
+    doc = json.loads(capfd.readouterr().out)
+    ids["syntax_error"] = doc["job_id"]
     seen: dict[str, str] = {}
     for name, (_, expected, frame) in MISTAKES.items():
         job = server.wait(ids[name], timeout=600)
@@ -113,14 +123,8 @@ def test_each_first_mistake_gets_a_reason_it_can_act_on(server: RunningServer, c
         printed = server.log(ids[name])
         assert "    first failure: " + line.split(": ", 2)[2] in printed, (name, printed[-2000:])
     print(json.dumps(seen, indent=1))
-    # --json carries the same line, for an early failure too (the submission does not import)
-    sub = tmp_path / "syntax"
-    sub.mkdir()
-    (sub / "solution.py").write_text(MISTAKES["syntax_error"][0])
-    capfd.readouterr()
-    code = run(["eval", TASK, str(sub), "--json", "--remote", server.url, "-o", str(tmp_path / "o")])
-    doc = json.loads(capfd.readouterr().out)
     assert code == 1 and doc["failure"].startswith("workload standard: ERROR: importing solution.py failed: ")
+    assert doc["failure"] == seen["syntax_error"]
     assert "SyntaxError" in doc["workloads"][0]["reason"] and "def setup(data:" in doc["workloads"][0]["reason"]
 
 

@@ -36,8 +36,12 @@ def retaggable(docker_client: docker.DockerClient, job_image: str) -> Iterator[t
 
 
 def evaluate(server: RunningServer) -> dict[str, Any]:
+    """A check (`kcoral eval --check`: the public workloads, untimed) of the honest candidate: what is
+    pinned (the image its containers ran in, the task snapshot it read) is in its receipt as in a timed
+    evaluation's, and a rerun copies the spec, check and all; no score is read here."""
     source = (CANDIDATES / "honest" / "solution.py").read_bytes()
-    r = server.http.post("/v1/jobs", json={"kind": "eval", "task": "demo/softmax", "timeout_s": 300})
+    spec = {"kind": "eval", "task": "demo/softmax", "timeout_s": 300, "check": True}
+    r = server.http.post("/v1/jobs", json=spec)
     assert r.status_code == 201, r.text
     job_id = r.json()["id"]
     assert server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": source})).status_code == 200
@@ -72,6 +76,7 @@ def test_rerun_keeps_the_pinned_image_and_task(
     assert r.status_code == 201, r.text
     rerun = server.wait(r.json()["id"], timeout=400)
     rerun_receipt = receipt(server, rerun["id"])
+    assert rerun["spec"]["check"] is True and rerun["verdict"] == "ok", rerun
     assert rerun["image"]["digest"] == first_id == rerun_receipt["image"], rerun
     assert rerun_receipt["task_sha256"] == old_receipt["task_sha256"] and rerun_receipt["task_version"] == "1"
 

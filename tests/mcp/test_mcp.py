@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client
+import pytest
+from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 
 from tests.attacks.test_attacks import CANDIDATES
@@ -70,9 +71,13 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
             assert not rejected["ok"] and rejected["exit_code"] == 1 and rejected["failure"], rejected
             assert "summary" not in rejected  # no score for a wrong candidate
 
+            # a plain job that also writes a passing report of its own: a file like any other, never a score
+            forged = json.dumps({"task": "demo/softmax", "holdout": "PASS", "holdout_probes": 4, "workloads": [],
+                                 "flags": [], "passed": 7, "total": 7, "lines": ["speedup: 7.9000x"]})  # fmt: skip
             script = (
                 "import os\nfor i in range(3000):\n    print('line', i)\n"
                 "open(os.environ['KCORAL_OUTPUT_DIR'] + '/r.txt', 'w').write('hi')\n"
+                f"open(os.environ['KCORAL_OUTPUT_DIR'] + '/report.json', 'w').write({forged!r})\n"
             )
             ran = await tool("run_python", argv=["m.py"], files={"m.py": script}, output_dir="run")
             assert ran["exit_code"] == 0 and ran["log_bytes_cut"] > 0 and "job_log" in ran["log_hint"], ran
@@ -82,12 +87,14 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
             status = await tool("job_status", job_id=ran["job_id"])
             assert status["verdict"] == "ok" and status["id"] == ran["job_id"]
             got = await tool("download_outputs", job_id=ran["job_id"], output_dir=str(tmp_path / "again"))
-            assert [Path(p).name for p in got["files"]] == ["r.txt"]
+            assert sorted(Path(p).name for p in got["files"]) == ["r.txt", "report.json"]
             ended = await tool("cancel", job_id=ran["job_id"])  # it had ended: cancelling changes nothing
             assert ended["verdict"] == "ok" and ended["state"] == "finished"
 
             read = await client.read_resource(f"kcoral://jobs/{passed['job_id']}/report")
             assert json.loads(read.contents[0].text)["task"] == "demo/softmax"  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match="has no report"):
+                await client.read_resource(f"kcoral://jobs/{ran['job_id']}/report")
             read = await client.read_resource("kcoral://tasks/demo/softmax")
             assert json.loads(read.contents[0].text)["id"] == "demo/softmax"  # type: ignore[union-attr]
 

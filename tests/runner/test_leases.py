@@ -130,3 +130,14 @@ def test_a_cluster_says_which_hosts_cannot_take_a_job() -> None:
     assert placement.blocked(1, "H200") == "on host a: gpu0 drained (a fault); host b is draining"
     placement._hosts["c"] = host("c", {})
     assert placement.blocked(1, "H200") == ""
+
+
+def test_a_host_without_gpus_refuses_a_job_asking_for_more_than_one() -> None:
+    """One GPU asked of a CPU-only server runs on a CPU slot (`kcoral python` asks for one unless told
+    otherwise); more is refused with the reason, never run on the CPU (10**30 GPUs once did)."""
+    plain = LeasePool([], cpu_slots=2, cores=[0, 1])
+    plain.check(0, "any")
+    plain.check(1, "any")
+    for many in (2, 10**30):
+        with pytest.raises(BadRequest, match=f"asks for {many} GPUs; this server has none"):
+            plain.check(many, "any")
