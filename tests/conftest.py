@@ -165,7 +165,8 @@ def server_factory(
 
     def factory(limits: Limits | None = None, **overrides: Any) -> RunningServer:
         image = overrides.pop("image", None) or request.getfixturevalue("job_image")
-        srv = start_server(server_settings(tmp_path / f"data{len(started)}", image, limits, **overrides))
+        data_dir = overrides.pop("data_dir", None) or tmp_path / f"data{len(started)}"
+        srv = start_server(server_settings(data_dir, image, limits, **overrides))
         started.append(srv)
         return srv
 
