@@ -204,6 +204,9 @@ def dir_usage(root: Path, stop_after_entries: int, max_depth: int) -> DirUsage:
 class Collected:
     files: list[OutputFile] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    #: a file was left out for the byte or file budget (the job passed its output limit, though it may
+    #: have exited before a check while it ran saw it)
+    over_budget: bool = False
 
 
 def collect_outputs(raw: Path, dest: Path, limits: Limits) -> Collected:
@@ -236,9 +239,11 @@ def collect_outputs(raw: Path, dest: Path, limits: Limits) -> Collected:
                 continue
             if len(result.files) >= limits.output_files:
                 result.refused.append(f"{shown}: over the {limits.output_files}-file output budget")
+                result.over_budget = True
                 continue
             if entry.size > budget:
                 result.refused.append(f"{shown}: {entry.size} bytes is over the remaining output budget")
+                result.over_budget = True
                 continue
             copied = _copy_nofollow(root_fd, rel, dest / rel, budget)
             if copied is None:

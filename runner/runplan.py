@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from kcoral.runner.archive import collect_outputs
@@ -101,6 +101,13 @@ def _record(finished: Finished, plan: Plan | None, paths: JobPaths, limits: Limi
             if plan is not None and plan.collect is not None:
                 collected = collect_outputs(plan.collect, paths.outputs, limits)
                 outputs, notes = collected.files, [f"output refused: {r}" for r in collected.refused[:20]]
+                if collected.over_budget and finished.verdict is Verdict.ok:  # it exited before a check saw it
+                    finished = replace(
+                        finished,
+                        verdict=Verdict.output_limit,
+                        reason=f"the outputs passed their budget ({limits.output_bytes} bytes, "
+                        f"{limits.output_files} files): what is over it is not returned",
+                    )
             for name, doc in finished.documents.items():
                 outputs.append(_write_json(paths, name, doc))
             if finished.log_lines:

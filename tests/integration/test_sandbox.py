@@ -254,3 +254,11 @@ with open(os.path.join(out, "big"), "wb") as f:
     job, _ = srv.run({"m.py": many}, ["m.py"], timeout_s=60)
     assert job["verdict"] == "output_limit", job
     assert len(job["outputs"]) <= 50
+    # one file over, the job gone before any check while it ran: the limit all the same
+    one_over = "import os\nout = os.environ['KCORAL_OUTPUT_DIR']\nfor i in range(51):\n    open(f'{out}/f{i}', 'w')\n"
+    job, _ = srv.run({"m.py": one_over}, ["m.py"], timeout_s=60)
+    assert job["verdict"] == "output_limit" and len(job["outputs"]) == 50, job
+    assert "the outputs passed their budget" in job["reason"] and "over the 50-file output budget" in job["reason"]
+    exact = one_over.replace("range(51)", "range(50)")
+    job, _ = srv.run({"m.py": exact}, ["m.py"], timeout_s=60)
+    assert job["verdict"] == "ok" and len(job["outputs"]) == 50, job

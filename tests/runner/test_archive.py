@@ -291,7 +291,9 @@ def test_collect_outputs_file_budget_both_sides(tmp_path: Path) -> None:
         (raw / name).write_text(name)
     got = collect_outputs(raw, tmp_path / "d2", Limits(output_files=2))
     assert [f.path for f in got.files] == ["a", "b"] and got.refused == ["c: over the 2-file output budget"]
-    assert [f.path for f in collect_outputs(raw, tmp_path / "d3", Limits(output_files=3)).files] == ["a", "b", "c"]
+    assert got.over_budget
+    within = collect_outputs(raw, tmp_path / "d3", Limits(output_files=3))
+    assert [f.path for f in within.files] == ["a", "b", "c"] and not within.over_budget
 
 
 def test_collect_outputs_byte_budget_both_sides(tmp_path: Path) -> None:
@@ -305,7 +307,7 @@ def test_collect_outputs_byte_budget_both_sides(tmp_path: Path) -> None:
     assert got.refused == ["c: 1 bytes is over the remaining output budget"]
     got = collect_outputs(raw, tmp_path / "d2", Limits(output_bytes=9))
     assert [f.path for f in got.files] == ["a", "c"]
-    assert got.refused == ["b: 4 bytes is over the remaining output budget"]
+    assert got.refused == ["b: 4 bytes is over the remaining output budget"] and got.over_budget
 
 
 def test_collect_outputs_walks_up_to_four_entries_per_file(tmp_path: Path) -> None:
