@@ -65,6 +65,10 @@ these for its task; the server sends the whole method to the supervisor in the c
 |                   |       |         | the device's queue. Inputs are written and caches flushed     |
 |                   |       |         | before a batch's clock starts. A shorter per-call measurement |
 |                   |       |         | in the same request checks it (tasks.report). 0: per call     |
+| graph             | flag  | false   | (CUDA tasks, batch 2 or more) each side's batch is captured   |
+|                   |       |         | once in a CUDA graph after the warm-up and the graph replayed |
+|                   |       |         | on every batch's fresh inputs: no host launch gap at all is   |
+|                   |       |         | timed. A call that cannot be captured fails the evaluation    |
 """
 
 from __future__ import annotations
@@ -99,6 +103,7 @@ class EvalTiming:
     cool_s: float = 60.0
     buffer_sets: int = 4
     batch: int = 0
+    graph: bool = False
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,7 @@ if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat p
   # the slot's noise floor folded in (AA_COTENANT more beside a busy co-tenant), then the storm as a GPU
   # candidate (STORM=1) and the work-twice one (TWICE=1)
   grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
-  python3 -m pytest -q -p no:cacheprovider -o addopts='' -m gpu tests/gpu/test_gpuclock.py -s 2>&1 | tail -4
+  python3 -m pytest -q -p no:cacheprovider -o addopts='' -m gpu tests/gpu/test_gpuclock.py tests/gpu/test_graph_capture.py -s 2>&1 | tail -6
   if [ "${CAL_N:-5}" -gt 0 ]; then
     kc calibrate $pinned --requests "${CAL_N:-5}" --json > "$out/calibrate.json"; echo "calibrate: exit $?"
     head -c 2500 "$out/calibrate.json"; echo

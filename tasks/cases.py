@@ -43,7 +43,12 @@ def timing_method(defaults: EvalTiming, manifest: dict[str, Any]) -> TimingMetho
     unknown = sorted(set(override) - {f.name for f in fields(EvalTiming)})
     if unknown:
         raise ValueError(f"task {manifest.get('id', '?')}: unknown timing settings {unknown}")
-    return TimingMethod(**{**asdict(defaults), **override})
+    method = TimingMethod(**{**asdict(defaults), **override})
+    if method.graph and (method.batch < 2 or manifest.get("device") != "cuda"):
+        raise ValueError(
+            f"task {manifest.get('id', '?')}: timing graph needs a CUDA task timed in batches (batch 2 or more)"
+        )
+    return method
 
 
 def build_cases(task: Task, module: Any, key: bytes, nonce: bytes, timing: EvalTiming) -> CaseFile:

@@ -53,6 +53,12 @@ BATCH_METHOD = (
     "queue. The same calls are then timed one at a time in the same request: a submission whose calls "
     "gain far more in a batch than one at a time (work done for other calls ahead) is flagged."
 )
+GRAPH_METHOD = (
+    " Each side's batch is captured once in a CUDA graph after the warm-up, and every timed batch is a "
+    "replay of that graph on the batch's fresh inputs (each call also alone in a graph of its own, for "
+    "the one-at-a-time check): no launch from the host is timed, so a call must be capturable (no "
+    "synchronisation with the host, the same work on every call); one that is not fails the evaluation."
+)
 SCORE = (
     "speedup per timed workload = the median, over pairs of consecutive iterations (one timing the "
     "baseline first, the other the submission: the pair's geometric mean cancels any advantage of "
@@ -139,7 +145,8 @@ def task_contract(
             budget=method.budget_s,
             call=method.call_timeout_s,
         )
-        + (BATCH_METHOD.format(batch=method.batch) if method.batch > 1 else ""),
+        + (BATCH_METHOD.format(batch=method.batch) if method.batch > 1 else "")
+        + (GRAPH_METHOD if method.batch > 1 and method.graph else ""),
         score=SCORE,
         floor_ms=manifest.get("floor_ms"),
         max_speedup=manifest.get("max_speedup"),

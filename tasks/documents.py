@@ -75,6 +75,8 @@ class WorkloadRow(Document):
     #: calls per timed batch (the trusted batch mode: the figures above are per call, each a batch's
     #: time over its calls); None or 0: every call timed on its own
     batch: int | None = None
+    #: the batches (and the per-call check's single calls) were replays of CUDA graphs captured once
+    graph: bool | None = None
     #: in the batch mode, the same sides timed one call at a time in the same request: [speedup, lo, hi]
     per_call_speedup: list[float] | None = None
 
@@ -193,7 +195,7 @@ class TaskContract(Document):
     holdout: str
     tolerance: dict[str, float]
     tolerance_rule: str
-    timing: dict[str, float]
+    timing: dict[str, float | bool]
     timing_method: str
     score: str
     floor_ms: float | None = None

@@ -385,7 +385,7 @@ def batch_figures(name: str, timing: Timing, within: tuple[float, float], flags:
     speedup's own interval); a flag when the batch gains far more than single calls do."""
     if timing.batch < 2:
         return {}
-    row: dict[str, Any] = {"batch": timing.batch, "per_call_speedup": None}
+    row: dict[str, Any] = {"batch": timing.batch, "graph": timing.graph or None, "per_call_speedup": None}
     check = timing.per_call
     if check is None:
         return row
@@ -418,11 +418,19 @@ def gpu_figures(timing: Timing) -> dict[str, Any]:
 
 def batch_line(row: WorkloadRow) -> str:
     """What a batch-mode score is, and the per-call figure measured beside it."""
-    head = f"timed in batches of {row.batch} calls back to back, each on fresh inputs, every output checked"
+    if row.graph:
+        head = (
+            f"timed in batches of {row.batch} calls captured once in a CUDA graph and replayed, each call on "
+            "fresh inputs, every output checked"
+        )
+        single = "one call at a time (each its own graph)"
+    else:
+        head = f"timed in batches of {row.batch} calls back to back, each on fresh inputs, every output checked"
+        single = "one call at a time"
     if not row.per_call_speedup:
-        return head + "; one call at a time: not measured"
+        return head + f"; {single}: not measured"
     s, lo, hi = row.per_call_speedup
-    return head + f"; one call at a time: {s:.4f}x [{lo:.4f}, {hi:.4f}]"
+    return head + f"; {single}: {s:.4f}x [{lo:.4f}, {hi:.4f}]"
 
 
 def gpu_line(row: WorkloadRow) -> str:

@@ -70,9 +70,11 @@ class TimingMethod:
     cool_s: float
     buffer_sets: int
     batch: int
+    graph: bool
 
 
 _COUNTS = ("min_reps", "max_reps", "flush_bytes", "buffer_sets", "batch")
+_FLAGS = ("graph",)
 
 
 def _timing_method(doc: Any) -> TimingMethod:
@@ -86,6 +88,10 @@ def _timing_method(doc: Any) -> TimingMethod:
         if name in _COUNTS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise SchemaError(f"timing {name}: {value!r} is not a count")
+            values[name] = value
+        elif name in _FLAGS:
+            if not isinstance(value, bool):
+                raise SchemaError(f"timing {name}: {value!r} is not true or false")
             values[name] = value
         else:
             number = _num(value, f"timing {name}")
@@ -193,6 +199,8 @@ class Timing:
     #: calls per timed batch (TimingMethod.batch): each figure above is a batch's time over this many
     #: calls; 0: every call timed on its own
     batch: int = 0
+    #: the batches were replayed CUDA graphs, each captured once (TimingMethod.graph)
+    graph: bool = False
     #: in batch mode, the same sides timed one call at a time in the same request (fewer iterations):
     #: what the report holds the batch's speedup against (tasks.report)
     per_call: Timing | None = None
@@ -291,6 +299,7 @@ def _timing(doc: Any, nested: bool = False) -> Timing:
         throttled=[x is True for x in _list(obj.get("throttled", []), "throttled", MAX_SAMPLES)],
         cooled_s=_num(obj.get("cooled_s", 0.0), "cooled_s"),
         batch=int(_num(obj.get("batch", 0), "batch")),
+        graph=obj.get("graph") is True,
         per_call=None if obj.get("per_call") is None or nested else _timing(obj["per_call"], nested=True),
     )
 

@@ -84,6 +84,8 @@ NOISY_REPS = 10
 #: in the batch mode, the per-call measurement that follows the batches: this many iterations (20 pairs:
 #: an interval of its own, against which a batch whose calls ran together far faster than apart shows)
 PER_CALL_CHECK = 40
+#: untimed replays of each side's captured batch before sampling (TimingMethod.graph)
+GRAPH_WARMUP = 2
 
 
 class CandidateGone(Exception):
@@ -478,7 +480,7 @@ class Supervisor:
         return elapsed, side.snapshot, error
 
     def call_batch(
-        self, sides: list[Side], samples: list[dict[str, Any]]
+        self, sides: list[Side], samples: list[dict[str, Any]], graph: bool = False
     ) -> tuple[float, list[dict[str, torch.Tensor]], str | None]:
         """The trusted batch mode's call (TimingMethod.batch): (ms per call, each side's snapshot of its
         outputs, error). Every side's inputs are written (the i-th side gets the i-th sample; the empty
@@ -486,7 +488,8 @@ class Supervisor:
         the clock starts; the clock then runs over one ``batch`` operation, in which the worker makes
         every side's call back to back and synchronises the device once, until its answer. The
         snapshots are taken after the clock stops: no output is copied inside the window, so a
-        batch's time is its calls' and the protocol's (the empty call's batch measures that)."""
+        batch's time is its calls' and the protocol's (the empty call's batch measures that). ``graph``:
+        the worker replays the batch's captured CUDA graph (TimingMethod.graph) instead of calling."""
         worker = sides[0].worker
         cpu_a = self._cpu()
         for side, sample in zip(sides, samples, strict=True):
@@ -504,7 +507,7 @@ class Supervisor:
         waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
         cpu_b = self._cpu()
         t0 = _ns()
-        error = worker.ask({"op": "batch", "cases": [side.case for side in sides]})
+        error = worker.ask({"op": "batch", "cases": [side.case for side in sides], "graph": graph})
         elapsed = (_ns() - t0) / 1e6
         if self.judge is not None:
             self.waited += self.judge.waited_ms(watched) - waited
@@ -587,7 +590,9 @@ class Supervisor:
         many calls back to back, the baseline's and the candidate's on as many fresh samples, each call
         on a buffer set of its own (:meth:`call_batch`), and every call's outputs checked against the
         baseline's on the same sample. A shorter per-call measurement of the same sides follows
-        (``Timing.per_call``): the report holds the batch's speedup against it."""
+        (``Timing.per_call``): the report holds the batch's speedup against it. With TimingMethod.graph
+        each side's batch is captured in a CUDA graph once, after the warm-up, and every timed batch is
+        a replay of it on that batch's fresh inputs: not even the first call's launch is timed."""
         params = case.params
         assert self.baseline is not None, "a timed case without the baseline's worker"
         assert self.null is not None, "a timed case without the empty call's worker"
@@ -634,8 +639,8 @@ class Supervisor:
             irq = self.judge.irq_ms() if self.judge is not None else 0.0
             before = self.clock.read() if self.clock is not None else None
             for key, sides in order:
-                if per:
-                    ms, outs[key], error = self.call_batch(sides, drawn)
+                if per or graphed:  # graphed: the per-call check replays each call's graph of its own
+                    ms, outs[key], error = self.call_batch(sides, drawn, graphed)
                 else:
                     ms, one, error = self.call(sides[0], drawn[0])
                     outs[key] = [one]
@@ -672,6 +677,17 @@ class Supervisor:
                 for side in (bases[warmup % len(bases)], cands[warmup % len(cands)], null):
                     self.call(side, drawn[0])
             warmup += 1
+        graphed = False
+        if batch and self.cfg.graph:  # each side's batch, and each call alone, captured once, then only replayed
+            for sides in [bases, cands, [null] * batch, *([side] for side in (*bases, *cands, null))]:
+                error = sides[0].worker.ask({"op": "capture", "cases": [side.case for side in sides]})
+                if error:
+                    return Timing([], [], [], "setup", 0), f"capturing its batch of calls in a CUDA graph: {error}"
+            graphed = True
+            for k in range(GRAPH_WARMUP):  # a graph's first replays also upload it to the device
+                drawn = draw(f"warmup/graph{k}", batch)
+                for sides in (bases, cands, [null] * batch):
+                    self.call_batch(sides, drawn, graphed)
         deadline = time.monotonic() + self.cfg.budget_s
         stopped = "max_reps"
         self.gaps = []  # only the measured calls count
@@ -702,7 +718,9 @@ class Supervisor:
             for i in range(PER_CALL_CHECK):
                 iteration(i, check, 0, "per-call")
         print(
-            f"{case.workload}: {len(times['c'])} {'batches of ' + str(batch) if batch else 'samples'} ({stopped})"
+            f"{case.workload}: {len(times['c'])} {'batches of ' + str(batch) if batch else 'samples'}"
+            + (" replayed as CUDA graphs" if graphed else "")
+            + f" ({stopped})"
             + (f" and {len(check['c'])} single calls" if batch else "")
             + ": "
             + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
@@ -857,6 +875,7 @@ def _timing(
         throttled=[t > 0 for t in times["thr"]],
         cooled_s=cooled,
         batch=batch,
+        graph=bool(batch) and cfg.graph,
     )
 
 

@@ -10,6 +10,9 @@ A worker does only what the supervisor tells it, on buffers the supervisor owns:
     batch {cases}                    call each case's callable in turn, back to back, then synchronise
                                      the device once and answer (the trusted batch mode: the device's
                                      queue stays full, so the host's launch gaps between calls hide)
+    capture {cases}                  capture those calls, in turn, in one CUDA graph (TimingMethod.graph)
+    batch {cases, graph: true}       replay that graph instead of calling, synchronise, answer: the
+                                     graph reads whatever the supervisor wrote into the buffers since
     drop {case}                      forget that case's callable and buffers
     pin {cpus}                       every thread onto these cores (none: back to where it started)
     quit                             leave
@@ -35,6 +38,7 @@ import os
 import shutil
 import socket
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,6 +70,7 @@ def serve(
     chan.send(hello)
     calls: dict[str, Callable[[], None]] = {}
     datas: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+    graphs: dict[tuple[str, ...], Any] = {}  # captured batches, by their cases
     while True:
         message, fds = chan.recv_with_fds()
         op = message.get("op")
@@ -94,6 +99,8 @@ def serve(
             elif op == "drop":
                 calls.pop(message["case"], None)
                 datas.pop(message["case"], None)
+                for key in [key for key in graphs if message["case"] in key]:
+                    del graphs[key]
             elif op == "pin":  # the supervisor times a CPU case: every thread onto its core (or back)
                 cpus = message.get("cpus")
                 pinning.pin(frozenset(int(c) for c in cpus) if cpus else None)
@@ -105,10 +112,16 @@ def serve(
                     calls[message["case"]]()
                 device.sync()
                 _written_in_place(*datas[message["case"]])
+            elif op == "capture":
+                cases = tuple(str(c) for c in message["cases"])
+                graphs[cases] = device.capture([calls[case] for case in cases])
             elif op == "batch":
-                cases = [str(c) for c in message["cases"]]
-                for case in cases:
-                    calls[case]()
+                cases = tuple(str(c) for c in message["cases"])
+                if message.get("graph"):
+                    graphs[cases].replay()
+                else:
+                    for case in cases:
+                        calls[case]()
                 device.sync()
                 for case in dict.fromkeys(cases):
                     _written_in_place(*datas[case])
@@ -152,6 +165,31 @@ class Device:
         """Wait for the device's queued work (the CPU's is done when the call returns)."""
         if self._sync is not None:
             self._sync()
+
+    def capture(self, calls: list[Callable[[], None]]) -> Any:
+        """One CUDA graph of ``calls`` made in turn, with memory of its own (what they allocate stays
+        theirs for every replay). Capture records the calls' device work without running it: what a
+        replay computes comes from the buffers as they are then. The empty call's graph holds nothing
+        and its replay is the protocol's cost."""
+        if self.kind != "cuda":
+            raise RuntimeError("only a CUDA task's calls can be captured in a graph")
+        import torch  # noqa: PLC0415 - see the class
+
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the empty call's graph is empty, and torch says so
+                with torch.cuda.graph(graph):
+                    for call in calls:
+                        call()
+        except Exception as exc:
+            raise RuntimeError(
+                "capturing the calls in a CUDA graph failed (this task times replays of one: a call "
+                f"must not synchronise with the host or change its work between calls): {exc}"
+            ) from exc
+        torch.cuda.synchronize()
+        return graph
 
 
 def _written_in_place(data: dict[str, Any], outputs: dict[str, Any]) -> None:

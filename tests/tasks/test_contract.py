@@ -66,3 +66,10 @@ def test_a_task_without_a_signature_cannot_give_its_contract(tmp_path: Path) -> 
     (root / "task.py").write_text(source.replace("def signature(", "def _no_signature("))
     with pytest.raises(InfrastructureError, match="no signature"):
         task_contract(load_task(root), Limits(), "i", "3", {})
+
+
+def test_the_pinned_kda_task_says_it_times_graph_replays_of_batches() -> None:
+    c = contract("kda/forward_b1_t8192_h96")
+    assert c.timing["batch"] == 8 and c.timing["graph"] is True
+    assert "timed in the batch mode" in c.timing_method and "captured once in a CUDA graph" in c.timing_method
+    assert "CUDA graph" not in contract("kda/forward_b1_t512_h8").timing_method

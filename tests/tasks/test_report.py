@@ -10,7 +10,7 @@ import pytest
 from kcoral.tasks import report as report_module
 from kcoral.tasks.documents import EvalReport, WorkloadRow
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
-from kcoral.tasks.report import net_samples, printable, timing_row
+from kcoral.tasks.report import batch_line, net_samples, printable, timing_row
 from tests.tasks.documents import TIMING
 
 
@@ -715,6 +715,16 @@ def test_a_batch_row_says_its_mode_and_carries_the_per_call_check() -> None:
     assert row["per_call_speedup"] is None and flags == []
     # per call: no per_call_speedup key at all
     assert "batch" not in timing_row("w", const_timing(3.0, 1.5), {}, [], [])
+
+
+def test_a_graph_replayed_batch_row_says_so() -> None:
+    t = const_timing(3.0, 3.0, null=0.05, n=12, batch=8, graph=True, per_call=const_timing(3.0, 3.0, null=0.5))
+    row = timing_row("w", t, {}, [], [])
+    assert (row["batch"], row["graph"]) == (8, True)
+    assert batch_line(WorkloadRow(id="w", params={}, timed=True, verdict="PASS", **row)) == (
+        "timed in batches of 8 calls captured once in a CUDA graph and replayed, each call on fresh inputs, every "
+        "output checked; one call at a time (each its own graph): 1.0000x [1.0000, 1.0000]"
+    )
 
 
 @pytest.mark.parametrize(("batch_speedup", "flagged"), [(1.09, False), (1.11, True), (3.0, True)])

@@ -98,3 +98,24 @@ def test_the_method_the_supervisor_gets_cannot_be_changed() -> None:
     method = parse_cases(case_file(TIMING_DOC)).timing
     with pytest.raises(FrozenInstanceError):
         method.budget_s = 1.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        {"id": "x/y", "device": "cpu", "timing": {"batch": 8, "graph": True}},  # no CUDA graph on a CPU
+        {"id": "x/y", "device": "cuda", "timing": {"graph": True}},  # graphs are captured batches
+        {"id": "x/y", "device": "cuda", "timing": {"batch": 1, "graph": True}},
+    ],
+)
+def test_graph_replay_needs_a_cuda_task_timed_in_batches(manifest: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="timing graph needs a CUDA task timed in batches"):
+        timing_method(EvalTiming(), manifest)
+
+
+def test_graph_replay_is_a_flag_on_the_wire() -> None:
+    method = timing_method(EvalTiming(), {"device": "cuda", "timing": {"batch": 8, "graph": True}})
+    assert (method.batch, method.graph) == (8, True)
+    assert parse_cases(case_file({**TIMING_DOC, "batch": 8, "graph": True})).timing.graph is True
+    with pytest.raises(SchemaError, match="timing graph: 1 is not true or false"):
+        parse_cases(case_file({**TIMING_DOC, "graph": 1}))
