@@ -11,7 +11,8 @@ the CLI's message and exit code, never a traceback. Resources: a task's contract
 (``kcoral://tasks/{family}/{name}``) and a finished evaluation's report (``kcoral://jobs/{job}/report``).
 
     kcoral mcp [--remote URL] [--token T]            (stdio; $KCORAL_REMOTE / $KCORAL_TOKEN)
-    kcoral mcp --http 127.0.0.1:8931                 (streamable HTTP, loopback only)
+    kcoral mcp --http 127.0.0.1:8931                 (streamable HTTP, loopback only; every request must
+                                                      carry this start's secret: cli.mcp_http)
 """
 
 from __future__ import annotations
@@ -352,7 +353,8 @@ def _path(done: JobResult, suffix: str) -> str | None:
 
 
 def main(remote: str | None, token: str | None, http: str | None = None) -> None:
-    """Serve on stdio (or streamable HTTP on a loopback ``HOST:PORT``) until the client leaves."""
+    """Serve on stdio (or streamable HTTP on a loopback ``HOST:PORT``, behind a secret of this start's)
+    until the client leaves."""
     try:
         server = build(remote, token)
     except UsageError as err:
@@ -361,6 +363,8 @@ def main(remote: str | None, token: str | None, http: str | None = None) -> None
         server.run("stdio")
         return
     host, _, port = http.rpartition(":")
-    if host not in ("127.0.0.1", "localhost", "::1") or not port.isdigit():
+    if host not in ("127.0.0.1", "localhost", "::1") or not port.isdigit() or not 0 < int(port) < 65536:
         raise SystemExit("kcoral mcp: --http takes a loopback HOST:PORT, e.g. 127.0.0.1:8931")
-    server.run("streamable-http", host=host, port=int(port))
+    from kcoral.cli.mcp_http import serve  # every request must carry this start's secret (cli.mcp_http)
+
+    serve(server, host, int(port))

@@ -1,7 +1,9 @@
-"""Checks on paths that come from the server (output file names) before they touch the local disk."""
+"""Local paths: checks on paths that come from the server (output file names) before they touch the
+local disk, and the folder of the client's own state (:func:`state_dir`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePosixPath
 
 from kcoral.cli.errors import ServerError
@@ -32,3 +34,13 @@ def output_destination(dest_dir: Path, name: str) -> Path:
     if target != root and root not in target.parents:
         raise ServerError(f"refusing output path {name!r}: it resolves outside {dest_dir}")
     return target
+
+
+def state_dir() -> Path:
+    """The folder of this user's kcoral state: ``$XDG_STATE_HOME/kcoral`` (default ``~/.local/state/kcoral``),
+    made if missing and kept private (0700: it holds secrets, e.g. ``kcoral mcp --http``'s)."""
+    base = os.environ.get("XDG_STATE_HOME") or ""
+    folder = (Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state") / "kcoral"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.chmod(0o700)
+    return folder

@@ -53,6 +53,7 @@ from kcoral.runner.models import (
     OutputFile,
     ProfileSpec,
     PythonSpec,
+    Verdict,
     from_data,
     to_data,
 )
@@ -414,6 +415,9 @@ def cancel_job(job_id: str, request: Request, who: str = Depends(owner)) -> JobV
 #: 50 ms, for a read of the log per 50 ms
 _FOLLOW_FIRST_S = 0.005
 _FOLLOW_MAX_S = 0.05
+#: the reason in the last status frame of a followed job that is deleted under its follower (the
+#: server deletes a job whose upload it refused or that was cut off)
+DELETED = "the job was deleted: its upload was refused or cut off; submit it again"
 
 
 @router.get("/jobs/{job_id}/log", response_class=StreamingResponse, responses={**BYTES, **errors(404)})
@@ -437,7 +441,7 @@ async def job_log(
     who: str = Depends(owner),
 ) -> StreamingResponse:
     svc = services(request)
-    _own_job(svc, job_id, who)
+    first = _own_job(svc, job_id, who)
     path = svc.store.paths(job_id).log
     with_status = status and frames
 
@@ -445,11 +449,19 @@ async def job_log(
         return frame(Piece(STATUS, json.dumps(to_data(view), separators=(",", ":")).encode()))
 
     async def stream() -> AsyncIterator[bytes]:
-        pos, pause, shown = offset, _FOLLOW_FIRST_S, None
+        pos, pause, shown, job = offset, _FOLLOW_FIRST_S, None, first
         with svc.store.changes.subscribe(job_id) as changes:
             while True:
                 changes.clear()  # a change committed from here on ends the pause below
-                job = svc.store.get(job_id)
+                try:
+                    job = svc.store.get(job_id)
+                except NotFound:  # deleted under the follower: the body ends whole, saying so
+                    if with_status:
+                        gone = dataclasses.replace(
+                            job, state=JobState.finished, verdict=Verdict.cancelled, reason=DELETED
+                        )
+                        yield status_frame(_view(svc, gone))
+                    return
                 finished = job.state == JobState.finished
                 if with_status and not finished:
                     view = _view(svc, job)

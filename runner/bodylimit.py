@@ -32,7 +32,7 @@ BODY_LIMIT = 1 << 20
 MAX_DEPTH = 32
 MAX_NODES = 50_000
 #: the routes whose bodies are streams with limits of their own
-_STREAMED = re.compile(r"^/v1/jobs/[^/]+/input$")
+STREAMED = re.compile(r"^/v1/jobs/[^/]+/input$")
 
 
 class BodyLimit:
@@ -42,7 +42,7 @@ class BodyLimit:
         self.app, self.limit = app, limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS") or _STREAMED.match(scope["path"]):
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS") or STREAMED.match(scope["path"]):
             await self.app(scope, receive, send)
             return
         headers = {k.lower(): v for k, v in scope.get("headers", [])}

@@ -87,6 +87,10 @@ class InsufficientStorage(KcoralError):
 
 #: what a write meets when the disk (or the data dir's quota) is full
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+#: how every message about a full disk begins (a job ended by one: its reason)
+DISK_FULL_REASON = "the server's disk is full"
+#: the reason of a job whose log stopped fitting while it ran
+LOG_DISK_FULL = f"{DISK_FULL_REASON}: the job's log could not be kept, so the job was stopped"
 
 
 @contextmanager
@@ -97,5 +101,5 @@ def disk_writes(what: str) -> Iterator[None]:
         yield
     except OSError as exc:
         if exc.errno in DISK_FULL:
-            raise InsufficientStorage(f"the server's disk is full: {what}") from None
+            raise InsufficientStorage(f"{DISK_FULL_REASON}: {what}") from None
         raise InfrastructureError(f"{what}: {exc.strerror or exc}") from None

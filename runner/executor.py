@@ -23,11 +23,12 @@ from typing import Any
 import docker
 import docker.errors
 import requests.exceptions
+import urllib3.exceptions
 
 from kcoral.runner import standby
 from kcoral.runner.archive import dir_usage
-from kcoral.runner.enginelog import container_output
-from kcoral.runner.errors import DISK_FULL, InfrastructureError
+from kcoral.runner.enginelog import ContainerOutput, EngineStreamError, missed_output
+from kcoral.runner.errors import DISK_FULL, LOG_DISK_FULL, InfrastructureError, InsufficientStorage
 from kcoral.runner.joblog import STDERR, LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.logsetup import child_thread
@@ -39,7 +40,9 @@ from kcoral.runner.standby import Fit, Standby, StandbyPool
 from kcoral.runner.store import jobs_dir
 
 log = logging.getLogger("kcoral.executor")
-_DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+#: what a call to the engine raises when it fails; urllib3's own errors reach us from a stream read
+#: straight from the response (a broken connection: ProtocolError), which requests does not wrap
+_DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, urllib3.exceptions.HTTPError)
 #: seconds the other members of a group get to leave by themselves after the leader exited
 GROUP_GRACE_S = 5.0
 #: the pause before asking an unreachable engine again, doubled each time up to the second
@@ -57,6 +60,10 @@ class _Watch:
     log_over: bool = False
     #: why the server could not write the job's log (a full disk): the job is stopped, not blamed
     log_error: str = ""
+    #: the disk was full for a write of the job's log: the log it has is partial
+    disk_full: bool = False
+    #: why the engine's log stream of the job broke (the engine lost): the job is stopped, not blamed
+    log_cut: str = ""
     #: when the container started and when its exit was seen (the server's clock, Unix seconds)
     started: float | None = None
     ended: float | None = None
@@ -134,12 +141,12 @@ class DockerExecutor:
         """Remove the containers left behind while the engine was gone (not those of ``running`` jobs)."""
         if not self.orphans_pending or not self.reachable():
             return
+        self.orphans_pending = False  # set again by what fails from here on (or is left for later)
         try:
             removed = self.remove_orphans(keep=running)
         except InfrastructureError as exc:
             log.warning("%s", exc.message)
             return
-        self.orphans_pending = False
         if removed:
             log.warning("removed %d job container(s) left while the engine was unreachable", removed)
 
@@ -228,11 +235,16 @@ class DockerExecutor:
 
     def remove_orphans(self, keep: Collection[str] = ()) -> int:
         """Remove containers this server instance left behind (found by label), but those of the
-        jobs in ``keep`` (running now)."""
+        jobs in ``keep`` (running now) and the standbys the pool holds. A standby of a lease whose
+        standby is being started is left for a later tidy (it may be the one being started)."""
         try:
             label = f"{LABEL_INSTANCE}={self.settings.instance}"
             found = self._api().containers.list(all=True, filters={"label": label})
-            gone = [c for c in found if _job_of(c) not in keep]
+            held, making = self.standbys.in_use() if self.standbys is not None else (set(), set())
+            left = [c for c in found if _job_of(c) not in keep and c.id not in held]
+            gone = [c for c in left if not _starting(c, making)]
+            if len(gone) < len(left):
+                self.orphans_pending = True
             for c in gone:
                 c.remove(force=True)
             return len(gone)
@@ -269,15 +281,16 @@ class DockerExecutor:
                 fits = self._fit(job_id, options) if len(steps) == 1 else None
                 taken = self._take_standby(job_id, lease, fits, options) if fits is not None else None
                 if fits is not None and taken is not None:
-                    member = _Member(step, taken.container, logs[path], standby=(fits, taken))
+                    member = _Member(step, taken[0].container, logs[path], standby=(fits, taken[0]), output=taken[1])
                     started.append(member)
                 else:
                     if step.output_dir is not None:
                         _prepare_output_dir(step.output_dir, step.uid)
-                    member = _Member(step, self._api().containers.create(**options), logs[path])
+                    member = _Member(step, self._create(options), logs[path])
                     started.append(member)
                     if step.cgroup_file is not None:
                         _write_cgroup_file(step.cgroup_file, self.cgroup_leaf(member.container.id))
+                    member.output = ContainerOutput(member.container)  # before the start: it has every byte
                     member.container.start()
                 if fits is not None:
                     refill = (fits, options)
@@ -292,12 +305,16 @@ class DockerExecutor:
         finally:
             exited = []
             for member in reversed(started):
+                if member.output is not None and not member.threads:  # never read: its attach is let go
+                    member.output.close()
                 if member.watch.exited.is_set():  # nothing runs in it: removed after the result
                     exited.append(member.container)
                 elif not _remove(member.container):
                     self.orphans_pending = True
                 if member.standby is not None:
                     self._return_folders(*member.standby)
+                    assert self.standbys is not None
+                    self.standbys.handed_back(member.standby[1])
             if exited:
                 with self._exited_lock:
                     self._exited.setdefault(job_id, []).extend(exited)
@@ -337,15 +354,20 @@ class DockerExecutor:
             return None
         return standby.fit(options, jobs_dir(self.settings.data_dir) / job_id, self.settings.python)
 
-    def _take_standby(self, job_id: str, lease: Lease, fits: Fit, options: dict[str, object]) -> Standby | None:
-        """The lease's standby, now running this job; None when there is none that fits (or the
-        hand-over failed: the job's folders are back where they were, the standby is gone)."""
+    def _take_standby(
+        self, job_id: str, lease: Lease, fits: Fit, options: dict[str, object]
+    ) -> tuple[Standby, ContainerOutput] | None:
+        """The lease's standby, now running this job, and its output (attached before the hand-over);
+        None when there is none that fits (or the hand-over failed: the job's folders are back where
+        they were, the standby is gone)."""
         assert self.standbys is not None
         ready = self.standbys.take(lease.name, fits.key)
         if ready is None:
             return None
+        output: ContainerOutput | None = None
         try:
             standby.swap_in(fits.folders, ready.folders)
+            output = ContainerOutput(ready.container)  # before the hand-over: the job prints from then on
             # attached only now: an attach fails for a standby that is gone (removed behind our back),
             # where one held open since its start would take the job without a word
             socket = self._api().api.attach_socket(ready.container.id, params={"stdin": 1, "stream": 1})
@@ -356,15 +378,19 @@ class DockerExecutor:
                 raw.close()  # the end of the attach stream: the engine closes the container's stdin
                 socket.close()
         except (OSError, *_DOCKER_ERRORS) as exc:
+            if output is not None:
+                output.close()
             log.warning("the standby for %s could not take job %s (%s): it starts its own", lease.name, job_id, exc)
             _remove(ready.container)
             try:
                 standby.undo_swap_in(fits.folders, ready.folders)
             except OSError as undo:
                 raise InfrastructureError(f"the job's files could not be moved back from a standby: {undo}") from None
+            finally:
+                self.standbys.handed_back(ready)
             self._discard(ready)
             return None
-        return ready
+        return ready, output
 
     def _make_standby(self, folder: Path, options: dict[str, object], fits: Fit, lease: Lease) -> Standby:
         """A container with ``options`` but its own folders, waiting for a job on its stdin."""
@@ -393,13 +419,25 @@ class DockerExecutor:
             stdin_open=True,
             detach=False,  # docker-py: with stdin_open, the container's stdin closes after the hand-over
         )
-        container = self._api().containers.create(**made)
+        container = self._create(made)
         try:
             container.start()
-        except _DOCKER_ERRORS:
-            _remove(container)
+        except _DOCKER_ERRORS:  # a start cut by the engine's loss: the container stays until a tidy
+            if not _remove(container):
+                self.orphans_pending = True
             raise
         return Standby(container, fits.key, folder, tuple(own))
+
+    def _create(self, options: dict[str, object]) -> Any:
+        """A container made with ``options``. A create whose answer was lost (not refused: the
+        engine may have made it) leaves the instance's containers to the next tidy."""
+        try:
+            return self._api().containers.create(**options)
+        except docker.errors.APIError:
+            raise
+        except _DOCKER_ERRORS:
+            self.orphans_pending = True
+            raise
 
     def _return_folders(self, fits: Fit, taken: Standby) -> None:
         """After the job's container is gone: its folders back in the job's place."""
@@ -420,18 +458,26 @@ class DockerExecutor:
         watch.exited.wait(30)
         for t in member.threads:
             t.join(10)
-        _catch_up_log(member.container, member.log, member.budget, watch, member.drop)
+        if member.output is not None and not any(t.is_alive() for t in member.threads):
+            _catch_up_log(member.container, member.output, member.log, member.budget, watch, member.drop)
         if watch.dropped:
             _note_dropped(member.log, member.step.name, member.budget, watch)
         killed = settle_breach(killed, watch.log_over, self.settings.limits.log_bytes)
-        if killed is None and watch.log_error:
-            killed = (Verdict.infrastructure_error, watch.log_error)
-        member.container.reload()
-        state = member.container.attrs.get("State", {})
+        if killed is None and (watch.log_error or watch.log_cut):
+            killed = (Verdict.infrastructure_error, watch.log_error or watch.log_cut)
+        try:
+            member.container.reload()
+            state = member.container.attrs.get("State", {})
+        except _DOCKER_ERRORS:
+            if killed is None or killed[0] is not Verdict.infrastructure_error:
+                raise
+            state = {}  # the engine is gone: the job ends for the reason already known
         exit_code = watch.exit_status if watch.exit_status is not None else state.get("ExitCode")
         ended = watch.ended or time.time()
         times = StepTimes(name=member.step.name, started=watch.started or ended, ended=ended)
-        return StepOutcome(killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes, times)
+        return StepOutcome(
+            killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes, times, log_lost=watch.disk_full
+        )
 
     def _watch(self, members: list[_Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
         """Wait for the leader's exit; kill every member on a breach and say which. None when the
@@ -457,8 +503,8 @@ class DockerExecutor:
         if time.monotonic() >= deadline:
             return (Verdict.timeout, "the job ran past its timeout and was killed")
         for m in members:
-            if m.watch.log_error:
-                return (Verdict.infrastructure_error, m.watch.log_error)
+            if m.watch.log_error or m.watch.log_cut:
+                return (Verdict.infrastructure_error, m.watch.log_error or m.watch.log_cut)
             if m.watch.log_over:
                 return (Verdict.output_limit, f"the job printed more than {limits.log_bytes} bytes and was killed")
             if m.output_dir is not None:
@@ -488,6 +534,8 @@ class _Member:
     drop: bool = False
     #: the standby this member runs in, and how the job's folders map onto its own
     standby: tuple[Fit, Standby] | None = None
+    #: the container's output, attached before it started (or took its job)
+    output: ContainerOutput | None = None
 
     @property
     def output_dir(self) -> Path | None:
@@ -511,7 +559,7 @@ class _Member:
             ),
             threading.Thread(
                 target=_copy_log,
-                args=(self.container, self.log, self.budget, self.watch, drop),
+                args=(self.container, self.output, self.log, self.budget, self.watch, drop),
                 daemon=True,
                 name=child_thread("log"),
             ),
@@ -553,29 +601,61 @@ def _wait_exit(container: Any, watch: _Watch) -> None:
     watch.exited.set()
 
 
-def _copy_log(container: Any, sink: LogWriter, cap: int, watch: _Watch, drop: bool = False) -> None:
+def _copy_log(
+    container: Any, output: ContainerOutput, sink: LogWriter, cap: int, watch: _Watch, drop: bool = False
+) -> None:
     """The container's output into the log, each piece with its stream, up to ``cap`` bytes; past
     it a breach (``log_over``), or with ``drop`` the rest is counted in ``dropped`` and goes nowhere."""
     try:
-        for stream, chunk in container_output(container, follow=True):
-            _keep(sink, stream, chunk, cap, watch, drop)
-    except _DOCKER_ERRORS as exc:
-        log.warning("log stream of %s ended: %s", container.id[:12], exc)
+        for batch in output.batches():
+            _keep(sink, batch, cap, watch, drop)
+        watch.exited.wait()  # an attach ends the same way when the container exits and when the engine goes
+        if watch.exit_status is None:
+            raise EngineStreamError("the output stream ended, and the container's exit was not seen")
+    except _DOCKER_ERRORS as exc:  # the job's output can no longer be watched: it is stopped
+        watch.log_cut = _log_cut_reason(exc)
+        log.error("log stream of %s broke: %s", container.id[:12], _engine_said(exc))
     except OSError as exc:
-        watch.log_error = _log_write_error(exc)
+        _log_failed(watch, exc)
         log.error("job log of %s: %s", container.id[:12], watch.log_error)
 
 
-def _keep(sink: LogWriter, stream: int, chunk: bytes, cap: int, watch: _Watch, drop: bool) -> None:
-    """One piece of output into the log, as far as the cap allows."""
+def _log_cut_reason(exc: BaseException) -> str:
+    """Why a job whose output stream from the engine broke was ended."""
+    if isinstance(exc, docker.errors.APIError):
+        what = "the Docker engine stopped sending the job's output"
+    else:
+        what = "the connection to the Docker engine broke while the job ran"
+    return f"{what} ({_engine_said(exc)}); the job was ended: run it again"
+
+
+def _engine_said(exc: BaseException) -> str:
+    """An engine error's own words: the message inside the wrappers (requests wraps urllib3's error,
+    which wraps the socket's), not their tuple reprs."""
+    if isinstance(exc, docker.errors.APIError):
+        return str(exc.explanation or exc)
+    while exc.args and isinstance(exc.args[0], BaseException):
+        exc = exc.args[0]
+    return str(exc.args[0]) if exc.args and isinstance(exc.args[0], str) else str(exc)
+
+
+def _keep(sink: LogWriter, batch: list[tuple[int, bytes]], cap: int, watch: _Watch, drop: bool) -> None:
+    """A batch of output into the log (one write), as far as the cap allows."""
     room = cap - watch.log_bytes
-    piece = chunk[: max(room, 0)]
-    if piece:
-        sink.append(stream, piece)
-        watch.log_bytes += len(piece)
-    if len(chunk) > len(piece):
+    kept: list[tuple[int, bytes]] = []
+    over = 0
+    for stream, chunk in batch:
+        piece = chunk[: max(room, 0)]
+        if piece:
+            kept.append((stream, piece))
+            room -= len(piece)
+        over += len(chunk) - len(piece)
+    if kept:
+        sink.extend(kept)
+        watch.log_bytes += sum(len(piece) for _, piece in kept)
+    if over:
         if drop:
-            watch.dropped += len(chunk) - len(piece)
+            watch.dropped += over
         else:
             watch.log_over = True
 
@@ -584,12 +664,21 @@ def _open_log(path: Path) -> LogWriter:
     try:
         return LogWriter(path)
     except OSError as exc:
+        if exc.errno in DISK_FULL:
+            raise InsufficientStorage(LOG_DISK_FULL) from None
         raise InfrastructureError(_log_write_error(exc)) from None
+
+
+def _log_failed(watch: _Watch, exc: OSError) -> None:
+    """The job's log could not be written: the job is stopped for it (and where the disk is full,
+    the log it has is partial: runner.runplan removes it)."""
+    watch.log_error = _log_write_error(exc)
+    watch.disk_full = watch.disk_full or exc.errno in DISK_FULL
 
 
 def _log_write_error(exc: OSError) -> str:
     if exc.errno in DISK_FULL:
-        return "the server's disk is full: the job's log could not be kept, so the job was stopped"
+        return LOG_DISK_FULL
     return f"the server could not write the job's log ({exc.strerror or exc}), so the job was stopped"
 
 
@@ -599,30 +688,35 @@ def _note_dropped(sink: LogWriter, name: str, kept: int, watch: _Watch) -> None:
         sink.append(STDERR, note.encode())
         watch.log_bytes += len(note)
     except OSError as exc:
-        watch.log_error = _log_write_error(exc)
+        _log_failed(watch, exc)
 
 
-def _catch_up_log(container: Any, sink: LogWriter, cap: int, watch: _Watch, drop: bool = False) -> None:
-    """Append what the follow stream missed (seen: a last line without a newline) from the stored log."""
-    if watch.log_over or watch.log_error:
+def _catch_up_log(
+    container: Any, output: ContainerOutput, sink: LogWriter, cap: int, watch: _Watch, drop: bool = False
+) -> None:
+    """After the output stream broke off: what the engine's stored log holds past what it brought
+    (a stream that ended with the container has every byte: nothing is read)."""
+    if not watch.log_cut or watch.log_over or watch.log_error:
         return
-    seen, skip = 0, watch.log_bytes + watch.dropped
     try:
-        for stream, chunk in container_output(container, follow=False):
-            start = max(0, min(len(chunk), skip - seen))
-            seen += len(chunk)
-            if start < len(chunk):
-                _keep(sink, stream, chunk[start:], cap, watch, drop)
+        for batch in missed_output(container, output.received):
+            _keep(sink, batch, cap, watch, drop)
     except _DOCKER_ERRORS as exc:
         log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
     except OSError as exc:
-        watch.log_error = _log_write_error(exc)
+        _log_failed(watch, exc)
 
 
 def _job_of(container: Any) -> str:
     """The job a container runs: its label, or for a standby that took a job, its name."""
     name = getattr(container, "name", "") or ""
     return container.labels.get(LABEL_JOB) or (name[len("kcoral-") :] if name.startswith("kcoral-") else "")
+
+
+def _starting(container: Any, making: set[str]) -> bool:
+    """Whether ``container`` is a standby of a lease whose standby is being started now."""
+    labels = container.labels
+    return bool(labels.get(standby.LABEL_STANDBY)) and labels.get(standby.LABEL_SLOT) in making
 
 
 def _kill(container: Any) -> None:

@@ -80,6 +80,30 @@ class LogWriter:
             finally:
                 self.size = os.fstat(self._log).st_size  # what reached the file, a full disk or not
 
+    def extend(self, pieces: list[tuple[int, bytes]]) -> None:
+        """Append several pieces with one write for their bytes and one for their records (a batch
+        of a job's output as it came from the engine). On a failed write (a full disk) the records
+        past what reached the log are taken back, so the log and its index stay consistent."""
+        with self._lock:
+            records, last, count, size = bytearray(), self._last, self._records, self.size
+            for stream, data in pieces:
+                if data and stream != last and last != MIXED:
+                    last = MIXED if count >= MAX_SWITCHES else stream
+                    records += _RECORD.pack(last, size)
+                    count += 1
+                size += len(data)
+            try:
+                if records:
+                    write_all(self._index, memoryview(records))
+                write_all(self._log, b"".join(data for _, data in pieces))
+            except OSError:
+                self.size = os.fstat(self._log).st_size
+                with contextlib.suppress(OSError):
+                    self._records = _drop_dangling(self._index, streams_path(self.path), self.size)
+                    self._last = _last_stream(streams_path(self.path), self._records, self.size)
+                raise
+            self._records, self._last, self.size = count, last, size
+
     def close(self) -> None:
         """Never raises: nothing is buffered here (every append reached the kernel or failed)."""
         with self._lock:

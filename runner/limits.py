@@ -116,6 +116,20 @@ class ConnectionLimits:
     per_client: int = 128
     #: seconds a connection may take to send a request's line and headers
     head_timeout_s: float = 10.0
+    #: seconds a request's body may take once its head has arrived (every body but a job's upload is at
+    #: most 1 MiB, runner.bodylimit); an upload (``PUT /v1/jobs/ID/input``) gets this as a grace period,
+    #: then must keep up an average of ``body_min_rate``: it may take body_timeout_s plus a second per
+    #: body_min_rate bytes it has sent (Apache mod_reqtimeout's ``body=20,MinRate=...``). Past it the
+    #: request is answered 408 ``request_timeout`` and its connection closed. Time the server spent not
+    #: reading (its buffer full, a ``100-continue`` not yet sent) is not the client's and is not counted
+    body_timeout_s: float = 20.0
+    #: bytes a second, on average, an upload's body must arrive at after its grace period (above)
+    body_min_rate: int = 16 * KiB
+    #: seconds a new connection, or a request's body, has before it is judged at a connection cap: past
+    #: them a connection that has not sent its request's head, or whose body comes slower than
+    #: ``body_min_rate`` on average (these seconds not counted), may be closed to admit a new one
+    #: (runner.connections): a head or a body that stops never keeps a client's next request out
+    grace_s: float = 1.0
 
 
 @dataclass(frozen=True)

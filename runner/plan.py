@@ -66,6 +66,8 @@ class StepOutcome:
     oom_killed: bool
     log_bytes: int
     times: StepTimes | None = None
+    #: the server's disk filled while the step ran: the job's log could not be kept whole
+    log_lost: bool = False
 
 
 @dataclass

@@ -24,7 +24,7 @@ from kcoral.runner.plan import Executor, RunResult
 from kcoral.runner.remotejobs import RemoteJobs
 from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings
-from kcoral.runner.store import JobRecord, JobStore
+from kcoral.runner.store import JobPaths, JobRecord, JobStore
 
 log = logging.getLogger("kcoral.scheduler")
 
@@ -62,6 +62,14 @@ def fair_order(
                 order.append(jobs[depth])
         depth += 1
     return order
+
+
+def _remove_partial(paths: JobPaths) -> None:
+    """What a job that was running when the server stopped leaves half made: an upload's staged
+    files, its raw output folder and the outputs being copied out of it (no result names them), an
+    evaluation supervisor's result. Its input and its log stay (a rerun, and what it printed)."""
+    for folder in (paths.staging, paths.raw_out, paths.outputs, paths.judge):
+        remove_tree(folder)
 
 
 def _on_host(job: JobRecord) -> bool:
@@ -158,12 +166,15 @@ class Scheduler:
         self._wake.set()
 
     def recover(self) -> None:
-        """After a restart: jobs that were running are lost (say so); their containers go. A store
-        that cannot write (a full disk) leaves them for the next start: the server still serves."""
+        """After a restart: jobs that were running are lost (say so); their containers and partial
+        files go. A job whose upload had begun is ended, its partial upload removed; one still waiting
+        for its upload keeps waiting. A store that cannot write (a full disk) leaves the jobs for the
+        next start: the server still serves."""
         for job in self.store.in_state(JobState.running):
             if self.remote is not None and _on_host(job):
                 self._attach(job)
                 continue
+            _remove_partial(self.store.paths(job.id))
             try:
                 self.store.finish(
                     job.id,
@@ -178,10 +189,13 @@ class Scheduler:
                     exc.message,
                     extra={"job": job.id},
                 )
-        for job in self.store.in_state(JobState.created):  # its upload died with the server
+        for job in self.store.in_state(JobState.created):
             paths = self.store.paths(job.id)
-            paths.tar.unlink(missing_ok=True)
+            if not any(p.exists() for p in (paths.tar, paths.staging, paths.input)):
+                continue  # no upload begun: the job still takes one
+            paths.tar.unlink(missing_ok=True)  # its upload died with the server
             remove_tree(paths.input)
+            remove_tree(paths.staging)
             try:
                 self.store.finish_if(job.id, JobState.created, Verdict.infrastructure_error, UPLOAD_CUT)
             except KcoralError as exc:
@@ -205,6 +219,7 @@ class Scheduler:
             self._wake.wait(1.0)
             self._wake.clear()
             try:
+                self.store.reserve.refill()  # the disk's room for verdicts, once there is room again
                 self._record_pending()
                 with self._lock:
                     running = set(self._workers)
@@ -242,12 +257,18 @@ class Scheduler:
             worker.start()
 
     def _claim(self, job: JobRecord, lease: Lease) -> bool:
+        """Mark the job running on ``lease``; False when it is no longer queued, or when the store
+        cannot write (a full disk: it stays queued, its lease goes back)."""
         with self._lock:
             current = self.store.get(job.id)
             if current.state != JobState.queued:
                 return False
+            try:
+                self.store.mark_running(job.id, lease.name, lease.gpus)
+            except KcoralError as exc:
+                log.error("job %s cannot start: %s", job.id, exc.message, extra={"job": job.id})
+                return False
             self._cancels[job.id] = threading.Event()
-            self.store.mark_running(job.id, lease.name, lease.gpus)
         log.info("job %s claimed %s", job.id, lease.name, extra={"job": job.id})
         return True
 

@@ -118,6 +118,8 @@ class StandbyPool:
     root: Path
     _ready: dict[str, Standby] = field(default_factory=dict)
     _making: set[str] = field(default_factory=set)
+    #: the standbys taken for a job, until the job is done with them (:meth:`handed_back`)
+    _taken: list[Standby] = field(default_factory=list)
     _lock: threading.Condition = field(default_factory=threading.Condition)
     _closing: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
@@ -130,7 +132,21 @@ class StandbyPool:
             ready = self._ready.get(lease)
             if ready is None or ready.key != key:
                 return None
+            self._taken.append(ready)
             return self._ready.pop(lease)
+
+    def handed_back(self, taken: Standby) -> None:
+        """The job that took ``taken`` is done with its container (removed, or left to the tidy)."""
+        with self._lock:
+            self._taken = [s for s in self._taken if s is not taken]
+
+    def in_use(self) -> tuple[set[str], set[str]]:
+        """What a clean-up of leftover containers must leave: the ids of the containers the pool
+        holds (ready, or taken by a job that runs), and the leases whose standby is being started
+        (its container may be there already, its id not known yet)."""
+        with self._lock:
+            held = [*self._ready.values(), *self._taken]
+            return {s.container.id for s in held}, set(self._making)
 
     def refill(self, lease: str, key: str, make: Callable[[Path], Standby], discard: Callable[[Standby], None]) -> None:
         """Start a standby for ``lease`` in the background with ``make(folder)``, unless one that

@@ -16,10 +16,11 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from kcoral.runner.changes import JobChanges
 from kcoral.runner.errors import InfrastructureError, InsufficientStorage, NotFound, TooManyJobs, disk_writes
@@ -36,7 +37,10 @@ from kcoral.runner.models import (
     parse_spec,
     to_data,
 )
+from kcoral.runner.reserve import DiskReserve
 from kcoral.tasks.calibration import AaRun
+
+T = TypeVar("T")
 
 #: SQLite's result code for a full disk (sqlite3.Error.sqlite_errorcode)
 SQLITE_FULL = 13
@@ -195,6 +199,11 @@ class JobPaths:
         return self.root / "log"
 
     @property
+    def judge(self) -> Path:
+        """An evaluation's supervisor writes its result here (tasks.evaluate); gone once the job ends."""
+        return self.root / "eval" / "judge"
+
+    @property
     def snapshot(self) -> Path:
         """What a rerun reuses besides the submission and the image: an evaluation's task folder
         (eval/task in job folders made before kcoral 0.1's plans)."""
@@ -248,6 +257,9 @@ class JobStore:
         except sqlite3.Error as exc:
             raise InfrastructureError(f"cannot open the job database in {data_dir}: {exc}") from None
         self._db.row_factory = sqlite3.Row
+        #: room kept back on the disk for verdicts (runner.reserve), made where there is room for it
+        self.reserve = DiskReserve(data_dir / "kcoral.reserve")
+        self.reserve.refill()
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -345,18 +357,32 @@ class JobStore:
             fields["outputs"] = json.dumps(to_data(outputs))
         if log_bytes is not None:
             fields["log_bytes"] = log_bytes
-        self._update(job_id, **fields)
+        self._verdict(lambda: self._update(job_id, **fields))
+        self.reserve.refill()
 
     def finish_if(self, job_id: str, state: JobState, verdict: Verdict, reason: str) -> bool:
         """Finish the job only if it is still in ``state``; True when it was."""
-        with self._tx() as db:
-            cur = db.execute(
-                "UPDATE jobs SET state=?, verdict=?, reason=?, finished=? WHERE id=? AND state=?",
-                (JobState.finished, verdict, reason, time.time(), job_id, state),
-            )
-            done = cur.rowcount == 1
+
+        def write() -> bool:
+            with self._tx() as db:
+                cur = db.execute(
+                    "UPDATE jobs SET state=?, verdict=?, reason=?, finished=? WHERE id=? AND state=?",
+                    (JobState.finished, verdict, reason, time.time(), job_id, state),
+                )
+                return bool(cur.rowcount == 1)
+
+        done = self._verdict(write)
         self.changes.changed(job_id)
         return done
+
+    def _verdict(self, write: Callable[[], T]) -> T:
+        """A verdict's write: on a full disk, once more after letting the disk's reserve go."""
+        try:
+            return write()
+        except InsufficientStorage:
+            if not self.reserve.release():
+                raise
+            return write()
 
     def add_calibration(self, slot: str, task: str, task_sha256: str, runs: builtins.list[AaRun]) -> None:
         """Keep an A/A request's figures (tasks.calibration.aa_runs) under its slot key and task version."""

@@ -114,7 +114,7 @@ class _Evaluation:
         self.ctx = ctx
         self.root = ctx.paths.root / "eval"
         self.judge_in = self.root / "judge-in"  # the judge's case file: the supervisor only
-        self.judge_dir = self.root / "judge"  # the supervisor's result: the supervisor only
+        self.judge_dir = ctx.paths.judge  # the supervisor's result: the supervisor only
         self.channel = self.root / "chan"  # the supervisor's socket (read-only for the candidate)
         self.judge_log = self.root / "judge.log"
         self.family_copy = ctx.paths.snapshot  # the task's folder and its siblings (shared code)

@@ -97,12 +97,18 @@ class ServerProcess:
 
     def remove_containers(self) -> None:
         """Remove every container this server made (a killed server leaves its running jobs' behind,
-        and nothing else would remove them: no later server starts on this data dir)."""
+        and nothing else would remove them: no later server starts on this data dir). A removal the
+        server asked for before it was killed may still be under way in the engine: such a container
+        is gone (404) or going (409) by itself."""
         instance = Settings(data_dir=self.data_dir).instance
         engine = docker.from_env()
         try:
             for c in engine.containers.list(all=True, sparse=True, filters={"label": f"{LABEL_INSTANCE}={instance}"}):
-                c.remove(force=True)
+                try:
+                    c.remove(force=True)
+                except docker.errors.APIError as exc:
+                    if exc.status_code not in (404, 409):
+                        raise
         finally:
             engine.close()
 

@@ -15,7 +15,12 @@ def mcp(
     remote: RemoteOption = None,
     token: TokenOption = None,
     http: Annotated[
-        str | None, typer.Option("--http", help="serve streamable HTTP on this loopback HOST:PORT instead of stdio")
+        str | None,
+        typer.Option(
+            "--http",
+            help="serve streamable HTTP on this loopback HOST:PORT instead of stdio; every request must carry "
+            "'Authorization: Bearer SECRET', a secret made at each start, printed and kept in a file only you can read",
+        ),
     ] = None,
 ) -> None:
     """Serve kcoral's tools to an agent host over MCP (stdio by default): list_tasks, show_task,

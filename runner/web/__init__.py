@@ -5,8 +5,12 @@ side by side) and the host (GPUs, leases, drains, the queue per token, images, p
 Server-rendered Jinja2 templates (autoescaped: every job-chosen text is escaped), htmx for the live
 parts and uPlot for the sample plot, both vendored in ``static/`` (no build step). Auth: the login
 form takes a token and keeps it in an HttpOnly, SameSite=Strict cookie; a token sees its own jobs, an
-operator's (tokens file: ``NAME TOKEN operator``) every job. Nothing changes state on a GET; cancel
-is a POST carrying a CSRF token derived from the session's token.
+operator's (tokens file: ``NAME TOKEN operator``) every job. Nothing changes state on a GET. Every
+POST (log in, log out, cancel) from another site's page is refused 403: its Origin, or its Referer
+when it has none, must be this server's own (the pages' Referrer-Policy, same-origin, makes a
+browser send them here and nowhere else). The login form carries a login CSRF token, random per
+form, in a hidden field and in a cookie of its own: a page elsewhere cannot log a visitor's browser
+into its author's account. Cancel carries a CSRF token derived from the session's token.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import secrets
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
@@ -35,6 +39,8 @@ from kcoral.runner.store import JobRecord
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "kcoral_token"
+#: the login form's CSRF token (set with the form, sent back only to POST /ui/login)
+LOGIN_COOKIE = "kcoral_login"
 #: the most of a job's log the page shows (its end)
 LOG_TAIL = 256 << 10
 #: the most of a report or receipt the page reads
@@ -79,12 +85,13 @@ def _page(name: str, session: _Session | None, **values: Any) -> HTMLResponse:
     return HTMLResponse(html, headers=_HEADERS)
 
 
-#: no framing, no inline script from elsewhere, no referrer: the page shows what jobs chose
+#: no framing, no inline script from elsewhere, no referrer for other sites (the page shows what jobs
+#: chose; and a form's POST must carry its Origin: under no-referrer a browser sends "null")
 _HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
     "frame-ancestors 'none'; form-action 'self'",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 
@@ -100,39 +107,93 @@ def _login_needed() -> RedirectResponse:
     return RedirectResponse("/ui/login", status_code=303)
 
 
-# --- login --------------------------------------------------------------------------------------
+# --- cross-site requests and login ---------------------------------------------------------------
+
+
+def _cross_site(request: Request) -> Response | None:
+    """403 for a state-changing request from another site's page: its Origin, or its Referer when it
+    has no Origin, is not this server's own origin. One with neither (not a browser's form post) is
+    left to the form's CSRF token."""
+    own = f"{request.url.scheme}://{request.url.netloc}"
+    for header in ("origin", "referer"):
+        said = request.headers.get(header)
+        if said is None:
+            continue
+        came_from = _origin(said)
+        if came_from is None or came_from != _origin(own):
+            name = header.capitalize()
+            return Response(
+                f"refused: a cross-site request (its {name} {printable(said[:200])!r} is not this server's "
+                f"origin, {own}); use the form on this server's own page",
+                status_code=403,
+                media_type="text/plain",
+                headers=_HEADERS,
+            )
+        return None
+    return None
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """An origin (scheme, host, port) from a URL or an Origin header; None for "null" or nonsense."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return scheme, parts.hostname.lower(), port or (443 if scheme == "https" else 80)
+
+
+def _login_page(error: str = "", status: int = 200) -> HTMLResponse:
+    """The login form with a fresh login CSRF token, in its hidden field and in its cookie."""
+    token = secrets.token_urlsafe(32)
+    page = _page("login.html", None, error=error, login_csrf=token)
+    page.status_code = status
+    page.set_cookie(LOGIN_COOKIE, token, httponly=True, samesite="strict", path="/ui/login")
+    return page
 
 
 @router.get("/login")
 def login_form(request: Request) -> HTMLResponse:
-    return _page("login.html", None, error="")
+    return _login_page()
 
 
-async def _form(request: Request, name: str) -> str:
-    """A field of a urlencoded form (the page's two forms have one field each that matters)."""
+async def _form(request: Request) -> dict[str, str]:
+    """A urlencoded form's fields (the first value of each)."""
     body = await request.body()
     if len(body) > 4096:
         raise BadRequest("form too large")
-    return parse_qs(body.decode(errors="replace")).get(name, [""])[0]
+    return {name: values[0] for name, values in parse_qs(body.decode(errors="replace")).items()}
 
 
 @router.post("/login")
 async def login(request: Request) -> Response:
-    token = await _form(request, "token")
+    refused = _cross_site(request)
+    if refused is not None:
+        return refused
+    form = await _form(request)
+    sent, kept = form.get("csrf", ""), request.cookies.get(LOGIN_COOKIE, "")
+    if not sent or not hmac.compare_digest(sent.encode(), kept.encode()):
+        return _login_page("this login form is stale or not this server's: log in again here", 403)
+    token = form.get("token", "").strip()
     svc = request.app.state.services
     try:
-        svc.auth.owner(f"Bearer {token.strip()}")
+        svc.auth.owner(f"Bearer {token}")
     except Unauthorized:
-        page = _page("login.html", None, error="this server does not know that token")
-        page.status_code = 401
-        return page
+        return _login_page("this server does not know that token", 401)
     answer = RedirectResponse("/ui/jobs", status_code=303)
-    answer.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", path="/ui")
+    answer.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/ui")
+    answer.delete_cookie(LOGIN_COOKIE, path="/ui/login")
     return answer
 
 
 @router.post("/logout")
-def logout() -> Response:
+def logout(request: Request) -> Response:
+    refused = _cross_site(request)
+    if refused is not None:
+        return refused
     answer = RedirectResponse("/ui/login", status_code=303)
     answer.delete_cookie(COOKIE, path="/ui")
     return answer
@@ -279,7 +340,10 @@ def job_image(request: Request, job_id: str, path: str) -> Response:
 
 @router.post("/jobs/{job_id}/cancel")
 async def cancel(request: Request, job_id: str) -> Response:
-    csrf = await _form(request, "csrf")
+    refused = _cross_site(request)
+    if refused is not None:
+        return refused
+    csrf = (await _form(request)).get("csrf", "")
     session = _session(request)
     if session is None:
         return Response(status_code=401)

@@ -1,10 +1,12 @@
 """A Unix-socket proxy in front of the Docker engine that a test can stop and start: the server under
 test talks to the engine through it (DOCKER_HOST), so the engine can vanish for that server while
-the shared engine itself is never touched."""
+the shared engine itself is never touched. It can also vanish at a chosen request (:meth:`EngineProxy.
+cut_at`): the engine never sees that request, as when it goes away between two calls of the server."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import threading
 from pathlib import Path
@@ -19,6 +21,16 @@ class EngineProxy:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._stopped = True
+        self._cut: re.Pattern[bytes] | None = None
+        #: set when the request given to :meth:`cut_at` came and the proxy stopped at it
+        self.cut = threading.Event()
+
+    def cut_at(self, request: bytes) -> EngineProxy:
+        """Stop (as :meth:`stop`) at the first request from the server that matches the regular
+        expression ``request``, before the engine sees any of it; :attr:`cut` is set then."""
+        self._cut = re.compile(request)
+        self.cut.clear()
+        return self
 
     @property
     def docker_host(self) -> str:
@@ -69,12 +81,19 @@ class EngineProxy:
                     engine.close()
                     return
                 self._open |= {client, engine}
-            for src, dst in ((client, engine), (engine, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+            for src, dst, asks in ((client, engine, True), (engine, client, False)):
+                threading.Thread(target=self._pump, args=(src, dst, asks), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, asks: bool) -> None:
+        """Copy ``src`` to ``dst``; ``asks``: ``src`` is the server's side (its requests)."""
         try:
             while data := src.recv(1 << 16):
+                cut = self._cut
+                if asks and cut is not None and cut.search(data):
+                    self._cut = None
+                    self.stop()
+                    self.cut.set()
+                    return
                 dst.sendall(data)
         except OSError:
             pass

@@ -188,3 +188,41 @@ def test_a_server_stopped_cleanly_starts_again_on_a_full_disk(small_disk: Path, 
             assert r.status_code in (201, 507), r.text
     finally:
         filler.unlink()
+
+
+def test_a_job_printing_onto_a_disk_that_stays_full_is_recorded_at_once_without_its_partial_files(
+    small_disk: Path, job_image: str
+) -> None:
+    """The disk fills while a job prints and stays full. The job ends infrastructure_error saying so,
+    recorded while the disk is still full (the store's reserve), its partial log and outputs removed,
+    its slot free; a restart on the still-full disk shows the same verdict and reason (not the crash
+    reason of a job left running)."""
+    server = ServerProcess(small_disk / "data", job_image, 2)
+    with serving(server, 60) as http:
+        chatty = (
+            "import os\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o.txt', 'w').write('half')\n"
+            "while True:\n    print('x' * 1000, flush=True)\n"
+        )
+        job_id, r = submit(http, {"m.py": chatty})
+        assert r.status_code == 200, r.text
+        folder = small_disk / "data" / "jobs" / job_id
+        deadline = time.monotonic() + 30
+        while not ((folder / "log").exists() and (folder / "log").stat().st_size):
+            assert time.monotonic() < deadline, "the job never printed"
+            time.sleep(0.05)
+        filler = fill(small_disk)
+        try:
+            job = finished(http, job_id, 30)
+            reason = "the server's disk is full: the job's log could not be kept, so the job was stopped"
+            assert (job["verdict"], job["reason"]) == ("infrastructure_error", reason), job
+            assert (job["outputs"], job["log_bytes"]) == ([], 0), job
+            assert sorted(p.name for p in folder.iterdir()) == ["input", "input.tar"]
+            assert slots_back(http) == ["cpu0", "cpu1"]
+            server.kill()
+            server.start()  # the disk still full
+            job = http.get(f"/v1/jobs/{job_id}").json()
+            assert (job["verdict"], job["reason"]) == ("infrastructure_error", reason), job
+        finally:
+            filler.unlink()
+        job_id, r = submit(http, {"m.py": "print('room again')\n"})
+        assert finished(http, job_id)["verdict"] == "ok"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -175,6 +176,40 @@ def test_timeout_exits_124(remote, senddir, capfd) -> None:
     assert time.monotonic() - t0 < 20
     out, err = capfd.readouterr()
     assert out == "started\n" and ": timeout" in err
+
+
+FLOOD = """\
+import os
+n = 0
+while True:  # short lines, a thousand on each stream in turn, until the deadline
+    for fd, mark in ((1, b"o"), (2, b"e")):
+        for i in range(n, n + 1000):
+            os.write(fd, mark + b"%08d\\n" % i)
+    n += 1000
+"""
+
+
+def test_a_short_line_flood_on_both_streams_times_out_with_every_line_it_printed(
+    server_factory, use, senddir, capfd
+) -> None:
+    """Issue 30, item 8: a job printing short lines on both streams as fast as it can is stopped at
+    its deadline and its verdict recorded (exit 124), and its log, streamed and stored, has each
+    stream's lines in order, whole, none missing, up to where it was killed."""
+    srv = use(server_factory(limits=Limits(log_bytes=512 * MiB)))
+    (senddir / "flood.py").write_text(FLOOD)
+    assert run(["python", "--send", str(senddir), "--timeout", "2", "flood.py"]) == 124
+    out, err = capfd.readouterr()
+    job = _only_job(srv)
+    assert (job["verdict"], job["exit_code"]) == ("timeout", 137), job
+    printed = {STDOUT: out.encode(), STDERR: b"".join(re.findall(rb"^e\d{8}\n", err.encode(), re.MULTILINE))}
+    for stream, mark in ((STDOUT, b"o"), (STDERR, b"e")):
+        lines = printed[stream].splitlines(True)
+        assert len(lines) > 1000, (mark, len(lines))
+        assert lines == [mark + b"%08d\n" % i for i in range(len(lines))], mark
+    stored = FrameReader().feed(srv.http.get(f"/v1/jobs/{job['id']}/log", params={"frames": "true"}).content)
+    assert {p.stream for p in stored} == {STDOUT, STDERR}
+    for stream in (STDOUT, STDERR):
+        assert b"".join(p.data for p in stored if p.stream == stream) == printed[stream]
 
 
 def test_output_limit_exits_123_with_the_capped_log(server_factory, use, senddir, capfd) -> None:

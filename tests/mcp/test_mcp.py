@@ -116,3 +116,59 @@ def test_the_http_transport_stays_on_loopback() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode != 0 and "loopback" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_http_transport_answers_only_with_this_starts_secret(tmp_path: Path) -> None:
+    """``kcoral mcp --http``: a new secret each start, in a file only its user reads and printed once;
+    a request without it (or with another) is refused 401, the SDK's client with it lists the tools."""
+    import stat
+    import subprocess
+    import time
+
+    import httpx
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from tests.serverproc import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    state = tmp_path / "state"
+    secret_file = state / "kcoral" / f"mcp-http-127.0.0.1-{port}.secret"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kcoral", "mcp", "--remote", "http://127.0.0.1:9", "--http", f"127.0.0.1:{port}"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(state)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "kcoral mcp --http did not start"
+            try:
+                refused = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert refused.status_code == 401 and "Authorization: Bearer SECRET" in refused.json()["message"]
+        secret = secret_file.read_text().strip()
+        assert (
+            stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+            and stat.S_IMODE(secret_file.parent.stat().st_mode) == 0o700
+        )
+        for wrong in ("Bearer " + secret[:-1], "Bearer", f"Basic {secret}", f"Bearer {secret}x"):
+            r = httpx.post(
+                url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers={"Authorization": wrong}
+            )
+            assert r.status_code == 401, (wrong, r.status_code)
+
+        async def tools() -> set[str]:
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {secret}"})
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                return {t.name for t in (await client.list_tools()).tools}
+
+        assert anyio.run(tools) >= TOOLS
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert err.count(secret) == 1 and "Authorization: Bearer" in err, err  # printed once
+    assert not secret_file.exists()  # gone with the server that used it

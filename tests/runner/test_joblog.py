@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import threading
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from kcoral.runner import joblog
 from kcoral.runner.joblog import MIXED, STDERR, STDOUT, FrameReader, LogWriter, Piece, frame, read_pieces
+from tests.conftest import mounted_tmpfs
 
 WRITES = [(STDOUT, b"hello "), (STDOUT, b"world\n"), (STDERR, b"oops\n"), (STDOUT, b"more\n"), (STDERR, b"!")]
 
@@ -115,3 +117,44 @@ def test_the_index_a_job_can_force_is_small_beside_its_log_budget() -> None:
     from kcoral.runner.limits import Limits
 
     assert Limits().log_bytes // 16 >= (joblog.MAX_SWITCHES + 1) * 9
+
+
+def test_a_batch_reads_back_as_its_pieces_would_and_the_switch_limit_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(joblog, "MAX_SWITCHES", 4)
+    batches = [[(STDOUT, b"A"), (STDOUT, b""), (STDERR, b"B")], [(STDERR, b"C"), (STDOUT, b"D")], [(STDERR, b"E")]]
+    with LogWriter(tmp_path / "one") as one, LogWriter(tmp_path / "many") as many:
+        for batch in [*batches, [(STDOUT, b"F"), (STDERR, b"G")]]:
+            one.extend(batch)
+            for stream, data in batch:
+                many.append(stream, data)
+        assert one.size == many.size == 7
+    for name in ("one", "many"):
+        assert read_pieces(tmp_path / name, 0, 100) == [
+            Piece(STDOUT, b"A"), Piece(STDERR, b"BC"), Piece(STDOUT, b"D"), Piece(STDERR, b"E"), Piece(MIXED, b"FG"),
+        ]  # fmt: skip
+    assert joblog.streams_path(tmp_path / "one").read_bytes() == joblog.streams_path(tmp_path / "many").read_bytes()
+
+
+def test_a_batch_that_does_not_fit_leaves_a_log_that_reads_back_as_far_as_it_got(tmp_path: Path) -> None:
+    """A full disk in the middle of a batch: no index record past the log's end, and the writer
+    (and a new one) go on from what is there once there is room."""
+    with mounted_tmpfs(tmp_path / "disk", 1) as disk:
+        path, filler = disk / "log", disk / "filler"
+        filler.write_bytes(b"\0" * (64 << 10))
+        batch = [(STDOUT if i % 2 else STDERR, bytes([65 + i % 26]) * 3000) for i in range(400)]  # 1.2 MB
+        with LogWriter(path) as log:
+            with pytest.raises(OSError) as info:
+                log.extend(batch)
+            assert info.value.errno == errno.ENOSPC
+            size = path.stat().st_size
+            assert 0 < size < 1 << 20 and log.size == size
+            pieces = read_pieces(path, 0, 2 << 20)
+            assert b"".join(p.data for p in pieces) == path.read_bytes()
+            assert pieces == [Piece(s, d) for s, d in batch[: len(pieces)]][:-1] + [pieces[-1]]
+            filler.unlink()
+            log.extend([(batch[len(pieces) - 1][0], b"after")])
+        pieces = read_pieces(path, 0, 2 << 20)
+        assert b"".join(p.data for p in pieces) == path.read_bytes()
+        assert pieces[-1].data.endswith(b"after") and pieces[-1].stream == batch[len(pieces) - 1][0]

@@ -4,6 +4,7 @@ job's result, outputs and log become for each way its containers end. No Docker.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import threading
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kcoral.runner import jobkinds
-from kcoral.runner.errors import InfrastructureError
+from kcoral.runner.errors import DISK_FULL_REASON, LOG_DISK_FULL, InfrastructureError
 from kcoral.runner.leases import Lease, Slot
 from kcoral.runner.models import GpuInfo, ImageInfo, JobState, JobTimes, PythonSpec, SpecBase, Verdict
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, RunResult, StepOutcome, judge
@@ -39,8 +40,8 @@ def run(
     pinned: list[ImageInfo] = []
     view = job(spec or PythonSpec(argv=["m.py"], env={"A": "1"}))
     result = run_job(
-        JobRun(view, lease or Lease(slots=()), paths, threading.Event(), executor, Settings(), pinned.append, telemetry)
-    )  # type: ignore[arg-type]
+        JobRun(view, lease or Lease(slots=()), paths, threading.Event(), executor, Settings(), pinned.append, telemetry)  # type: ignore[arg-type]
+    )
     return result, paths, pinned
 
 
@@ -287,3 +288,38 @@ def test_no_gpu_in_the_lease_means_no_telemetry(tmp_path: Path, two_step: TwoSte
     readings = Readings()
     run(tmp_path, FakeExecutor(exits(0)), PythonSpec(argv=["x"]), Lease(slots=()), readings)
     assert readings.asked == [] and two_step.seen[0].telemetry == []
+
+
+def test_a_log_that_stopped_fitting_ends_the_job_for_the_full_disk_without_its_partial_files(tmp_path: Path) -> None:
+    """The disk filled while the job printed (a step whose log was lost), even as its deadline came:
+    infrastructure_error saying so, and neither its partial log nor its outputs kept."""
+
+    def play(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
+        assert steps[0].output_dir is not None
+        (steps[0].output_dir / "half.txt").write_bytes(b"half")
+        log = steps[0].log or tmp_path / "job" / "log"
+        log.write_bytes(b"partial")
+        log.with_name("log.streams").write_bytes(b"")
+        return [StepOutcome((Verdict.timeout, "ran past"), 137, False, 7, log_lost=True)]
+
+    done, paths, _ = run(tmp_path, FakeExecutor(play))
+    assert (done.verdict, done.reason, done.outputs, done.log_bytes) == (
+        Verdict.infrastructure_error,
+        LOG_DISK_FULL,
+        [],
+        0,
+    )
+    assert sorted(p.name for p in paths.root.iterdir()) == ["input"]
+
+
+def test_a_full_disk_met_by_any_write_for_the_job_ends_it_saying_so(tmp_path: Path) -> None:
+    """ENOSPC from wherever the server writes for the job (its folders, a plan's files) is the job's
+    infrastructure_error naming the full disk, never an executor crash; the log it printed stays."""
+
+    def play(job_id: str, steps: list[ContainerStep], cancel: threading.Event, deadline: float) -> list[StepOutcome]:
+        (tmp_path / "job" / "log").write_bytes(b"whole\n")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    done, paths, _ = run(tmp_path, FakeExecutor(play))
+    assert done.verdict == Verdict.infrastructure_error and done.reason.startswith(DISK_FULL_REASON), done
+    assert done.outputs == [] and (paths.log.read_bytes(), done.log_bytes) == (b"whole\n", 6)

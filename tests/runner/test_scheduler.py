@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,11 +75,11 @@ class Rig:
             time.sleep(0.01)
         raise AssertionError(f"job {job_id} is {self.store.get(job_id).state}, not {state}")
 
-    def settled(self, timeout: float = 10) -> dict[str, object]:
+    def settled(self, timeout: float = 10) -> dict[str, Any]:
         """The pool once every slot is back (free or drained): the GPU check runs after the job's finish."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            pool = self.pool.describe()
+            pool: dict[str, Any] = self.pool.describe()
             if set(pool["free"]) | set(pool["drained"]) == set(pool["slots"]):
                 return pool
             time.sleep(0.01)
@@ -297,13 +298,59 @@ def test_gpu_memory_within_the_slack_keeps_the_gpu(tmp_path: Path, rigs: list[Ri
 
 def test_recover_ends_a_job_whose_upload_died_with_the_server_and_removes_the_partial_file(tmp_path: Path) -> None:
     """A kill -9 mid-upload left the job `created` for ever (counting against the owner's cap) and
-    its partial input.tar on disk."""
+    its partial input.tar and staged files on disk."""
     rig = Rig(tmp_path, FakeExecutor())
     job = rig.store.create("alice", parse_spec({"argv": ["m.py"]}))
     paths = rig.store.paths(job.id)
     paths.tar.write_bytes(b"\0" * 4096)
+    paths.staging.mkdir()
+    (paths.staging / "512-1048576").write_bytes(b"\0" * 4096)
     rig.scheduler.recover()
     after = rig.store.get(job.id)
     assert (after.state, after.verdict) == (JobState.finished, Verdict.infrastructure_error)
     assert after.reason.startswith("the server stopped before this job's upload was complete")
-    assert not paths.tar.exists() and not paths.input.exists()
+    assert list(paths.root.iterdir()) == []
+
+
+def test_recover_leaves_a_job_whose_upload_had_not_begun_waiting_for_it(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, FakeExecutor())
+    job = rig.store.create("alice", parse_spec({"argv": ["m.py"]}))
+    rig.scheduler.recover()
+    assert rig.store.get(job.id).state == JobState.created
+
+
+def test_recover_removes_the_partial_files_of_a_job_that_was_running(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, FakeExecutor())
+    job_id = rig.submit()
+    rig.store.mark_running(job_id, "cpu0", [])
+    paths = rig.store.paths(job_id)
+    for folder in (paths.raw_out, paths.outputs, paths.judge):
+        folder.mkdir(parents=True)
+        (folder / "half").write_bytes(b"\0" * 4096)
+    paths.log.write_text("printed before the crash\n")
+    rig.scheduler.recover()
+    assert sorted(p.name for p in paths.root.iterdir()) == ["eval", "input", "log"]
+    assert list((paths.root / "eval").iterdir()) == [] and paths.log.read_text() == "printed before the crash\n"
+
+
+def test_a_job_that_cannot_be_marked_running_on_a_full_disk_stays_queued_and_its_slot_comes_back(
+    tmp_path: Path, rigs: list[Rig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig = Rig(tmp_path, FakeExecutor())
+    full, tries = {"on": True}, threading.Semaphore(0)
+    real = rig.store.mark_running
+
+    def mark_running(*args: Any) -> None:
+        if full["on"]:
+            tries.release()
+            raise InsufficientStorage("the server's disk is full: the job database cannot grow")
+        real(*args)
+
+    monkeypatch.setattr(rig.store, "mark_running", mark_running)
+    start(rigs, rig)
+    job_id = rig.submit()
+    assert tries.acquire(timeout=10) and tries.acquire(timeout=10)  # tried, and tried again on a later pass
+    assert rig.store.get(job_id).state == JobState.queued and rig.settled()["free"] == ["cpu0"]
+    full["on"] = False
+    rig.scheduler.wake()
+    assert rig.wait(job_id).verdict == Verdict.ok

@@ -87,7 +87,7 @@ def test_a_pool_closed_while_a_standby_starts_waits_for_it_and_discards_it(tmp_p
     import threading
 
     pool = standby.StandbyPool(tmp_path / "standby")
-    release, discarded = threading.Event(), []
+    release, discarded = threading.Event(), list[standby.Standby]()
 
     def make(folder: Path) -> standby.Standby:
         release.wait(5)
@@ -140,3 +140,31 @@ def test_a_second_close_returns_only_when_the_first_has_discarded_everything(tmp
     pool.close(slow_discard)  # the second caller
     assert len(discarded) == 1
     first.join(5)
+
+
+def test_the_pool_names_the_containers_a_clean_up_must_leave(tmp_path: Path) -> None:
+    """Ready and taken standbys, until the job hands its back; the leases whose standby is starting."""
+    import threading
+    from collections.abc import Callable
+    from types import SimpleNamespace
+
+    pool = standby.StandbyPool(tmp_path / "standby")
+    release = threading.Event()
+
+    def make(name: str, wait: bool) -> Callable[[Path], standby.Standby]:
+        def made(folder: Path) -> standby.Standby:
+            if wait:
+                release.wait(5)
+            return standby.Standby(SimpleNamespace(id=name), "k", folder, ())
+
+        return made
+
+    pool.refill("cpu0", "k", make("c0", False), lambda s: None)
+    assert pool.take("cpu0", "other", wait_s=5) is None  # waited until it was made: ready, not taken
+    pool.refill("cpu1", "k", make("c1", True), lambda s: None)
+    assert pool.in_use() == ({"c0"}, {"cpu1"})
+    release.set()
+    taken = pool.take("cpu1", "k", wait_s=5)
+    assert taken is not None and pool.in_use() == ({"c0", "c1"}, set())
+    pool.handed_back(taken)
+    assert pool.in_use() == ({"c0"}, set())
