@@ -220,7 +220,11 @@ class ClusterPlacement:
             hosts = [h.inventory.slots for h in self._hosts.values()]
         if not hosts:
             return
-        if not any(len(eligible(slots, gpus, gpu_type)) >= wanted_slots(slots, gpus) for slots in hosts):
+        if not any(
+            gpus <= max(sum(1 for s in slots if s.gpu), 1)  # a host with none runs a one-GPU job on a CPU slot
+            and len(eligible(slots, gpus, gpu_type)) >= wanted_slots(slots, gpus)
+            for slots in hosts
+        ):
             kinds = sorted({t for slots in hosts for t in slot_types(slots)})
             raise BadRequest(
                 f"the job asks for {gpus} GPU(s) of type {gpu_type}; no host of this cluster has that "

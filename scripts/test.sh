@@ -15,4 +15,5 @@ ruff format --check .
 # against its file's hash, so an edit (or a new mypy) is always checked
 export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcoral-mypy}"
 mypy
-python3 -m pytest -q -p no:cacheprovider "$@"
+# the slowest tests named at the end: where CI time goes
+python3 -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -141,3 +141,24 @@ def test_a_host_without_gpus_refuses_a_job_asking_for_more_than_one() -> None:
     for many in (2, 10**30):
         with pytest.raises(BadRequest, match=f"asks for {many} GPUs; this server has none"):
             plain.check(many, "any")
+
+
+def test_a_cluster_refuses_more_gpus_than_any_host_has() -> None:
+    """The cluster front end checks as one server does: 10**30 GPUs on CPU-only hosts are refused at submit."""
+    from kcoral.runner.cluster import ClusterPlacement, Host
+    from kcoral.runner.hostagent import Inventory
+    from kcoral.runner.leases import Slot
+
+    def host(name: str, slots: list[Slot]) -> Host:
+        return Host(None, Inventory(name, "", slots, {}, {}, {}, False, []))
+
+    placement = ClusterPlacement(ray=None)
+    placement._hosts = {"cpu": host("cpu", [Slot("cpu0", None, (0,), ""), Slot("cpu1", None, (1,), "")])}
+    placement.check(1, "any")  # one asked of a CPU-only host runs on a CPU slot
+    for many in (2, 10**30):
+        with pytest.raises(BadRequest, match=f"asks for {many} GPU"):
+            placement.check(many, "any")
+    placement._hosts["gpu"] = host("gpu", [Slot(f"gpu{i}", _gpu(i, "NVIDIA H200"), (), "H200") for i in range(2)])
+    placement.check(2, "any")
+    with pytest.raises(BadRequest, match="asks for 3 GPU"):
+        placement.check(3, "any")
