@@ -75,6 +75,15 @@ class Rig:
             time.sleep(0.01)
         raise AssertionError(f"job {job_id} is {self.store.get(job_id).state}, not {state}")
 
+    def turns(self, count: int, timeout: float = 10) -> None:
+        """Wait for ``count`` more turns of the scheduler's loop (each has the executor tidy once)."""
+        until = len(self.executor.tidied) + count
+        end = time.monotonic() + timeout
+        while len(self.executor.tidied) < until:
+            assert time.monotonic() < end, f"the loop made {len(self.executor.tidied)} of {until} turns"
+            self.scheduler.wake()
+            time.sleep(0.005)
+
     def settled(self, timeout: float = 10) -> dict[str, Any]:
         """The pool once every slot is back (free or drained): the GPU check runs after the job's finish."""
         end = time.monotonic() + timeout
@@ -162,7 +171,8 @@ def test_engine_failure_is_the_jobs_infrastructure_error_and_the_slot_comes_back
 def test_while_the_engine_is_unreachable_the_queue_is_held_not_failed(tmp_path: Path, rigs: list[Rig]) -> None:
     rig = start(rigs, Rig(tmp_path, FakeExecutor(down=True)))
     job_id = rig.submit()
-    time.sleep(1.5)  # a loop turn or two
+    rig.turns(3)  # the engine was asked, and did not answer, in loop turns after the submit
+    assert rig.executor.asked >= 2
     assert rig.store.get(job_id).state == JobState.queued and rig.executor.ran == []
     rig.executor.down = False
     rig.scheduler.wake()
@@ -176,9 +186,7 @@ def test_the_engine_is_asked_only_when_a_queued_job_could_start(tmp_path: Path, 
     assert started.wait(5)
     queued = rig.submit()  # waits for the one slot
     asked = rig.executor.asked
-    for _ in range(5):
-        rig.scheduler.wake()
-        time.sleep(0.05)
+    rig.turns(5)  # five turns of the loop with a job queued and no slot for it
     assert rig.executor.asked == asked and rig.store.get(queued).state == JobState.queued
     rig.scheduler.cancel(running)
     rig.wait(queued, JobState.running)
