@@ -4,9 +4,10 @@ local disk, and the folder of the client's own state (:func:`state_dir`)."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path, PurePosixPath
 
-from kcoral.cli.errors import ServerError
+from kcoral.cli.errors import ServerError, UsageError
 from kcoral.runner.relpath import relative_inside
 
 
@@ -42,5 +43,11 @@ def state_dir() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or ""
     folder = (Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state") / "kcoral"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():  # a link, or another user's folder
+        raise UsageError(
+            f"{folder} is not a folder of this user's own (a link, or another user's): kcoral keeps secrets "
+            "there; remove it, or set XDG_STATE_HOME to a folder of your own"
+        )
     folder.chmod(0o700)
     return folder

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -140,3 +141,24 @@ def test_a_queued_job_shows_what_it_cannot_start_without(capsys: pytest.CaptureF
     stdout().print(job_details(JobView(id="j", owner="o", state=JobState.queued, spec=PythonSpec(argv=["m.py"]),
                                        queue_position=1, times=JobTimes(created=0))))  # fmt: skip
     assert "cannot start" not in capsys.readouterr()[0]
+
+
+@pytest.mark.parametrize("trap", ["link", "other_user"])
+def test_the_state_folder_is_refused_when_it_is_a_link_or_another_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trap: str
+) -> None:
+    """The folder that holds `kcoral mcp --http`'s secret must be this user's own: a link there (the
+    secret written where its target's owner reads it) or another user's folder is refused, clearly."""
+    from kcoral.cli.errors import UsageError
+    from kcoral.cli.paths import state_dir
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "state").mkdir()
+    if trap == "link":
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "state" / "kcoral").symlink_to(tmp_path / "elsewhere")
+    else:
+        (tmp_path / "state" / "kcoral").mkdir()
+        monkeypatch.setattr(os, "getuid", lambda: os.stat(tmp_path).st_uid + 1)
+    with pytest.raises(UsageError, match="is not a folder of this user's own"):
+        state_dir()
