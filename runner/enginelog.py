@@ -8,7 +8,8 @@ piece per line, as its log endpoint sends them), and ends it once the container 
 was copied. A slow reader holds the container back (the engine buffers about 1 MB for it) instead
 of leaving a backlog to read after its kill. (Before, the log endpoint was read through docker-py a
 frame header and a payload at a time, several calls deep each: a job printing short lines kept the
-server a core busy and its verdict a minute or two behind its kill; bench/lineflood.py.)
+server a core busy and its verdict a minute or two behind its kill; bench/lineflood.py.) Pieces of the
+two streams can meet inside a line here; runner.wholelines holds them apart for the log.
 
 Where that stream broke, :func:`missed_output` reads the rest from the engine's log (the container's
 log driver keeps all of it too), skipping per stream what the attach brought. Both streams are framed

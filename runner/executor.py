@@ -38,6 +38,7 @@ from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, LABEL_STEP, contain
 from kcoral.runner.settings import Settings
 from kcoral.runner.standby import Fit, Standby, StandbyPool
 from kcoral.runner.store import jobs_dir
+from kcoral.runner.wholelines import WholeLines
 
 log = logging.getLogger("kcoral.executor")
 #: what a call to the engine raises when it fails; urllib3's own errors reach us from a stream read
@@ -69,6 +70,8 @@ class _Watch:
     ended: float | None = None
     #: bytes past the step's own log_keep that were dropped (a step with log_keep only)
     dropped: int = 0
+    #: each stream's unfinished line, held until it ends (the streams do not interleave inside a line)
+    lines: WholeLines = field(default_factory=WholeLines)
 
 
 class DockerExecutor:
@@ -608,7 +611,8 @@ def _copy_log(
     it a breach (``log_over``), or with ``drop`` the rest is counted in ``dropped`` and goes nowhere."""
     try:
         for batch in output.batches():
-            _keep(sink, batch, cap, watch, drop)
+            _keep(sink, watch.lines.feed(batch), cap, watch, drop)
+        _keep(sink, watch.lines.rest(), cap, watch, drop)
         watch.exited.wait()  # an attach ends the same way when the container exits and when the engine goes
         if watch.exit_status is None:
             raise EngineStreamError("the output stream ended, and the container's exit was not seen")
@@ -699,10 +703,12 @@ def _catch_up_log(
     if not watch.log_cut or watch.log_over or watch.log_error:
         return
     try:
-        for batch in missed_output(container, output.received):
-            _keep(sink, batch, cap, watch, drop)
-    except _DOCKER_ERRORS as exc:
-        log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
+        try:
+            for batch in missed_output(container, output.received):
+                _keep(sink, watch.lines.feed(batch), cap, watch, drop)
+        except _DOCKER_ERRORS as exc:
+            log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
+        _keep(sink, watch.lines.rest(), cap, watch, drop)
     except OSError as exc:
         _log_failed(watch, exc)
 

@@ -70,9 +70,19 @@ def test_log_is_byte_exact_including_an_unterminated_last_line(server):
         assert job["log_bytes"] == len(raw)
 
 
+def test_lines_written_in_pieces_on_both_streams_do_not_interleave_inside_a_line(server):
+    # unbuffered print writes a line's text and its newline apart; the engine copies each pipe as it
+    # reads it, so the pieces come in this order (paced to come in reads of their own)
+    script = "import os, time\nfor fd, piece in ((1, b'out'), (2, b'err'), (1, b'\\n'), (2, b'\\n')):\n"
+    script += "    os.write(fd, piece)\n    time.sleep(0.1)\n"
+    job, _ = server.run({"m.py": script}, ["m.py"])
+    assert job["verdict"] == "ok", job
+    assert server.http.get(f"/v1/jobs/{job['id']}/log").content == b"out\nerr\n"
+
+
 def test_a_job_switching_streams_on_every_line_keeps_its_bytes_and_a_bounded_index(server, monkeypatch):
-    # the engine cuts a log at newlines (a partial line waits for its end), and reads each stream on
-    # its own: lines written faster than it reads come in runs, so the job paces them
+    # the log takes whole lines (a partial line waits for its end), and the engine reads each stream
+    # on its own: lines written faster than it reads come in runs, so the job paces them
     monkeypatch.setattr(joblog, "MAX_SWITCHES", 16)
     script = "import os, time\nfor i in range(200):\n    os.write(1 + i % 2, b'oe'[i % 2:i % 2 + 1] + b'\\n')\n"
     script += "    time.sleep(0.005)\n"
