@@ -113,7 +113,7 @@ fi
 if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat per core), NVML in a container's
   # stead, the slot's A/A calibration (kcoral calibrate: CAL_N requests, 0 for none), then AA_N A/A requests with
   # the slot's noise floor folded in (AA_COTENANT more beside a busy co-tenant), then the storm as a GPU
-  # candidate (STORM=1) and the work-twice one (TWICE=1)
+  # candidate (STORM=1), the work-twice one (TWICE=1) and the peers' methods (PEERS=N pairs)
   grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
   python3 -m pytest -q -p no:cacheprovider -o addopts='' -m gpu tests/gpu/test_gpuclock.py tests/gpu/test_graph_capture.py -s 2>&1 | tail -6
   if [ "${CAL_N:-5}" -gt 0 ]; then
@@ -134,6 +134,10 @@ if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat p
     ev attack-irq-storm $pinned "$storm" no-gain
   fi
   if [ "${TWICE:-0}" = 1 ]; then ev pinned-twice $pinned $cands/fla_twice pass; fi
+  if [ "${PEERS:-0}" -gt 0 ]; then  # the peers' timing methods, A/A on the bare GPU (PEERS pairs)
+    PYTHONPATH=/opt/kcoral-site:${PYTHONPATH:-} python3 bench/peer_methods.py --task $pinned --pairs "$PEERS" \
+      --json "$out/peers.json" 2>&1 | grep -v "^pair " | tail -8
+  fi
   grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
 fi
 if has s; then  # the spread: the template on the pinned task five times, then the work-twice candidate
