@@ -137,8 +137,8 @@ def main() -> None:
     parser.add_argument(
         "--client-python",
         default=sys.executable,
-        help="the interpreter the CLI runs with (e.g. a virtual environment's of its own, as `pip install kcoral` "
-        "into a fresh one gives; the kcoral package is found through PYTHONPATH)",
+        help="the interpreter the CLI runs with (e.g. a virtual environment's of its own, as "
+        "`pip install kcoral-bench` into a fresh one gives; the kcoral package is found through PYTHONPATH)",
     )
     parser.add_argument("--no-standby", action="store_true", help="the server started here keeps no standby")
     parser.add_argument("--settle", type=float, default=0.5, help="seconds of pause before each timed run")

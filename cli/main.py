@@ -106,7 +106,7 @@ def register_optional_commands(target: typer.Typer = app) -> None:
                 name,
                 context_settings=PASSTHROUGH_CONTEXT,
                 add_help_option=False,
-                help="(needs the server: pip install 'kcoral[server]')",
+                help="(needs the server: pip install 'kcoral-bench[server]')",
             )(_server_missing(name, missing))
         return
     from kcoral.images.cli import images_app
@@ -122,7 +122,7 @@ def _server_missing(name: str, missing: list[str]) -> Callable[[typer.Context], 
     def command(ctx: typer.Context) -> None:
         raise UsageError(
             f"`kcoral {name}` runs the server, which is not installed here "
-            f"(missing: {', '.join(missing)}): pip install 'kcoral[server]'"
+            f"(missing: {', '.join(missing)}): pip install 'kcoral-bench[server]'"
         )
 
     return command

@@ -28,7 +28,7 @@ def _pyplot() -> Any:
         import matplotlib.pyplot as plt
     except ImportError:
         raise PlotUnavailable(
-            "plotting needs matplotlib: pip install 'kcoral[plot]' (or pip install matplotlib)"
+            "plotting needs matplotlib: pip install 'kcoral-bench[plot]' (or pip install matplotlib)"
         ) from None
     return plt
 

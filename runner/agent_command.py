@@ -56,7 +56,7 @@ def agent(
     from kcoral.runner.cluster import HOST_NAME
 
     if importlib.util.find_spec("ray") is None:
-        typer.echo("kcoral agent: Ray is not installed here: pip install 'kcoral[ray]'", err=True)
+        typer.echo("kcoral agent: Ray is not installed here: pip install 'kcoral-bench[ray]'", err=True)
         raise typer.Exit(2)
     host = host_name or socket.gethostname().split(".")[0]
     if not HOST_NAME.fullmatch(host):

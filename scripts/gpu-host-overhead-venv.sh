@@ -1,7 +1,7 @@
 #!/bin/bash
 # Phase o of scripts/gpu-host-eval.sh (the CLI with the host's own python3), then the same bench
 # against the same server with the CLI run by a virtual environment of its own (no site-packages of
-# the host's: what `pip install kcoral` into a fresh environment gives), and its import times.
+# the host's: what `pip install kcoral-bench` into a fresh environment gives), and its import times.
 # Usage: OUT=DIR bash scripts/gpu-host-overhead-venv.sh BUNDLE.tar.xz SERVER_WHEELS JOB_WHEELS
 set -u
 out=${OUT:-/tmp/kcoral-eval}; mkdir -p "$out"
@@ -10,7 +10,7 @@ tail -n 4 "$out/eval-o.log"
 python3 -m venv --without-pip /tmp/kcv
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/docker-bundle/bin:$PATH
 # the client's packages that /tmp/site lacks, copied from the host's Python and byte-compiled: what
-# `pip install kcoral` into a fresh environment gives (the host has no network to install them)
+# `pip install kcoral-bench` into a fresh environment gives (the host has no network to install them)
 venv_site=$(/tmp/kcv/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 for pkg in httpx httpcore h11 anyio sniffio certifi idna click typer; do
   PYTHONPATH=/tmp/site /tmp/kcv/bin/python3 -c "import $pkg" 2>/dev/null && continue

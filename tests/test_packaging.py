@@ -115,7 +115,7 @@ def test_client_install_runs_the_client(client_venv: Path) -> None:
     refused = subprocess.run([kcoral, "tasks"], capture_output=True, text=True, timeout=60, env=env)
     assert refused.returncode == 69 and "cannot reach http://127.0.0.1:9" in refused.stderr, refused.stderr
     served = subprocess.run([kcoral, "serve", "--port", "1"], capture_output=True, text=True, timeout=60, env=env)
-    assert served.returncode == 2 and "pip install 'kcoral[server]'" in served.stderr, served.stderr
+    assert served.returncode == 2 and "pip install 'kcoral-bench[server]'" in served.stderr, served.stderr
     assert "Traceback" not in served.stderr + refused.stderr
 
 
@@ -129,3 +129,15 @@ def test_the_wheel_carries_the_task_manifests(client_venv: Path) -> None:
     # the web page's templates and vendored scripts (runner.web)
     for name in ("templates/job.html", "static/htmx-2.0.4.min.js", "static/uPlot-1.6.31.iife.min.js"):
         assert (site / "kcoral" / "runner" / "web" / name).is_file(), name
+
+
+def test_the_distribution_is_kcoral_bench_and_its_command_kcoral(client_venv: Path) -> None:
+    """`kcoral` on PyPI is another project (the KCoral engine): this one installs as kcoral-bench,
+    imports as kcoral and runs as kcoral."""
+    site = next((client_venv / "lib").glob("python3*/site-packages"))
+    assert [p.name.split("-")[0] for p in site.glob("kcoral*.dist-info")] == ["kcoral_bench"]
+    probe = "import importlib.metadata as m; d = m.distribution('kcoral-bench'); print(d.metadata['Name'])"
+    py = str(client_venv / "bin" / "python")
+    done = subprocess.run([py, "-c", probe], capture_output=True, text=True, timeout=60, cwd=client_venv)
+    assert done.stdout.strip() == "kcoral-bench", done.stdout + done.stderr
+    assert (client_venv / "bin" / "kcoral").is_file()
