@@ -1,6 +1,6 @@
 #!/bin/bash
 # The test suite on the real Docker engine (GPU tests are marked `gpu` and run on the GPU host:
-# see scripts/gpu-host-e2e.sh). Lint and types first: a ruff or mypy finding fails the run.
+# scripts/gpu-host-tests.sh runs them all). Lint and types first: a ruff or mypy finding fails the run.
 set -euo pipefail
 source "$(dirname "$0")/install.sh"
 # the web page's tests drive a real browser: Debian's chromium and its driver

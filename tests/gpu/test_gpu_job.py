@@ -1,4 +1,4 @@
-"""GPU jobs on a real NVIDIA host (run there with: pytest -o addopts='' -m gpu tests/gpu).
+"""GPU jobs on a real NVIDIA host (run there, with every other gpu test: bash scripts/gpu-host-tests.sh).
 
 The host is the reference H200 machine: no NVIDIA container toolkit, so GPUs reach the container
 as device nodes, and CUDA/PyTorch come from the host's directories mounted read-only.

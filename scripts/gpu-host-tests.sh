@@ -1,0 +1,10 @@
+#!/bin/bash
+# Every test marked `gpu`, on the GPU host (CI runs the rest): the paths in GPU_TESTS, which
+# tests/test_gpu_tests_script.py keeps equal to the files that mark tests `gpu`. fla-core comes from
+# /opt/kcoral-site (scripts/gpu-host-prepare.sh puts it there).
+# Usage: bash scripts/gpu-host-tests.sh [PYTEST ARGS]
+set -u
+cd "$(dirname "$0")/.."
+GPU_TESTS=(tests/gpu tests/tasks/test_kda_gpu.py tests/tasks/test_autotune_gpu.py)
+PYTHONPATH=/opt/kcoral-site:${PYTHONPATH:-} python3 -m pytest -o addopts='' -m gpu -q -p no:cacheprovider \
+  "${GPU_TESTS[@]}" "$@"
