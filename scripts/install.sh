@@ -6,7 +6,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash .ci/start-docker.sh
 # this project was once installed as the distribution `kcoral` (a name PyPI gives another project):
 # an editable install of it (of any checkout) goes first, so that one distribution provides the package
-old=$(python3 -m pip show kcoral 2> /dev/null | sed -n 's/^Editable project location: //p')
+old=$(python3 -m pip show kcoral 2> /dev/null | sed -n 's/^Editable project location: //p' || true)
 if [ -n "$old" ] && [ -f "$old/runner/codecopy.py" ]; then
   python3 -m pip uninstall -q -y --root-user-action=ignore kcoral
 fi
