@@ -4,6 +4,8 @@ skipped when torch is missing."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -158,3 +160,30 @@ def test_the_fast_rule_gives_the_float64_rules_verdict(dtype: torch.dtype) -> No
         assert (reason is None) == passes, (trial, reason)
         if n_fail >= 0:
             assert stats["failed_elements"] == n_fail, trial
+
+
+def test_finite_outputs_whose_difference_overflows_float32_are_compared_in_float64() -> None:
+    big = torch.finfo(torch.float32).max * 0.75
+    ref = torch.tensor([-big, 1.0], dtype=torch.float32)
+    out = torch.tensor([big, 1.0], dtype=torch.float32)  # off by more than float32 holds, but finite
+    reason, stats = compare("y", out, ref, Tolerance(1e-2, 1e-2, 1e-2))
+    assert reason is not None and "1 elements out of tolerance; first at [0]" in reason, reason
+    assert stats["max_abs_err"] == pytest.approx(2 * big) and math.isfinite(stats["rms_ratio"])
+
+
+def test_a_reference_whose_squares_overflow_float32_still_scales_the_rule() -> None:
+    """Its RMS taken in float32 would be inf, and every error would pass under atol * inf."""
+    ref = torch.full((4,), 1e20, dtype=torch.float32)
+    reason, stats = compare("y", ref * 2, ref, Tolerance(1e-2, 1e-2, 1e-2))
+    assert reason is not None and "4 elements out of tolerance" in reason, reason
+    assert stats["rms_ratio"] == pytest.approx(1.0)
+    assert compare("y", ref.clone(), ref, Tolerance(1e-2, 1e-2, 1e-2))[0] is None
+
+
+def test_errors_whose_squares_underflow_float32_still_count_in_the_rms_rule() -> None:
+    """Tiny values: the elements pass their relative test (guarded near zero), the RMS rule fails them;
+    in float32 the error's squares would underflow to an RMS of 0."""
+    ref = torch.full((4,), 1e-30, dtype=torch.float32)
+    reason, stats = compare("y", ref * 2, ref, Tolerance(1e-2, 1e-2, 1e-2))
+    assert reason is not None and reason.startswith("y: RMS error ratio"), reason
+    assert stats["rms_ratio"] == pytest.approx(1.0, rel=1e-5)
