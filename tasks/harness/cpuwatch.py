@@ -30,13 +30,15 @@ class CpuWatch:
     def ns(self) -> int:
         """CPU nanoseconds the candidate's container has used so far."""
         text = self.counter.read_text()
-        if self.parse == "usage_usec":
-            for line in text.splitlines():
-                key, _, value = line.partition(" ")
-                if key == "usage_usec":
-                    return int(value) * self.unit_ns
-            raise ValueError(f"{self.counter} has no usage_usec")
-        return int(text.strip()) * self.unit_ns
+        if self.parse == "ns":  # cgroup v1's cpuacct.usage: one number
+            return int(text.strip()) * self.unit_ns
+        if self.parse != "usage_usec":
+            raise ValueError(f"no reader for {self.parse!r}")
+        for line in text.splitlines():  # cgroup v2's cpu.stat: "key value" lines
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                return int(value) * self.unit_ns
+        raise ValueError(f"{self.counter} has no usage_usec")
 
 
 def for_leaf(leaf: str, version: str, mount: Path = MOUNT) -> CpuWatch:

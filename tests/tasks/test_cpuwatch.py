@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.tasks.harness.cpuwatch import MOUNT, for_leaf
+from kcoral.tasks.harness.cpuwatch import MOUNT, CpuWatch, for_leaf
 
 
 def test_cgroup_v2_reads_usage_usec_from_cpu_stat_in_nanoseconds(tmp_path: Path) -> None:
@@ -16,7 +16,7 @@ def test_cgroup_v2_reads_usage_usec_from_cpu_stat_in_nanoseconds(tmp_path: Path)
     stat.write_text("usage_usec_extra 9\nusage_usec 1234\nuser_usec 1000\nsystem_usec 234\n")
     watch = for_leaf("docker-abc.scope", "2", tmp_path)
     assert watch.counter == stat
-    assert watch.ns() == 1_234_000
+    assert watch.ns() == 1_234_000 and isinstance(watch.ns(), int)
     stat.write_text("usage_usec 1235\n")  # read afresh each time
     assert watch.ns() == 1_235_000
 
@@ -24,7 +24,7 @@ def test_cgroup_v2_reads_usage_usec_from_cpu_stat_in_nanoseconds(tmp_path: Path)
 def test_cgroup_v2_without_usage_usec_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "cpu.stat").write_text("user_usec 5\nusage_usecs 7\n")
-    with pytest.raises(ValueError, match="has no usage_usec"):
+    with pytest.raises(ValueError, match=r"^\S+/x/cpu\.stat has no usage_usec$"):
         for_leaf("x", "2", tmp_path).ns()
 
 
@@ -33,16 +33,24 @@ def test_cgroup_v1_reads_cpuacct_usage_in_nanoseconds(tmp_path: Path) -> None:
     (tmp_path / "0123abcd" / "cpuacct.usage").write_text("987654321\n")
     watch = for_leaf("0123abcd", "1", tmp_path)
     assert watch.counter == tmp_path / "0123abcd" / "cpuacct.usage"
-    assert watch.ns() == 987_654_321
+    assert watch.ns() == 987_654_321 and isinstance(watch.ns(), int)
+
+
+def test_a_counter_of_no_known_format_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "c").write_text("5\n")
+    with pytest.raises(ValueError, match=r"^no reader for 'usec'$"):
+        CpuWatch(tmp_path / "c", 1, "usec").ns()
 
 
 def test_the_default_mount_is_the_servers() -> None:
+    """tasks.evaluate mounts the host's container cgroups at this path in the judge's container."""
+    assert Path("/kcoral-cgroups") == MOUNT
     assert for_leaf("docker-1.scope", "2").counter == MOUNT / "docker-1.scope" / "cpu.stat"
 
 
 @pytest.mark.parametrize("leaf", ["", ".", "..", "../x", "a/b", "x\n", "a b", "x" * 256, "/etc"])
 def test_a_folder_name_that_could_leave_the_mount_is_refused(leaf: str) -> None:
-    with pytest.raises(ValueError, match="unexpected cgroup folder"):
+    with pytest.raises(ValueError, match=r"^unexpected cgroup folder '.*'$"):
         for_leaf(leaf, "2")
 
 
@@ -52,5 +60,5 @@ def test_the_longest_plain_name_is_taken() -> None:
 
 @pytest.mark.parametrize("version", ["0", "3", "", "v2"])
 def test_an_unknown_cgroup_version_is_refused(version: str) -> None:
-    with pytest.raises(ValueError, match=f"no cgroup v{version} CPU accounting"):
+    with pytest.raises(ValueError, match=f"^no cgroup v{version} CPU accounting$"):
         for_leaf("leaf", version)
