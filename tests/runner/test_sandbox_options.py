@@ -136,3 +136,25 @@ def test_gpus_through_the_nvidia_runtime_by_uuid() -> None:
     assert got["device_requests"] == [DeviceRequest(device_ids=["GPU-abc"], capabilities=[["gpu"]])]
     assert "devices" not in got and got["volumes"] == {}
     assert gpu_options(LEASE, "runtime") == {} and gpu_options(LEASE, "devices") == {}
+
+
+def test_the_labels_a_servers_containers_are_found_by() -> None:
+    """Containers made by earlier versions are tidied by these labels: they cannot change."""
+    assert (LABEL_JOB, LABEL_INSTANCE, LABEL_STEP) == ("kcoral.job", "kcoral.instance", "kcoral.step")
+
+
+def test_a_fractional_cpu_cap_and_a_steps_own_cores_in_order() -> None:
+    settings = replace(_settings(), limits=Limits(cpus=0.5))
+    got = container_options(settings, "j", "i", ContainerStep(command=["c"], env={}, cpus=(2, 0)), LEASE, "devices")
+    assert got["nano_cpus"] == 500_000_000 and got["cpuset_cpus"] == "0,2"
+
+
+def test_every_control_node_there_is_and_gpu_minor_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sandbox.os.path, "exists", lambda p: True)
+    lease = Lease((Slot("gpu3", replace(GPU, minor=0), (2,)),))
+    assert gpu_options(lease, "devices")["devices"] == [
+        "/dev/nvidia0:/dev/nvidia0:rw",
+        "/dev/nvidiactl:/dev/nvidiactl:rw",
+        "/dev/nvidia-uvm:/dev/nvidia-uvm:rw",
+        "/dev/nvidia-uvm-tools:/dev/nvidia-uvm-tools:rw",
+    ]
