@@ -187,3 +187,16 @@ def test_errors_whose_squares_underflow_float32_still_count_in_the_rms_rule() ->
     reason, stats = compare("y", ref * 2, ref, Tolerance(1e-2, 1e-2, 1e-2))
     assert reason is not None and reason.startswith("y: RMS error ratio"), reason
     assert stats["rms_ratio"] == pytest.approx(1.0, rel=1e-5)
+
+
+def test_float64_outputs_are_compared_in_float64() -> None:
+    """A difference float32 cannot hold (1e-12 of 1.0) still fails a rule that tight."""
+    reason, stats = compare("y", t(1.0 + 1e-12, 2.0), t(1.0, 2.0), Tolerance(0.0, 1e-13, LOOSE_RMS))
+    assert reason is not None and "1 elements out of tolerance; first at [0]" in reason, reason
+    assert stats["max_abs_err"] > 0
+
+
+def test_an_error_exactly_at_the_absolute_threshold_passes() -> None:
+    """RMS(ref) = 1 and atol 0.5: an error of exactly 0.5 is not over it; one of 2.0 is."""
+    reason, stats = compare("y", t(1.5, 1.0, 3.0), t(1.0, 1.0, 1.0), Tolerance(0.5, 0.1, LOOSE_RMS))
+    assert stats["failed_elements"] == 1 and reason is not None and "first at [2]" in reason, reason
