@@ -1,0 +1,157 @@
+"""Where the spread between two A/A requests comes from, on the bare GPU host (issue 29).
+
+    python3 bench/variance_source.py [--task kda/forward_b1_t8192_h96] [--pairs 4] [--instances 6]
+                                     [--rounds 40] [--json FILE]
+
+kcoral's graph mode times one captured batch per side per request: the baseline's in one process, the
+candidate's in another, each batch on buffers allocated once for the request. Two requests of the
+template against itself differ by ~0.08% (sd) although each one's own interval is narrower. This
+probe asks which draw that is. Each pair starts two fresh worker processes (A and B, the same
+baseline call); each worker allocates ``--instances`` instances, each a batch's buffers (8 input
+sets, outputs) and a CUDA graph of the batch captured on them with a memory pool of its own. The
+parent then asks, round after round, every instance of both workers (alternating which worker goes
+first) to replay its graph once after an L2 flush; the worker times the replay to its end.
+
+Printed per pair: each instance's mean ms, the spread of the instance means within each worker (the
+allocation's draw) against what the replays' own noise explains, and B over A with one instance
+each (what a request sees today) and with all instances pooled. Run on the GPU host, not in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _worker(conn: Any, task_name: str, seed: int, instances: int, batch: int) -> None:
+    """One process: ``instances`` captured batches of the baseline's call, replayed on request."""
+    import time
+
+    import torch
+
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
+
+    task = find_task(DEFAULT_TASKS_DIR, task_name)
+    mod = task.module()
+    params = next(w["params"] for w in task.manifest["workloads"] if w.get("timed"))
+    flush = torch.empty(task.manifest["timing"]["flush_bytes"], dtype=torch.int8, device="cuda")
+    graphs, kept = [], []  # kept: every instance's buffers, which its graph reads and writes on replay
+    for g in range(instances):
+        runs = []
+        for j in range(batch):
+            data = mod.make_inputs(params, seed * 1000 + g * 100 + j, "cuda")
+            data.update(mod.make_outputs(data, "cuda"))
+            runs.append(mod.baseline(data))
+            kept.append(data)
+        for run in runs:  # compile, autotune, warm
+            run()
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for run in runs:
+                run()
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+        graphs.append(graph)
+    conn.send("ready")
+    while True:
+        message = conn.recv()
+        if message is None:
+            return
+        flush.add_(1)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        graphs[message].replay()
+        torch.cuda.synchronize()
+        conn.send((time.perf_counter_ns() - t0) / 1e6 / batch)
+
+
+def _pair(task: str, seed: int, instances: int, rounds: int, batch: int) -> dict[str, Any]:
+    """One pair of fresh workers: every replay's ms by worker and instance."""
+    ctx = multiprocessing.get_context("spawn")
+    ends = {}
+    procs = []
+    for k, name in enumerate("AB"):
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker, args=(child, task, seed * 2 + k, instances, batch), daemon=True)
+        proc.start()
+        ends[name] = parent
+        procs.append(proc)
+    for end in ends.values():
+        assert end.recv() == "ready"
+    times: dict[str, list[list[float]]] = {name: [[] for _ in range(instances)] for name in "AB"}
+    for r in range(rounds):
+        order = "AB" if r % 2 == 0 else "BA"
+        for g in range(instances):
+            for name in order:
+                ends[name].send(g)
+                times[name][g].append(ends[name].recv())
+    for end in ends.values():
+        end.send(None)
+    for proc in procs:
+        proc.join()
+    return times
+
+
+def _summary(times: dict[str, list[list[float]]]) -> dict[str, Any]:
+    """The figures one pair prints (see the module's docstring)."""
+    out: dict[str, Any] = {}
+    for name, per in times.items():
+        means = [statistics.mean(t) for t in per]
+        ses = [statistics.stdev(t) / math.sqrt(len(t)) for t in per]
+        grand = statistics.mean(means)
+        out[name] = {
+            "means_ms": [round(m, 5) for m in means],
+            "between_instances_sd_pct": 100 * statistics.stdev(means) / grand if len(means) > 1 else 0.0,
+            "replay_noise_se_pct": 100 * statistics.mean(ses) / grand,
+            "mean_ms": grand,
+        }
+    a, b = out["A"]["means_ms"], out["B"]["means_ms"]
+    out["ratio_one_instance"] = [round(bb / aa, 5) for aa, bb in zip(a, b, strict=True)]
+    out["ratio_pooled"] = out["B"]["mean_ms"] / out["A"]["mean_ms"]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--task", default="kda/forward_b1_t8192_h96")
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--instances", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    pairs = []
+    for p in range(args.pairs):
+        s = _summary(_pair(args.task, 7919 + p, args.instances, args.rounds, args.batch))
+        pairs.append(s)
+        print(f"pair {p + 1}: B/A pooled {s['ratio_pooled']:.5f}; one instance each: {s['ratio_one_instance']}")
+        for name in "AB":
+            w = s[name]
+            print(
+                f"  {name}: instance means {w['means_ms']}; between instances sd {w['between_instances_sd_pct']:.3f}%"
+                f" (replay noise alone: se {w['replay_noise_se_pct']:.3f}%)"
+            )
+        sys.stdout.flush()
+    ones = [r for s in pairs for r in s["ratio_one_instance"]]
+    pooled = [s["ratio_pooled"] for s in pairs]
+    print(f"one instance per side: {len(ones)} ratios, sd {100 * statistics.stdev(ones):.3f}%")
+    if len(pooled) > 1:
+        print(f"pooled over {args.instances} instances: {len(pooled)} ratios, sd {100 * statistics.stdev(pooled):.3f}%")
+    if args.json:
+        args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, "pairs": pairs}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
