@@ -55,11 +55,9 @@ these for its task; the server sends the whole method to the supervisor in the c
 |                   |       |         | the estimate (tasks.harness.interference)                     |
 | hot_c             | C     | 80      | a GPU hotter than this when a case's sampling is to start is  |
 | cool_s            | s     | 60      | let cool, this long at most (tasks.harness.gpuclock)          |
-| buffer_sets       | count | 4       | each side's inputs and outputs in this many sets of buffers   |
-|                   |       |         | (in the batch mode: groups of a batch's sets; in graph mode   |
-|                   |       |         | each group a graph of its own), a pair of iterations on each  |
-|                   |       |         | in turn: where one set lies in memory is not one draw for a   |
-|                   |       |         | whole request                                                 |
+| buffer_sets       | count | 4       | each side's inputs and outputs in this many sets of buffers, a |
+|                   |       |         | pair of iterations on each in turn: where one set lies in     |
+|                   |       |         | memory is not one draw for a whole request                    |
 | batch             | count | 0       | 2 or more: the trusted batch mode. Each side's calls are timed |
 |                   |       |         | this many at a time, back to back on as many fresh input sets  |
 |                   |       |         | (every set's outputs poisoned, copied and checked), one device |

@@ -47,17 +47,15 @@ TIMING_METHOD = (
 )
 BATCH_METHOD = (
     " This task is timed in the batch mode: each side's calls are timed {batch} at a time, back to back "
-    "on {batch} fresh input sets of their own (written, and the cache flushed, before the clock starts; "
-    "each side holds {groups} groups of {batch} sets of buffers, a pair of batches on each group in turn), "
+    "on {batch} fresh input sets of their own (written, and the cache flushed, before the clock starts), "
     "with one device synchronisation after the last, and every call's outputs are checked; a call's "
     "time is the batch's over {batch}, so the host's launch gaps between calls hide behind the device's "
     "queue. The same calls are then timed one at a time in the same request: a submission whose calls "
     "gain far more in a batch than one at a time (work done for other calls ahead) is flagged."
 )
 GRAPH_METHOD = (
-    " Each group's batch is captured once in a CUDA graph after the warm-up, and every timed batch is a "
-    "replay of its group's graph on the batch's fresh inputs (each call of the first group also alone in "
-    "a graph of its own, for "
+    " Each side's batch is captured once in a CUDA graph after the warm-up, and every timed batch is a "
+    "replay of that graph on the batch's fresh inputs (each call also alone in a graph of its own, for "
     "the one-at-a-time check): no launch from the host is timed, so a call must be capturable (no "
     "synchronisation with the host, the same work on every call); one that is not fails the evaluation."
 )
@@ -147,7 +145,7 @@ def task_contract(
             budget=method.budget_s,
             call=method.call_timeout_s,
         )
-        + (BATCH_METHOD.format(batch=method.batch, groups=max(1, method.buffer_sets)) if method.batch > 1 else "")
+        + (BATCH_METHOD.format(batch=method.batch) if method.batch > 1 else "")
         + (GRAPH_METHOD if method.batch > 1 and method.graph else ""),
         score=SCORE,
         floor_ms=manifest.get("floor_ms"),

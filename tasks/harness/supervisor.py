@@ -588,11 +588,10 @@ class Supervisor:
 
         In the trusted batch mode (TimingMethod.batch of 2 or more) each of the three is a batch: that
         many calls back to back, the baseline's and the candidate's on as many fresh samples, each call
-        on a buffer set of its own (:meth:`call_batch`) from one of ``buffer_sets`` groups (a pair of
-        iterations on each group in turn), and every call's outputs checked against the baseline's on
-        the same sample. A shorter per-call measurement of the first group's sides follows
+        on a buffer set of its own (:meth:`call_batch`), and every call's outputs checked against the
+        baseline's on the same sample. A shorter per-call measurement of the same sides follows
         (``Timing.per_call``): the report holds the batch's speedup against it. With TimingMethod.graph
-        each group's batch is captured in a CUDA graph once, after the warm-up, and every timed batch is
+        each side's batch is captured in a CUDA graph once, after the warm-up, and every timed batch is
         a replay of it on that batch's fresh inputs: not even the first call's launch is timed."""
         params = case.params
         assert self.baseline is not None, "a timed case without the baseline's worker"
@@ -602,13 +601,9 @@ class Supervisor:
         self._setup(null, params, case, null=True)
         # per call: buffer_sets sets of buffers per side, a pair of iterations on each in turn (where a
         # side's buffers happen to lie in memory is not one draw for the whole request: see
-        # TimingMethod); in a batch: buffer_sets groups of one set per call of the batch, a pair of
-        # iterations on each group in turn (in graph mode each group is a graph of its own, with its own
-        # memory for what the calls allocate: on the H200 one graph per side gave A/A requests 0.089% apart
-        # (sd), four pooled 0.051%, bench/variance_source.py)
-        groups = max(1, self.cfg.buffer_sets) if batch else 1
+        # TimingMethod); in a batch: one set per call of the batch
         bases, cands = [], [cand]
-        for k in range(batch * groups if batch else max(1, self.cfg.buffer_sets)):
+        for k in range(batch or max(1, self.cfg.buffer_sets)):
             bases.append(self._side(self.baseline, case, inputs, specs, label=f"/{label}set{k}"))
             self._setup(bases[-1], params, case)
             if k:
@@ -621,13 +616,6 @@ class Supervisor:
         cooled = self._cool()
         throttles = 0  # the reasons' bits seen in throttled iterations (for the operator's record)
         spent = {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0}  # for the operator's record
-
-        def group(sides: list[Side], k: int) -> list[Side]:
-            """The ``k``-th group's sides of a batch (in turn: ``k`` modulo the groups)."""
-            start = k % groups * batch
-            return sides[start : start + batch]
-
-        singles = (bases[:batch], cands[:batch]) if batch else (bases, cands)
 
         def draw(what: str, count: int) -> list[dict[str, Any]]:
             """One call's fresh sample (``count`` 0), or one per call of a batch of ``count``."""
@@ -642,9 +630,9 @@ class Supervisor:
             drawn = draw(f"{what}/{i}", per)
             t1 = time.monotonic()
             if per:
-                pair = [("b", group(bases, i // 2)), ("c", group(cands, i // 2))]
-            else:  # in a batch's request, the per-call check's calls are the first group's
-                pair = [("b", [singles[0][i // 2 % len(singles[0])]]), ("c", [singles[1][i // 2 % len(singles[1])]])]
+                pair = [("b", bases), ("c", cands)]
+            else:
+                pair = [("b", [bases[i // 2 % len(bases)]]), ("c", [cands[i // 2 % len(cands)]])]
             order = [*(pair if i % 2 == 0 else pair[::-1]), ("n", [null] * max(per, 1))]
             outs: dict[str, list[dict[str, torch.Tensor]]] = {}
             self.waited = 0.0
@@ -680,26 +668,25 @@ class Supervisor:
 
         warmup = 0
         end_warmup = time.monotonic() + self.cfg.warmup_s
-        while time.monotonic() < end_warmup or warmup < max(3, groups if batch else len(bases)):
+        while time.monotonic() < end_warmup or warmup < max(3, 1 if batch else len(bases)):
             drawn = draw(f"warmup/{warmup}", batch)
             if batch:
-                for sides in (group(bases, warmup), group(cands, warmup), [null] * batch):
+                for sides in (bases, cands, [null] * batch):
                     self.call_batch(sides, drawn)
             else:
                 for side in (bases[warmup % len(bases)], cands[warmup % len(cands)], null):
                     self.call(side, drawn[0])
             warmup += 1
         graphed = False
-        if batch and self.cfg.graph:  # each group's batch, and each call alone, captured once, then only replayed
-            batches = [*(group(sides, k) for sides in (bases, cands) for k in range(groups)), [null] * batch]
-            for sides in [*batches, *([side] for side in (*singles[0], *singles[1], null))]:
+        if batch and self.cfg.graph:  # each side's batch, and each call alone, captured once, then only replayed
+            for sides in [bases, cands, [null] * batch, *([side] for side in (*bases, *cands, null))]:
                 error = sides[0].worker.ask({"op": "capture", "cases": [side.case for side in sides]})
                 if error:
                     return Timing([], [], [], "setup", 0), f"capturing its batch of calls in a CUDA graph: {error}"
             graphed = True
             for k in range(GRAPH_WARMUP):  # a graph's first replays also upload it to the device
                 drawn = draw(f"warmup/graph{k}", batch)
-                for sides in batches:
+                for sides in (bases, cands, [null] * batch):
                     self.call_batch(sides, drawn, graphed)
         deadline = time.monotonic() + self.cfg.budget_s
         stopped = "max_reps"
