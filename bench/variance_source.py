@@ -7,8 +7,8 @@ kcoral's graph mode times one captured batch per side per request: the baseline'
 candidate's in another, each batch on buffers allocated once for the request. Two requests of the
 template against itself differ by ~0.08% (sd) although each one's own interval is narrower. This
 probe asks which draw that is. Each pair starts two fresh worker processes (A and B, the same
-baseline call); each worker allocates ``--instances`` instances, each a batch's buffers (8 input
-sets, outputs) and a CUDA graph of the batch captured on them with a memory pool of its own. The
+baseline call); each worker allocates ``--instances`` instances, each a batch's buffers (``--batch``
+input sets, outputs) and a CUDA graph of the batch captured on them with a memory pool of its own. The
 parent then asks, round after round, every instance of both workers (alternating which worker goes
 first) to replay its graph once after an L2 flush; the worker times the replay to its end.
 
@@ -131,6 +131,8 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    if min(args.pairs, args.instances, args.batch) < 1 or args.rounds < 2:
+        ap.error("--pairs, --instances and --batch must be at least 1, --rounds at least 2 (a replay's noise)")
     pairs = []
     for p in range(args.pairs):
         s = _summary(_pair(args.task, 7919 + p, args.instances, args.rounds, args.batch))
@@ -145,7 +147,8 @@ def main() -> int:
         sys.stdout.flush()
     ones = [r for s in pairs for r in s["ratio_one_instance"]]
     pooled = [s["ratio_pooled"] for s in pairs]
-    print(f"one instance per side: {len(ones)} ratios, sd {100 * statistics.stdev(ones):.3f}%")
+    if len(ones) > 1:
+        print(f"one instance per side: {len(ones)} ratios, sd {100 * statistics.stdev(ones):.3f}%")
     if len(pooled) > 1:
         print(f"pooled over {args.instances} instances: {len(pooled)} ratios, sd {100 * statistics.stdev(pooled):.3f}%")
     if args.json:
