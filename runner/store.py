@@ -107,6 +107,11 @@ CREATE TABLE IF NOT EXISTS calibrations (
 );
 CREATE INDEX IF NOT EXISTS calibrations_key ON calibrations(slot, task, task_sha256, at);
 """,
+    # 6: each A/A request's own interval (the floor adds only what a report's own exceeds theirs)
+    """
+ALTER TABLE calibrations ADD COLUMN speedup_lo REAL;
+ALTER TABLE calibrations ADD COLUMN speedup_hi REAL;
+""",
 )
 
 
@@ -389,9 +394,10 @@ class JobStore:
         with self._tx() as db:
             db.executemany(
                 "INSERT INTO calibrations (slot, task, task_sha256, workload, job, at, speedup, baseline_ms, "
-                "kernel_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "kernel_ms, speedup_lo, speedup_hi) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (slot, task, task_sha256, r.workload, r.job, r.at, r.speedup, r.baseline_ms, r.kernel_ms)
+                    + (r.speedup_lo, r.speedup_hi)
                     for r in runs
                 ],
             )
@@ -482,7 +488,7 @@ class JobStore:
         """The figures of the key's latest CALIBRATION_REQUESTS A/A requests, latest first."""
         key = (slot, task, task_sha256)
         rows = self._rows(
-            "SELECT workload, job, at, speedup, baseline_ms, kernel_ms FROM calibrations "
+            "SELECT workload, job, at, speedup, baseline_ms, kernel_ms, speedup_lo, speedup_hi FROM calibrations "
             "WHERE slot=? AND task=? AND task_sha256=? AND job IN (SELECT job FROM calibrations "
             "WHERE slot=? AND task=? AND task_sha256=? GROUP BY job ORDER BY MAX(at) DESC LIMIT ?) "
             "ORDER BY at DESC, seq",

@@ -14,7 +14,11 @@ request to the next on that slot, and no single request can see them:
 - **the spread between requests**: each request draws new inputs, new processes, new cache and
   frequency states; the A/A speedups, once corrected, vary by more than one request's interval says.
   The floor is the half-width (in log) of a 95% prediction interval for one more A/A request,
-  t(n-1) * sd * sqrt(1 + 1/n), and a report's interval is its own widened by it in quadrature.
+  t(n-1) * sd * sqrt(1 + 1/n). That spread already holds each A/A request's own sampling noise, so a
+  report's interval is the floor, widened in quadrature only by what its own interval exceeds the A/A
+  requests' typical own interval (their root mean square, each side): a request as steady as the
+  calibration's gets the floor, a noisier one more (:func:`widen`). Runs stored before their own
+  intervals were kept have none: with no typical own interval, the whole of a request's own is added.
 
 A floor needs MIN_REQUESTS A/A requests no older than MAX_AGE_S, of this task's content, on the same
 slot and core layout; the most recent KEEP are used. Without one, the report says its interval is
@@ -33,8 +37,9 @@ from kcoral.tasks.documents import EvalReport
 
 #: fewer A/A requests than this give no floor (sd of two is no estimate)
 MIN_REQUESTS = 3
-#: the floor rests on at most this many of the latest A/A requests
-KEEP = 10
+#: the floor rests on at most this many of the latest A/A requests (t(n-1) falls from 2.57 at 6 to
+#: 2.09 at 20: more calibration requests, a narrower floor)
+KEEP = 20
 #: A/A requests older than this no longer count (a host changes: kernel, firmware, neighbours)
 MAX_AGE_S = 7 * 86400.0
 #: ``kcoral calibrate``'s default number of A/A requests
@@ -66,6 +71,17 @@ class AaRun:
     #: the net medians (ms) of the baseline's and the candidate's calls
     baseline_ms: float
     kernel_ms: float
+    #: the request's own 95% interval of the speedup (None: stored before these were kept)
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
+
+    def own_half_widths(self) -> tuple[float, float] | None:
+        """The request's own interval as log half-widths below and above its speedup (None: not kept)."""
+        if self.speedup_lo is None or self.speedup_hi is None or not 0 < self.speedup_lo <= self.speedup:
+            return None
+        if not self.speedup <= self.speedup_hi < math.inf:
+            return None
+        return math.log(self.speedup / self.speedup_lo), math.log(self.speedup_hi / self.speedup)
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,10 @@ class NoiseFloor:
     first: float
     last: float
     jobs: tuple[str, ...] = ()
+    #: the A/A requests' typical own interval: the root mean square of their log half-widths below and
+    #: above (0.0: none of them kept one)
+    own_down: float = 0.0
+    own_up: float = 0.0
 
     def document(self) -> dict[str, Any]:
         return {**asdict(self), "jobs": list(self.jobs)}
@@ -98,7 +118,7 @@ class NoiseFloor:
 def aa_runs(report: EvalReport, job: str, at: float) -> list[AaRun]:
     """The A/A figures of a finished calibration request: one per timed workload that has a speedup."""
     return [
-        AaRun(row.id, job, at, row.speedup, row.baseline_ms, row.kernel_ms)
+        AaRun(row.id, job, at, row.speedup, row.baseline_ms, row.kernel_ms, *(row.speedup_within or (None, None)))
         for row in report.workloads
         if row.speedup is not None and row.baseline_ms is not None and row.kernel_ms is not None
         if row.speedup > 0 and row.baseline_ms > 0
@@ -144,6 +164,7 @@ def noise_floor(runs: Sequence[AaRun]) -> NoiseFloor | None:
             return None
         logs.append(math.log(r.baseline_ms / corrected))
     sd = statistics.stdev(logs)
+    owns = [h for h in (r.own_half_widths() for r in runs) if h is not None]
     return NoiseFloor(
         workload=runs[0].workload,
         requests=n,
@@ -154,12 +175,22 @@ def noise_floor(runs: Sequence[AaRun]) -> NoiseFloor | None:
         first=min(r.at for r in runs),
         last=max(r.at for r in runs),
         jobs=tuple(r.job for r in runs),
+        own_down=_rms([d for d, _ in owns]),
+        own_up=_rms([u for _, u in owns]),
     )
 
 
-def widen(speedup: float, lo: float, hi: float, half_width: float) -> tuple[float, float]:
-    """A request's interval [lo, hi] around ``speedup`` widened by a floor's log half-width, each side
-    in quadrature (log scale)."""
-    down = math.sqrt(math.log(speedup / lo) ** 2 + half_width**2)
-    up = math.sqrt(math.log(hi / speedup) ** 2 + half_width**2)
-    return speedup * math.exp(-down), speedup * math.exp(up)
+def _rms(xs: Sequence[float]) -> float:
+    return math.sqrt(statistics.fmean(x * x for x in xs)) if xs else 0.0
+
+
+def widen(speedup: float, lo: float, hi: float, floor: NoiseFloor) -> tuple[float, float]:
+    """A request's interval [lo, hi] around ``speedup`` with the slot's floor: each side (log scale) the
+    floor's half-width, and in quadrature whatever the request's own side exceeds the A/A requests'
+    typical own side (the floor's spread holds their own noise already; only this request's extra
+    noise is new). Never narrower than the request's own interval."""
+    down = math.log(speedup / lo)
+    up = math.log(hi / speedup)
+    down = math.sqrt(floor.half_width**2 + max(0.0, down**2 - floor.own_down**2))
+    up = math.sqrt(floor.half_width**2 + max(0.0, up**2 - floor.own_up**2))
+    return min(lo, speedup * math.exp(-down)), max(hi, speedup * math.exp(up))

@@ -203,7 +203,7 @@ def timing_row(
         return {"protocol_ms": protocol}
     within = (lo, hi)
     if floor is not None:
-        lo, hi = widen(s, lo, hi, floor.half_width)
+        lo, hi = widen(s, lo, hi, floor)
     row = {
         "baseline_ms": median(base),
         "kernel_ms": median(kern),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kcoral.runner.store import CALIBRATION_REQUESTS, JobStore
-from kcoral.tasks.calibration import AaRun, floors
+from kcoral.tasks.calibration import KEEP, AaRun, floors
 
 SLOT = "cpu0+cpu1@0:0:1"
 TASK = "demo/softmax"
@@ -15,7 +15,7 @@ SHA = "a" * 64
 
 def runs(job: str, at: float, speedup: float = 0.95) -> list[AaRun]:
     return [
-        AaRun("standard", job, at, speedup, 2.0, 2.0 / speedup),
+        AaRun("standard", job, at, speedup, 2.0, 2.0 / speedup, speedup * 0.99, speedup * 1.02),
         AaRun("wide", job, at, speedup * 1.01, 4.0, 4.0 / speedup),
     ]
 
@@ -52,7 +52,7 @@ def test_only_the_latest_requests_are_read_and_they_make_a_floor(tmp_path: Path)
         assert len(jobs) == CALIBRATION_REQUESTS and len(got) == 2 * CALIBRATION_REQUESTS
         assert "j000" not in jobs and f"j{CALIBRATION_REQUESTS + 4:03d}" in jobs
         found = floors(got, now=2000.0)
-        assert set(found) == {"standard", "wide"} and found["standard"].requests == 10  # tasks.calibration.KEEP
+        assert set(found) == {"standard", "wide"} and found["standard"].requests == KEEP
     finally:
         store.close()
 

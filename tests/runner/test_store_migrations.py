@@ -137,6 +137,27 @@ def test_version_4_gains_the_calibrations_table(tmp_path: Path) -> None:
     finally:
         store.close()
     db = sqlite3.connect(tmp_path / "kcoral.sqlite3")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 5
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 6
     indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "calibrations_key" in indexes
+
+
+def test_version_5_calibrations_are_kept_without_their_own_intervals(tmp_path: Path) -> None:
+    """Migration 6: A/A figures stored before each request's own interval was kept read back with none
+    (the floor then widens in quadrature: tasks.calibration.widen); new ones keep theirs."""
+    make_v0(tmp_path)
+    db = sqlite3.connect(tmp_path / "kcoral.sqlite3", isolation_level=None)
+    for number in range(5):
+        db.executescript(f"BEGIN; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
+    db.execute(
+        "INSERT INTO calibrations (slot, task, task_sha256, workload, job, at, speedup, baseline_ms, kernel_ms) "
+        "VALUES ('s', 't', 'h', 'standard', 'j1', 5.0, 0.95, 2.0, 2.1)"
+    )
+    db.close()
+    store = JobStore(tmp_path)
+    try:
+        new = AaRun("standard", "j2", 6.0, 1.0, 2.0, 2.0, 0.99, 1.02)
+        store.add_calibration("s", "t", "h", [new])
+        assert store.calibration_runs("s", "t", "h") == [new, AaRun("standard", "j1", 5.0, 0.95, 2.0, 2.1)]
+    finally:
+        store.close()

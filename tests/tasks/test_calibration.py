@@ -8,7 +8,7 @@ import random
 import pytest
 
 from kcoral.tasks import calibration
-from kcoral.tasks.calibration import AaRun, floors, noise_floor, widen
+from kcoral.tasks.calibration import AaRun, NoiseFloor, floors, noise_floor, widen
 from kcoral.tasks.harness.schema import Timing
 from kcoral.tasks.harness.stats import estimate
 from kcoral.tasks.report import timing_row
@@ -16,8 +16,21 @@ from kcoral.tasks.report import timing_row
 NOW = 1_000_000.0
 
 
-def run(speedup: float, base: float = 4.0, at: float = NOW, workload: str = "w", job: str = "j") -> AaRun:
-    return AaRun(workload, job, at, speedup, base, base / speedup)
+def run(
+    speedup: float,
+    base: float = 4.0,
+    at: float = NOW,
+    workload: str = "w",
+    job: str = "j",
+    own: tuple[float, float] | None = None,
+) -> AaRun:
+    """An A/A run; ``own``: its own interval's log half-widths below and above (None: not kept)."""
+    lo, hi = (speedup * math.exp(-own[0]), speedup * math.exp(own[1])) if own else (None, None)
+    return AaRun(workload, job, at, speedup, base, base / speedup, lo, hi)
+
+
+def floor_of(half_width: float, own_down: float = 0.0, own_up: float = 0.0) -> NoiseFloor:
+    return NoiseFloor("w", 5, 0.0, half_width / 3, half_width, 1.0, NOW, NOW, (), own_down, own_up)
 
 
 def test_no_floor_below_the_minimum_of_requests() -> None:
@@ -58,13 +71,57 @@ def test_floors_are_per_workload() -> None:
     assert set(floors(runs, NOW)) == {"a"}
 
 
-def test_widening_is_in_quadrature_on_each_side() -> None:
-    lo, hi = widen(2.0, 1.9, 2.2, 0.0)
+def test_without_the_a_a_requests_own_intervals_widening_is_in_quadrature_on_each_side() -> None:
+    lo, hi = widen(2.0, 1.9, 2.2, floor_of(0.0))
     assert (lo, hi) == pytest.approx((1.9, 2.2))
-    lo, hi = widen(2.0, 2.0, 2.0, 0.05)
+    lo, hi = widen(2.0, 2.0, 2.0, floor_of(0.05))
     assert lo == pytest.approx(2.0 * math.exp(-0.05)) and hi == pytest.approx(2.0 * math.exp(0.05))
-    lo, hi = widen(1.0, math.exp(-0.03), math.exp(0.04), 0.04)
+    lo, hi = widen(1.0, math.exp(-0.03), math.exp(0.04), floor_of(0.04))
     assert math.log(1 / lo) == pytest.approx(0.05) and math.log(hi) == pytest.approx(math.sqrt(0.0032))
+
+
+def test_a_request_as_steady_as_the_calibration_gets_the_floor_and_a_noisier_one_its_excess_too() -> None:
+    """The floor's spread already holds the A/A requests' own noise (typically +-3% here): a request
+    whose own interval is that wide gets the floor alone, not the floor and its own in quadrature; one
+    wider below than they were (5%) gets the excess, sqrt(5^2 - 3^2) = 4%, added in quadrature."""
+    floor = floor_of(0.05, own_down=0.03, own_up=0.03)
+    lo, hi = widen(1.0, math.exp(-0.03), math.exp(0.03), floor)
+    assert math.log(1 / lo) == pytest.approx(0.05) and math.log(hi) == pytest.approx(0.05)
+    lo, hi = widen(1.0, math.exp(-0.05), math.exp(0.02), floor)
+    assert math.log(1 / lo) == pytest.approx(math.sqrt(0.05**2 + 0.04**2)) and math.log(hi) == pytest.approx(0.05)
+
+
+def test_the_floor_never_narrows_a_requests_own_interval() -> None:
+    """A calibration whose requests were noisy on their own (+-5%) and agree closely (+-1% floor): a
+    request with +-4% of its own keeps it."""
+    lo, hi = widen(2.0, 2.0 * math.exp(-0.04), 2.0 * math.exp(0.04), floor_of(0.01, 0.05, 0.05))
+    assert (lo, hi) == pytest.approx((2.0 * math.exp(-0.04), 2.0 * math.exp(0.04)))
+
+
+def test_the_floor_keeps_the_a_a_requests_typical_own_interval() -> None:
+    """The root mean square of the A/A requests' own log half-widths, each side; runs stored without
+    one (older rows) are left out of it, and a floor of none of them has 0 (quadrature)."""
+    runs = [run(1.0, own=(0.01, 0.02)), run(1.01, own=(0.03, 0.02)), run(0.99), run(1.0)]
+    floor = noise_floor(runs)
+    assert floor is not None
+    assert floor.own_down == pytest.approx(math.sqrt((0.01**2 + 0.03**2) / 2))
+    assert floor.own_up == pytest.approx(0.02)
+    bare = noise_floor([run(1.0), run(1.01), run(0.99)])
+    assert bare is not None and bare.own_down == bare.own_up == 0.0
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi"),
+    [(None, None), (None, 1.1), (0.0, 1.1), (1.01, 1.1), (0.9, 0.99), (0.9, math.inf), (-1.0, 1.1)],
+)
+def test_an_a_a_run_without_a_sound_own_interval_has_no_half_widths(lo: float | None, hi: float | None) -> None:
+    assert AaRun("w", "j", NOW, 1.0, 4.0, 4.0, lo, hi).own_half_widths() is None
+
+
+def test_an_a_a_run_keeps_its_own_interval_from_the_report() -> None:
+    assert AaRun("w", "j", NOW, 1.0, 4.0, 4.0, math.exp(-0.01), math.exp(0.02)).own_half_widths() == pytest.approx(
+        (0.01, 0.02)
+    )
 
 
 def test_the_estimator_takes_the_position_off_the_candidates_calls() -> None:
@@ -75,7 +132,8 @@ def test_the_estimator_takes_the_position_off_the_candidates_calls() -> None:
     assert estimate(base, kern, null, position_ms=0.35).speedup == pytest.approx(1.0)
 
 
-def test_a_two_core_slot_a_a_bias_is_corrected_and_covered() -> None:
+@pytest.mark.parametrize("kept_own", [True, False], ids=["own-intervals-kept", "older-rows"])
+def test_a_two_core_slot_a_a_bias_is_corrected_and_covered(kept_own: bool) -> None:
     """Simulated A/A requests on a slot whose candidate position costs 0.3 ms per 4 ms call, with
     noise within each request and a 1.5% level between requests: without the slot's floor most
     intervals miss 1.0 (a structural loss for the candidate); with a floor from 8 requests, 95% of
@@ -95,7 +153,7 @@ def test_a_two_core_slot_a_a_bias_is_corrected_and_covered() -> None:
             return Timing(baseline_ms=b, kernel_ms=c, null_ms=n, stopped_by="max_reps", warmup_calls=3)
 
         calib = [timing_row("w", request(), {}, [], []) for _ in range(8)]
-        floor = noise_floor([run(r["speedup"], r["baseline_ms"]) for r in calib])
+        floor = noise_floor([aa(r, kept_own) for r in calib])
         assert floor is not None and 0.25 < floor.position_ms < 0.35
         for _ in range(40):
             r = timing_row("w", request(), {}, [], [])
@@ -105,3 +163,46 @@ def test_a_two_core_slot_a_a_bias_is_corrected_and_covered() -> None:
             assert r["calibration"]["requests"] == 8
     assert plain < 0.25 * 200
     assert folded >= 0.95 * 200
+
+
+def aa(row: dict, kept_own: bool = True) -> AaRun:
+    """A calibration run from a simulated report row (its own interval kept, or not, as older rows)."""
+    lo, hi = row["speedup_within"] if kept_own else (None, None)
+    return AaRun("w", "j", NOW, row["speedup"], row["baseline_ms"], row["kernel_ms"], lo, hi)
+
+
+@pytest.mark.parametrize("between", [0.0, 0.002, 0.01])
+def test_a_a_intervals_cover_whether_the_noise_is_within_requests_or_between_them(between: float) -> None:
+    """Simulated A/A requests with 1% noise per call and a level between requests of 0, 0.2% or 1%:
+    with a floor from 12 calibration requests (their own intervals kept), at least 95% of later
+    requests' intervals contain 1.0, and where the noise is all within requests the interval is no
+    wider than the floor and the own interval in quadrature (the rule before), and narrower on average."""
+    covered = total = 0
+    narrower = []
+    for seed in range(6):
+        rng = random.Random(100 + seed)
+
+        def request(rng: random.Random = rng) -> Timing:
+            level = math.exp(rng.gauss(0, between))
+            b, c, n = [], [], []
+            for _ in range(40):
+                common = rng.gauss(1.0, 0.01)
+                b.append(1.0 + 4.0 * common * math.exp(rng.gauss(0, 0.01)))
+                c.append(1.0 + 4.0 * common * math.exp(rng.gauss(0, 0.01)) * level)
+                n.append(1.0)
+            return Timing(baseline_ms=b, kernel_ms=c, null_ms=n, stopped_by="max_reps", warmup_calls=3)
+
+        floor = noise_floor([aa(timing_row("w", request(), {}, [], [])) for _ in range(12)])
+        assert floor is not None
+        for _ in range(30):
+            r = timing_row("w", request(), {}, [], [], floor)
+            covered += r["speedup_lo"] <= 1.0 <= r["speedup_hi"]
+            total += 1
+            s, hi = r["speedup"], r["speedup_within"][1]
+            before = math.sqrt(math.log(hi / s) ** 2 + floor.half_width**2)
+            after = math.log(r["speedup_hi"] / s)
+            assert after <= before + 1e-12
+            narrower.append(after / before)
+    assert covered >= 0.95 * total
+    if between == 0.0:
+        assert sum(narrower) / len(narrower) < 0.9
