@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from kcoral.cli.client import KcoralClient  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.runner.models import PythonSpec  # noqa: E402
+from kcoral.protocol.models import PythonSpec  # noqa: E402
 from tests.serverproc import ServerProcess  # noqa: E402
 
 WRITE = (

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.eval_spread import busy_loops, evaluate, session  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.runner.models import PythonSpec  # noqa: E402
+from kcoral.protocol.models import PythonSpec  # noqa: E402
 
 #: the co-tenant: every core of its slot busy for up to this many seconds (cancelled once the run ends)
 COTENANT = "import os, multiprocessing as m, time\n" + (

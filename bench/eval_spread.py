@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from kcoral.cli.client import KcoralClient  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.runner.models import EvalSpec  # noqa: E402
+from kcoral.protocol.models import EvalSpec  # noqa: E402
 from tests.serverproc import ServerProcess  # noqa: E402
 
 #: a timed workload's GPU figures (NVML, tasks.report.gpu_figures)

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from kcoral.cli.client import KcoralClient  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.runner.models import JobState, JobView, PythonSpec  # noqa: E402
+from kcoral.protocol.models import JobState, JobView, PythonSpec  # noqa: E402
 from tests.serverproc import ServerProcess  # noqa: E402
 
 COMMAND = ["python3", "-c", "pass"]

@@ -37,8 +37,9 @@ from kcoral.cli.errors import (
     UsageError,
 )
 from kcoral.cli.paths import output_destination, safe_output_path
-from kcoral.runner.joblog import STATUS, FrameReader, Piece
-from kcoral.runner.models import (
+from kcoral.protocol.framing import STATUS, FrameReader, Piece
+from kcoral.protocol.jobids import JOB_ID
+from kcoral.protocol.models import (
     CalibrationFloors,
     CalibrationJobs,
     DataError,
@@ -53,8 +54,7 @@ from kcoral.runner.models import (
 if TYPE_CHECKING:
     from kcoral.tasks.documents import TaskContract
 
-#: what the server makes a job id (runner.api.JOB_ID), and what a piece of one may be
-JOB_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{8}")
+#: what a piece of a job id may be (a prefix the user typed)
 ID_PIECE = re.compile(r"[0-9a-f-]{1,26}")
 
 __all__ = ["KcoralClient", "ProgressCallback", "normalise_base_url"]
@@ -393,7 +393,7 @@ class KcoralClient:
 
         Paths with ``..`` or absolute ones are refused (ServerError); the file appears only once complete.
         """
-        from kcoral.runner.spool import Spool  # a download's own import (a thread pool): not every command's
+        from kcoral.protocol.spool import Spool  # a download's own import (a thread pool): not every command's
 
         target = output_destination(Path(dest_dir), path)
         target.parent.mkdir(parents=True, exist_ok=True)

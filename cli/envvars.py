@@ -1,5 +1,5 @@
 """``-e NAME=VALUE`` / ``-e NAME`` options, parsed here and checked by the server's own rule
-(runner.envpolicy.refusal, which the server applies again), so a refusal shows up before anything
+(kcoral.protocol.jobenv.refusal, which the server applies again), so a refusal shows up before anything
 is packed.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from kcoral.cli.errors import UsageError
-from kcoral.runner.envpolicy import refusal
+from kcoral.protocol.jobenv import refusal
 
 __all__ = ["check_env_name", "parse_env_options", "refusal"]
 

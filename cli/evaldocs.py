@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.errors import ServerError
-from kcoral.runner.models import JobView
+from kcoral.protocol.models import JobView
 from kcoral.tasks.documents import Document, DocumentError, parse
 
 D = TypeVar("D", bound=Document)

@@ -30,8 +30,8 @@ from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.evaldocs import fetch, load
 from kcoral.cli.runflow import WARN_SEND_BYTES, human_bytes
 from kcoral.cli.tarball import IGNORE_FILE, build_tarball
-from kcoral.runner.joblog import STDERR
-from kcoral.runner.models import EvalSpec, IketSpec, JobView, NcuSpec, PythonSpec, SpecBase, Verdict
+from kcoral.protocol.framing import STDERR
+from kcoral.protocol.models import EvalSpec, IketSpec, JobView, NcuSpec, PythonSpec, SpecBase, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt, TaskContract
 
 __all__ = ["Client", "JobResult", "KcoralError"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import codecs
 from typing import BinaryIO
 
-from kcoral.runner.joblog import STDERR, STDOUT
-from kcoral.runner.printable import printable
+from kcoral.protocol.framing import STDERR, STDOUT
+from kcoral.protocol.printable import printable
 
 LOG_KEEP_BYTES = 1024 * 1024
 
@@ -44,7 +44,7 @@ class LogSink:
 
     A closed pipe (``kcoral python ... | head``) stops the pass-through, not the job.
     On a terminal (``escape``, by default when a destination is one) the job's control characters are
-    shown as ``\\xNN`` (all but newline and tab; runner.printable): a job must not be able to set
+    shown as ``\\xNN`` (all but newline and tab; protocol.printable): a job must not be able to set
     the user's clipboard (OSC 52), hide what follows (``ESC[8m``) or rewrite a line (``\\r``). A
     pipe or a file gets the bytes as the job wrote them.
     """

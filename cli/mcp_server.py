@@ -31,7 +31,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from kcoral import __version__
 from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.library import Client, JobResult
-from kcoral.runner.models import JobView, to_data
+from kcoral.protocol.models import JobView, to_data
 
 #: the most log bytes one tool result carries (an agent's context is not a log viewer)
 LOG_PAGE = 16 << 10

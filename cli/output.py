@@ -36,8 +36,8 @@ from kcoral.cli.errors import (
     Unauthorized,
     UsageError,
 )
-from kcoral.runner.models import JobState, JobView, Verdict, to_data
-from kcoral.runner.printable import printable
+from kcoral.protocol.models import JobState, JobView, Verdict, to_data
+from kcoral.protocol.printable import printable
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not at every start-up
     from rich.console import Console

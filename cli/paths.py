@@ -8,13 +8,13 @@ import stat
 from pathlib import Path, PurePosixPath
 
 from kcoral.cli.errors import ServerError, UsageError
-from kcoral.runner.relpath import relative_inside
+from kcoral.protocol.relpath import relative_inside
 
 
 def safe_output_path(name: str) -> PurePosixPath:
     """``name`` as a relative path that stays below the output directory, or ServerError.
 
-    The shared rule (runner.relpath: no empty name, NUL, absolute path or ``..``), and no backslash
+    The shared rule (protocol.relpath: no empty name, NUL, absolute path or ``..``), and no backslash
     or bare "." here: a server (or anything between it and us) must not be able to write outside
     the chosen directory, on any local file system.
     """

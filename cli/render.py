@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from kcoral.runner.models import JobView
-from kcoral.runner.printable import printable
+from kcoral.protocol.models import JobView
+from kcoral.protocol.printable import printable
 
 if TYPE_CHECKING:  # rich is imported by what draws, not by the one-line summaries every job prints
     from rich.console import RenderableType
@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # rich is imported by what draws, not by the one-line summari
 
 
 def cell(value: str, **style: Any) -> Text:
-    """Server- or job-chosen text for the terminal: control characters shown as \\xNN (runner.printable),
+    """Server- or job-chosen text for the terminal: control characters shown as \\xNN (protocol.printable),
     never taken as markup. Every table cell and line of text the CLI renders goes through here."""
     from rich.text import Text
 

@@ -22,7 +22,7 @@ from kcoral.cli.output import emit_json, job_json, note
 from kcoral.cli.progress import upload_progress
 from kcoral.cli.render import summary_line
 from kcoral.cli.tarball import IGNORE_FILE, Tarball, build_tarball
-from kcoral.runner.models import JobState, JobView, SpecBase
+from kcoral.protocol.models import JobState, JobView, SpecBase
 
 CANCEL_WAIT_S = 15.0
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kcoral.runner.settings import Settings
 
 PARAMS_FILE = "/proc/driver/nvidia/params"
-#: the PATH jobs run with (runner.settings.BASE_JOB_ENV); run-iket may also sit next to the job's python
+#: the PATH jobs run with (kcoral.protocol.jobenv.BASE_JOB_ENV); run-iket may also sit next to the job's python
 JOB_PATH = "/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 _lock = threading.Lock()

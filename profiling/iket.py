@@ -13,7 +13,7 @@ and /job/out itself is a mount point that cannot be removed.
 
 from __future__ import annotations
 
-from kcoral.runner.settings import OUTPUT_MOUNT as OUTPUT_DIR
+from kcoral.protocol.jobenv import OUTPUT_MOUNT as OUTPUT_DIR
 
 #: run-iket's --output-dir inside the container; emptied into OUTPUT_DIR when it ends
 STAGE_DIR = f"{OUTPUT_DIR}/.iket-stage"

@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kcoral.profiling import capabilities, iket, ncu
+from kcoral.protocol.jobenv import INPUT_MOUNT
+from kcoral.protocol.models import JobKindName, ProfileSpec, SpecBase
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.errors import BadRequest
 from kcoral.runner.jobkinds import code_mounts, spec_as, with_code_path
-from kcoral.runner.models import JobKindName, ProfileSpec, SpecBase
 from kcoral.runner.plan import ContainerStep, JobContext, Plan
-from kcoral.runner.settings import INPUT_MOUNT
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services

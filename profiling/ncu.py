@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kcoral.runner.settings import OUTPUT_MOUNT as OUTPUT_DIR  # where the report and its summary are written
+from kcoral.protocol.jobenv import OUTPUT_MOUNT as OUTPUT_DIR  # where the report and its summary are written
 
 REPORT_NAME = "report"
 REPORT_FILE = f"{REPORT_NAME}.ncu-rep"

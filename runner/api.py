@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import time
 import typing
@@ -23,6 +22,24 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from kcoral import __version__
+from kcoral.protocol.framing import STATUS, Piece, frame
+from kcoral.protocol.jobids import JOB_ID
+from kcoral.protocol.models import (
+    CalibrationFloors,
+    CalibrationJobs,
+    CalibrationRequest,
+    ErrorBody,
+    JobSpec,
+    JobState,
+    JobView,
+    OutputFile,
+    ProfileSpec,
+    PythonSpec,
+    Verdict,
+    from_data,
+    to_data,
+)
+from kcoral.protocol.spool import Spool
 from kcoral.runner.archive import extract_upload, safe_output_path
 from kcoral.runner.calibrations import calibration_floors, request_calibrations
 from kcoral.runner.cluster import slot_rows
@@ -41,29 +58,13 @@ from kcoral.runner.errors import (
 )
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
-from kcoral.runner.joblog import STATUS, Piece, frame, read_pieces
-from kcoral.runner.models import (
-    CalibrationFloors,
-    CalibrationJobs,
-    CalibrationRequest,
-    ErrorBody,
-    JobSpec,
-    JobState,
-    JobView,
-    OutputFile,
-    ProfileSpec,
-    PythonSpec,
-    Verdict,
-    from_data,
-    to_data,
-)
+from kcoral.runner.joblog import read_pieces
 from kcoral.runner.services import Services
-from kcoral.runner.spool import Spool
 from kcoral.runner.store import JobPaths, JobRecord
 from kcoral.runner.tarstage import TarStager
 from kcoral.runner.warmup import WarmUp
 
-#: what an error status means on this API; every error body is runner.models.ErrorBody
+#: what an error status means on this API; every error body is protocol.models.ErrorBody
 ERROR_STATUSES = {
     400: "bad request: a malformed spec or upload, a forbidden name, a bad parameter",
     401: "no token, or an unknown one",
@@ -80,7 +81,7 @@ def _spec(body: object) -> JobSpec:
     return from_data(JobSpec, body)  # type: ignore[arg-type]
 
 
-#: the body of POST /v1/jobs: made by runner.models.from_data (THE parser: its DataError is our 400),
+#: the body of POST /v1/jobs: made by protocol.models.from_data (THE parser: its DataError is our 400),
 #: shown in the OpenAPI schema as the union of the specs
 SubmittedSpec = Annotated[JobSpec, PlainValidator(_spec, json_schema_input_type=JobSpec)]
 
@@ -107,8 +108,6 @@ BYTES: dict[int | str, dict[str, Any]] = {
 
 router = APIRouter(prefix="/v1")
 _LOG_CHUNK = 1 << 16
-#: what runner.store makes a job id; anything else is no job (and never reaches the database)
-JOB_ID = re.compile(r"[0-9]{8}-[0-9]{6}-[0-9a-f]{8}")
 
 
 def services(request: Request) -> Services:

@@ -18,11 +18,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from kcoral import __version__
+from kcoral.protocol.printable import printable
 from kcoral.runner.api import owner, router
 from kcoral.runner.bodylimit import BodyLimit
 from kcoral.runner.connections import guarded_protocol
 from kcoral.runner.errors import KcoralError
-from kcoral.runner.printable import printable
 from kcoral.runner.services import Services
 from kcoral.runner.settings import Settings
 from kcoral.runner.warmup import submit_warm_ups
@@ -35,7 +35,7 @@ HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 4
 
 def error_response(status: int, code: str, message: str, retry_after: int | None = None) -> JSONResponse:
     """THE error body: ``{"error": code, "message": text}``. The message may quote what a client or
-    a job chose: it is made printable (runner.printable) so it is valid JSON and safe on a terminal."""
+    a job chose: it is made printable (protocol.printable) so it is valid JSON and safe on a terminal."""
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return JSONResponse({"error": code, "message": printable(message)}, status_code=status, headers=headers)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import docker.errors
 
-from kcoral.runner.joblog import STDERR, STDOUT
+from kcoral.protocol.framing import STDERR, STDOUT
 from kcoral.runner.logframes import ChunkedBody, EngineFrames, StreamError
 
 #: the most bytes one read of the engine's stream takes

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kcoral.protocol.models import SpecBase
 from kcoral.runner.archive import extract_upload
-from kcoral.runner.models import SpecBase
 from kcoral.runner.store import JobPaths
 
 if TYPE_CHECKING:

@@ -25,14 +25,15 @@ import docker.errors
 import requests.exceptions
 import urllib3.exceptions
 
+from kcoral.protocol.framing import STDERR
+from kcoral.protocol.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner import standby
 from kcoral.runner.archive import dir_usage
 from kcoral.runner.enginelog import ContainerOutput, EngineStreamError, missed_output
 from kcoral.runner.errors import DISK_FULL, LOG_DISK_FULL, InfrastructureError, InsufficientStorage
-from kcoral.runner.joblog import STDERR, LogWriter
+from kcoral.runner.joblog import LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.logsetup import child_thread
-from kcoral.runner.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.plan import ContainerStep, StepOutcome
 from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, LABEL_STEP, container_options
 from kcoral.runner.settings import Settings

@@ -6,7 +6,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from kcoral.runner.models import GpuInfo
+from kcoral.protocol.models import GpuInfo
 
 log = logging.getLogger("kcoral.gpus")
 

@@ -19,6 +19,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcoral.protocol.models import ImageInfo, Verdict
 from kcoral.runner.errors import KcoralError
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpuclean import leftovers, usage_before
@@ -27,7 +28,6 @@ from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.joblog import read_pieces
 from kcoral.runner.leases import Lease, LeasePool, Slot
 from kcoral.runner.logsetup import job_thread
-from kcoral.runner.models import ImageInfo, Verdict
 from kcoral.runner.plan import RunResult
 from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings

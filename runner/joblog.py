@@ -1,15 +1,10 @@
-"""A job's log: the bytes its containers printed, in the order they printed them, and which stream
-(stdout or stderr) each byte came from.
+"""A job's log on the server's disk: the bytes its containers printed, in the order they printed
+them, and which stream (stdout or stderr) each byte came from.
 
 ``log`` holds the bytes as one combined stream (what a log offset counts). Beside it, ``log.streams``
 holds one record per change of stream: the stream's id and the offset where it starts. A log without
-that file (made before kcoral kept streams apart) is stdout throughout.
-
-The server sends a log either raw (the combined bytes) or framed the way Docker frames an attach
-stream: an 8-byte header (the stream id, three zero bytes, the length as a 32-bit big-endian number)
-before each piece, so a client can write each piece to its own file descriptor. A framed stream
-may also carry the job's status (:data:`STATUS` frames), so that a client learns how the job ended
-from the same connection.
+that file (made before kcoral kept streams apart) is stdout throughout. How a log travels to a client
+(stream ids, frames) is kcoral.protocol.framing's.
 """
 
 from __future__ import annotations
@@ -18,26 +13,14 @@ import contextlib
 import os
 import struct
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
-#: the stream ids, Docker's
-STDOUT = 1
-STDERR = 2
-#: from here on the two streams are no longer told apart (a job that switched more than
-#: MAX_SWITCHES times); a client shows such bytes on stdout
-MIXED = 3
-STREAMS = (STDOUT, STDERR, MIXED)
-#: not the job's bytes: a frame of this id carries the job's view (a JobView as JSON), sent in a
-#: followed log asked ``status=true`` each time the job's state or queue position changes, and once
-#: more after the last byte of a finished job's log; no log offset counts it
-STATUS = 16
+from kcoral.protocol.framing import MIXED, STDOUT, Piece
 
 #: at most this many records (9 bytes each: 576 KiB, a few percent of the 16 MiB log budget, which
 #: the index is not charged to); a job that alternates 1-byte writes reaches it after 64 Ki bytes
 MAX_SWITCHES = 1 << 16
 _RECORD = struct.Struct("<BQ")  # stream id, the offset where it starts
-FRAME_HEADER = struct.Struct(">BxxxL")
 
 
 def streams_path(log: Path) -> Path:
@@ -153,12 +136,6 @@ def _last_stream(index: Path, records: int, size: int) -> int | None:
     return STDOUT if size else None
 
 
-@dataclass(frozen=True)
-class Piece:
-    stream: int
-    data: bytes
-
-
 def read_pieces(path: Path, offset: int, limit: int) -> list[Piece]:
     """Up to ``limit`` bytes of the log from ``offset``, split where the stream changes."""
     try:
@@ -210,28 +187,3 @@ def _spans(index: Path, begin: int, end: int) -> list[tuple[int, int, int]]:
                 pos = stop
             stream = nxt_stream
         return spans
-
-
-def frame(piece: Piece) -> bytes:
-    return FRAME_HEADER.pack(piece.stream, len(piece.data)) + piece.data
-
-
-class FrameReader:
-    """Pieces back out of a framed byte stream that arrives in chunks of any size."""
-
-    def __init__(self) -> None:
-        self._buf = bytearray()
-
-    def feed(self, chunk: bytes) -> list[Piece]:
-        self._buf += chunk
-        pieces: list[Piece] = []
-        while len(self._buf) >= FRAME_HEADER.size:
-            stream, length = FRAME_HEADER.unpack_from(self._buf)
-            if stream not in STREAMS and stream != STATUS:
-                raise ValueError(f"not a log frame (stream id {stream})")
-            end = FRAME_HEADER.size + length
-            if len(self._buf) < end:
-                break
-            pieces.append(Piece(stream, bytes(self._buf[FRAME_HEADER.size : end])))
-            del self._buf[:end]
-        return pieces

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kcoral.protocol.jobenv import INPUT_MOUNT
+from kcoral.protocol.models import ImageInfo, OutputFile, StepTimes, Verdict
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
-from kcoral.runner.models import ImageInfo, OutputFile, StepTimes, Verdict
-from kcoral.runner.settings import INPUT_MOUNT, JOB_UID, Settings
+from kcoral.runner.settings import JOB_UID, Settings
 from kcoral.runner.store import JobPaths, JobRecord
 
 if TYPE_CHECKING:

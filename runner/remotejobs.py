@@ -16,12 +16,12 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from kcoral.protocol.models import ImageInfo, Verdict
 from kcoral.runner.cluster import ClusterPlacement
 from kcoral.runner.hostagent import RETURNED, SENT, pack, unpack
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.joblog import LogWriter
 from kcoral.runner.leases import Lease
-from kcoral.runner.models import ImageInfo, Verdict
 from kcoral.runner.plan import RunResult
 from kcoral.runner.store import JobPaths, JobRecord
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from kcoral.protocol.framing import STDOUT
+from kcoral.protocol.models import ImageInfo, OutputFile, Verdict
 from kcoral.runner.archive import collect_outputs
 from kcoral.runner.errors import (
     DISK_FULL,
@@ -25,11 +27,10 @@ from kcoral.runner.errors import (
 )
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
-from kcoral.runner.joblog import STDOUT, LogWriter, streams_path
+from kcoral.runner.joblog import LogWriter, streams_path
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
 from kcoral.runner.logsetup import child_thread
-from kcoral.runner.models import ImageInfo, OutputFile, Verdict
 from kcoral.runner.plan import (
     CalibrationBook,
     Executor,

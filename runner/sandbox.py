@@ -14,9 +14,10 @@ import os
 
 from docker.types import DeviceRequest, LogConfig, Ulimit
 
+from kcoral.protocol.jobenv import OUTPUT_MOUNT
 from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep
-from kcoral.runner.settings import OUTPUT_MOUNT, PYCACHE_MOUNT, Settings
+from kcoral.runner.settings import PYCACHE_MOUNT, Settings
 
 LABEL_JOB = "kcoral.job"
 LABEL_INSTANCE = "kcoral.instance"

@@ -12,6 +12,7 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
+from kcoral.protocol.models import ImageInfo, JobState, Verdict
 from kcoral.runner.errors import KcoralError
 from kcoral.runner.gpuclean import GpuProbe, leftovers, usage_before
 from kcoral.runner.gpus import GpuUsage
@@ -19,7 +20,6 @@ from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import python_step
 from kcoral.runner.leases import Lease, Placement
 from kcoral.runner.logsetup import job_thread
-from kcoral.runner.models import ImageInfo, JobState, Verdict
 from kcoral.runner.plan import Executor, RunResult
 from kcoral.runner.remotejobs import RemoteJobs
 from kcoral.runner.runplan import JobRun, run_job

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
+from kcoral.protocol.models import MAX_CALIBRATION_REQUESTS
 from kcoral.runner.logsetup import FORMATS, configure
-from kcoral.runner.models import MAX_CALIBRATION_REQUESTS
 from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
 
 

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from kcoral.protocol.models import GpuInfo
 from kcoral.runner.auth import Authenticator, load_operators, load_tokens
 from kcoral.runner.errors import Conflict
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpus import Nvml
 from kcoral.runner.imageprobe import ImageProbe
 from kcoral.runner.leases import LeasePool, Placement
-from kcoral.runner.models import GpuInfo
 from kcoral.runner.pycache import ToolchainBytecode
 from kcoral.runner.scheduler import Scheduler
 from kcoral.runner.settings import Settings

@@ -13,10 +13,6 @@ from kcoral.runner.limits import ConnectionLimits, Limits
 #: Not /sbin: Docker puts its init there (--init), and a mount over /sbin would hide it.
 DEFAULT_TOOLCHAIN_MOUNTS = ("/usr", "/lib", "/lib64", "/bin", "/opt", "/etc")
 
-#: where a job's container finds its writable output folder (the server copies it out afterwards)
-OUTPUT_MOUNT = "/job/out"
-#: the sent directory, read-only: the job's working directory
-INPUT_MOUNT = "/job/input"
 #: where a toolchain job finds the server's bytecode of the host's Python (runner.pycache)
 PYCACHE_MOUNT = "/kcoral-pycache"
 #: the file in the server's bytecode folder that says a whole import path was compiled into it
@@ -25,22 +21,6 @@ PYCACHE_COMPLETE = "complete"
 #: can signal, ptrace or read the other's files
 JOB_UID = 65534
 SUPERVISOR_UID = 65533
-
-#: Environment every job gets. Clients cannot override these names (see runner.envpolicy).
-BASE_JOB_ENV = {
-    "HOME": "/tmp/home",
-    "TMPDIR": "/tmp",
-    "PATH": "/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "PYTHONUNBUFFERED": "1",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "XDG_CACHE_HOME": "/tmp/home/.cache",
-    "MPLCONFIGDIR": "/tmp/home/.config/matplotlib",
-    "KCORAL_OUTPUT_DIR": OUTPUT_MOUNT,
-    # NVLink multicast can take a shared host's GPUs out of service: keep it off in every job.
-    "NCCL_NVLS_ENABLE": "0",
-    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-    "NVSHMEM_DISABLE_NVLS": "1",
-}
 
 
 @dataclass(frozen=True)

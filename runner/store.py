@@ -11,7 +11,6 @@ import contextlib
 import fcntl
 import json
 import os
-import secrets
 import sqlite3
 import threading
 import time
@@ -22,10 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from kcoral.runner.changes import JobChanges
-from kcoral.runner.errors import InfrastructureError, InsufficientStorage, NotFound, TooManyJobs, disk_writes
-from kcoral.runner.jobfs import remove_tree
-from kcoral.runner.models import (
+from kcoral.protocol.jobids import new_job_id
+from kcoral.protocol.models import (
     GpuInfo,
     ImageInfo,
     JobState,
@@ -37,6 +34,9 @@ from kcoral.runner.models import (
     parse_spec,
     to_data,
 )
+from kcoral.runner.changes import JobChanges
+from kcoral.runner.errors import InfrastructureError, InsufficientStorage, NotFound, TooManyJobs, disk_writes
+from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.reserve import DiskReserve
 from kcoral.tasks.calibration import AaRun
 
@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 );
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, seq);
 """,
-    # 2: one spec model per kind (runner.models.JobSpec): drop the fields another kind's spec carried
+    # 2: one spec model per kind (protocol.models.JobSpec): drop the fields another kind's spec carried
     """
 UPDATE jobs SET spec = json_remove(spec, '$.task', '$.command') WHERE json_extract(spec, '$.kind') = 'python';
 UPDATE jobs SET spec = json_remove(spec, '$.argv', '$.command', '$.env') WHERE json_extract(spec, '$.kind') = 'eval';
@@ -87,7 +87,7 @@ UPDATE jobs SET spec = json_remove(spec, '$.task') WHERE json_extract(spec, '$.k
     """
 CREATE INDEX IF NOT EXISTS jobs_owner_started ON jobs(owner, started);
 """,
-    # 4: when each of a job's containers ran (runner.models.StepTimes), for its phase times
+    # 4: when each of a job's containers ran (protocol.models.StepTimes), for its phase times
     """
 ALTER TABLE jobs ADD COLUMN steps TEXT NOT NULL DEFAULT '[]';
 """,
@@ -151,7 +151,7 @@ def _lock_data_dir(data_dir: Path) -> int:
 @dataclass(frozen=True)
 class JobRecord:
     """A job as the server keeps it: its spec with the environment's values. The API shows a
-    runner.models.JobView made from it (runner.api), never the record itself."""
+    protocol.models.JobView made from it (runner.api), never the record itself."""
 
     id: str
     owner: str
@@ -301,7 +301,7 @@ class JobStore:
         """A new job, ``created`` (waiting for its input). With ``waiting_cap``: TooManyJobs when the
         owner has that many jobs created or queued already, counted in the same transaction as the
         insert, so simultaneous submissions cannot pass the cap together."""
-        job_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(4)
+        job_id = new_job_id()
         root = self.paths(job_id).root
         try:
             with self._tx() as db:

@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from kcoral.runner.printable import printable
+from kcoral.protocol.printable import printable
 from kcoral.tasks.calibration import NoiseFloor, widen
 from kcoral.tasks.documents import EvalReport, SampleTimes, WorkloadRow
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing

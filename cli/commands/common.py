@@ -12,7 +12,7 @@ from kcoral.cli.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: `kcoral --help` and every command's start-up need neither
     from kcoral.cli.client import KcoralClient
-    from kcoral.runner.models import SpecBase
+    from kcoral.protocol.models import SpecBase
 
 RemoteOption = Annotated[
     str | None,
@@ -43,10 +43,10 @@ PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
 
 def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> SpecBase:
     """A JobSpec from a command's pieces, with -e options resolved; UsageError for what the spec refuses."""
-    from kcoral.runner.models import DataError, parse_spec
+    from kcoral.protocol.models import DataError, parse_spec
 
     env: dict[str, str] = {}
-    if env_options:  # the names' rules (runner.envpolicy) are imported only by a command that sets some
+    if env_options:  # the names' rules (kcoral.protocol.jobenv) are imported only by a command that sets some
         from kcoral.cli.envvars import parse_env_options
 
         env = parse_env_options(env_options, os.environ)

@@ -21,7 +21,7 @@ from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.evaldocs import load
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.runner.models import EvalSpec, JobView, Verdict
+from kcoral.protocol.models import EvalSpec, JobView, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt
 from kcoral.tasks.harness.schema import Outcome
 

@@ -36,7 +36,7 @@ from kcoral.cli.errors import UsageError
 from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.profiling import iket as iket_opts
-from kcoral.runner.models import JobView
+from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] -- [RUN-IKET OPTIONS] profile [PROFILE OPTIONS] -- COMMAND [ARGS]...  |  summarize|plot"
 TOOLS = ("summarize", "plot")
@@ -159,7 +159,7 @@ def summarize_cmd(
     Reads the JSON trace or the Perfetto trace (.pftrace), told apart by their first bytes.
     """
     from kcoral.profiling.iket_summary import GROUPINGS, format_summary, summarize
-    from kcoral.runner.printable import printable
+    from kcoral.protocol.printable import printable
 
     if group_by not in GROUPINGS:
         raise UsageError(f"--group-by must be one of {', '.join(GROUPINGS)}")

@@ -10,7 +10,7 @@ import typer
 
 from kcoral.cli.commands.common import JobIdArgument, RemoteOption, TokenOption, connect
 from kcoral.cli.logsink import LogSink
-from kcoral.runner.joblog import STDERR, STDOUT
+from kcoral.protocol.framing import STDERR, STDOUT
 
 
 class Stream(StrEnum):

@@ -36,7 +36,7 @@ from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.profiling import ncu as ncu_opts
 from kcoral.profiling.ncu_summary import SummaryError, format_kernel_lines, summarize
-from kcoral.runner.models import JobView, SpecBase
+from kcoral.protocol.models import JobView, SpecBase
 
 OPTIONS_METAVAR = "[OPTIONS] [NCU OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE.ncu-rep"
 

@@ -26,7 +26,7 @@ from kcoral.cli.commands.common import (
 from kcoral.cli.errors import UsageError
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.runner.models import PythonSpec
+from kcoral.protocol.models import PythonSpec
 
 OPTIONS_METAVAR = "[OPTIONS] [--] SCRIPT|-c CODE|-m MODULE [ARGS]..."
 

@@ -20,7 +20,7 @@ from kcoral.cli.evaldocs import fetch
 from kcoral.cli.output import emit_json, job_json, note, stdout
 from kcoral.cli.render import cell, state_text
 from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.runner.models import JobState, JobView
+from kcoral.protocol.models import JobState, JobView
 from kcoral.tasks.documents import Document, EvalReport, Receipt, Summary, WorkloadRow
 from kcoral.tasks.harness.stats import compare_intervals
 

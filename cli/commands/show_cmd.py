@@ -15,7 +15,7 @@ from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, 
 from kcoral.cli.evaldocs import fetch
 from kcoral.cli.output import emit_json, job_json, stdout
 from kcoral.cli.render import cell, fmt_phases, fmt_time, job_details, state_text
-from kcoral.runner.models import JobState, JobView
+from kcoral.protocol.models import JobState, JobView
 from kcoral.tasks.documents import EvalReport, Receipt, SampleTimes
 
 

@@ -14,7 +14,7 @@ from kcoral.cli.durations import Duration
 from kcoral.cli.errors import UsageError
 from kcoral.cli.output import emit_json, job_json, job_progress, note
 from kcoral.cli.render import summary_line
-from kcoral.runner.models import JobState
+from kcoral.protocol.models import JobState
 
 
 def wait(

@@ -30,11 +30,11 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from kcoral.protocol.models import JobState
+from kcoral.protocol.printable import printable
 from kcoral.runner.archive import safe_output_path
 from kcoral.runner.errors import BadRequest, NotFound, Unauthorized
 from kcoral.runner.jobfs import read_file
-from kcoral.runner.models import JobState
-from kcoral.runner.printable import printable
 from kcoral.runner.store import JobRecord
 
 HERE = Path(__file__).resolve().parent

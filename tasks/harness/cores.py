@@ -26,7 +26,7 @@ answered across cores the same way (the supervisor's message wakes a process on 
 with two, the judge's calls stay on the supervisor's core while the candidate's cross to its own.
 With one the candidate cannot be kept apart: the evaluation is not scored (tasks.evaluate). The
 server takes two CPU slots for an evaluation where CPU slots have one core each (runner.leases,
-runner.models.EVAL_CORES).
+protocol.models.EVAL_CORES).
 
 Pure and stdlib-only: the server computes the layout, the supervisor gets it in its argv.
 """

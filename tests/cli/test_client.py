@@ -11,8 +11,8 @@ import pytest
 
 from kcoral.cli.client import KcoralClient, normalise_base_url
 from kcoral.cli.errors import BadRequest, NotFound, ServerBusy, ServerError, ServerUnreachable, Unauthorized, UsageError
-from kcoral.runner.joblog import STDERR, STDOUT, Piece, frame
-from kcoral.runner.models import PythonSpec
+from kcoral.protocol.framing import STDERR, STDOUT, Piece, frame
+from kcoral.protocol.models import PythonSpec
 
 
 def job(state: str = "created", **extra: object) -> dict[str, object]:

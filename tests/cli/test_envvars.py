@@ -55,8 +55,9 @@ def test_nul_in_value_is_refused() -> None:
 def test_the_client_checks_with_the_servers_rule() -> None:
     """One rule: the client's check is the server's function, not a copy of it."""
     from kcoral.cli import envvars
+    from kcoral.protocol import jobenv
     from kcoral.runner import envpolicy
 
-    assert envvars.refusal is envpolicy.refusal
+    assert envvars.refusal is jobenv.refusal is envpolicy.refusal
     with pytest.raises(UsageError, match="set by the server"):
-        parse_env_options(["TMPDIR=x"], {})  # a name of the server's base environment (runner.settings)
+        parse_env_options(["TMPDIR=x"], {})  # a name of the server's base environment (kcoral.protocol.jobenv)

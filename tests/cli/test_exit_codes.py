@@ -15,7 +15,7 @@ from kcoral.cli.errors import (
     UsageError,
 )
 from kcoral.cli.output import VERDICT_EXIT_CODES, exit_code_for_error, exit_code_for_verdict
-from kcoral.runner.models import Verdict
+from kcoral.protocol.models import Verdict
 
 
 @pytest.mark.parametrize(

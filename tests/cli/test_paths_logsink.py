@@ -70,7 +70,7 @@ def test_logsink_survives_a_closed_pipe() -> None:
 def test_job_chosen_text_reaches_the_terminal_escaped(capsys: pytest.CaptureFixture[str]) -> None:
     from kcoral.cli.output import note, stdout
     from kcoral.cli.render import job_details
-    from kcoral.runner.models import JobState, JobTimes, JobView, OutputFile, PythonSpec
+    from kcoral.protocol.models import JobState, JobTimes, JobView, OutputFile, PythonSpec
 
     view = JobView(id="j", owner="o", state=JobState.finished, spec=PythonSpec(argv=["\x1b[2Jm.py"]),
                    reason="output refused: \x1b]0;pwned\x07x", times=JobTimes(created=0),
@@ -88,7 +88,7 @@ def test_an_ok_jobs_refused_outputs_are_in_its_last_line(capsys: pytest.CaptureF
     ``kcoral python`` says which, escaped (a name that draws its letters in another order too)."""
     from kcoral.cli.output import note
     from kcoral.cli.render import summary_line
-    from kcoral.runner.models import JobState, JobTimes, JobView, PythonSpec, Verdict
+    from kcoral.protocol.models import JobState, JobTimes, JobView, PythonSpec, Verdict
 
     reason = "output refused: report\u202etxt.exe: a control character in its name"
     view = JobView(id="j", owner="o", state=JobState.finished, verdict=Verdict.ok, exit_code=0, reason=reason,
@@ -130,7 +130,7 @@ def test_a_terminal_is_detected() -> None:
 def test_a_queued_job_shows_what_it_cannot_start_without(capsys: pytest.CaptureFixture[str]) -> None:
     from kcoral.cli.output import stdout
     from kcoral.cli.render import job_details
-    from kcoral.runner.models import JobState, JobTimes, JobView, PythonSpec
+    from kcoral.protocol.models import JobState, JobTimes, JobView, PythonSpec
 
     reason = "gpu0 drained (processes [42] still on GPU 0 after the job)"
     view = JobView(id="j", owner="o", state=JobState.queued, spec=PythonSpec(argv=["m.py"]), queue_position=1,

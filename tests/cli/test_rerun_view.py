@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from kcoral.cli.commands.rerun_cmd import Side, comparison, comparison_view
-from kcoral.runner.models import EvalSpec, ImageInfo, JobState, JobTimes, JobView, Verdict
+from kcoral.protocol.models import EvalSpec, ImageInfo, JobState, JobTimes, JobView, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt
 from tests.tasks.test_documents import REPORT
 

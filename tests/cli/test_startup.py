@@ -51,7 +51,7 @@ def test_a_command_loads_only_its_own_module(argv: list[str]) -> None:
     assert len(commands) == 1, commands
     assert not [m for m in modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)]
     assert not modules & {"trio", "anyio", "httpx._main", "click"}  # the HTTP client's unused parts
-    # a job's data is runner.models' dataclasses and its lines plain text: no validation library, no
+    # a job's data is protocol.models' dataclasses and its lines plain text: no validation library, no
     # terminal toolkit (typer 0.29 would bring pydantic back: pyproject.toml pins it below)
     assert not [m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core", "rich")]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kcoral.protocol.framing import STATUS, FrameReader, Piece
 from kcoral.runner.api import DELETED
-from kcoral.runner.joblog import STATUS, FrameReader, Piece
 from tests.serverproc import ServerProcess, serving
 
 

@@ -130,7 +130,7 @@ def test_a_followed_log_carries_the_jobs_status_and_ends_with_its_final_view(ser
     frame, after its last log byte; the status frames are not log bytes (offsets skip them)."""
     import json
 
-    from kcoral.runner.joblog import STATUS, STDERR, STDOUT, FrameReader
+    from kcoral.protocol.framing import STATUS, STDERR, STDOUT, FrameReader
 
     srv = server_factory(cpu_slots=1)
     blocker = srv.submit({"m.py": "import time\nprint('go', flush=True)\ntime.sleep(60)"}, ["m.py"])

@@ -21,9 +21,9 @@ import pytest
 
 from kcoral.cli.main import run
 from kcoral.cli.render import summary_line
-from kcoral.runner.joblog import STDERR, STDOUT, FrameReader
+from kcoral.protocol.framing import STDERR, STDOUT, FrameReader
+from kcoral.protocol.models import JobView, from_data
 from kcoral.runner.limits import KiB, Limits, MiB
-from kcoral.runner.models import JobView, from_data
 from tests.conftest import RunningServer, free_port
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ import docker
 import pytest
 from docker.types import LogConfig
 
+from kcoral.protocol.framing import STDERR, STDOUT
 from kcoral.runner.enginelog import ContainerOutput, EngineStreamError, _logged, missed_output
-from kcoral.runner.joblog import STDERR, STDOUT
 
 #: short lines on both streams, a block of each in turn, each stream's last line without a newline
 PRINTS = """\

@@ -17,7 +17,7 @@ from typing import Any
 
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.main import run
-from kcoral.runner.models import JobView, from_data
+from kcoral.protocol.models import JobView, from_data
 from kcoral.tasks.documents import EvalReport
 from tests.conftest import RunningServer, make_tar
 

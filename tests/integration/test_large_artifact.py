@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.runner.models import PythonSpec, Verdict
+from kcoral.protocol.models import PythonSpec, Verdict
 from tests.conftest import RunningServer
 
 SIZE_MIB = 200

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from kcoral.protocol import framing
 from kcoral.runner import joblog
 
 SCRIPT = """
@@ -89,9 +90,9 @@ def test_a_job_switching_streams_on_every_line_keeps_its_bytes_and_a_bounded_ind
     job, _ = server.run({"m.py": script}, ["m.py"])
     assert job["verdict"] == "ok" and job["log_bytes"] == 400, job
     framed = server.http.get(f"/v1/jobs/{job['id']}/log", params={"frames": "true"}).content
-    pieces = joblog.FrameReader().feed(framed)
+    pieces = framing.FrameReader().feed(framed)
     assert b"".join(p.data for p in pieces).count(b"o\n") == 100 and len(pieces) == 17
-    assert all(set(p.data) == {ord("o" if p.stream == joblog.STDOUT else "e"), 10} for p in pieces[:-1])
-    assert pieces[-1].stream == joblog.MIXED  # past the cap the rest is one piece, shown on stdout
+    assert all(set(p.data) == {ord("o" if p.stream == framing.STDOUT else "e"), 10} for p in pieces[:-1])
+    assert pieces[-1].stream == framing.MIXED  # past the cap the rest is one piece, shown on stdout
     index = joblog.streams_path(server.services.store.paths(job["id"]).log)
     assert index.stat().st_size == 17 * 9

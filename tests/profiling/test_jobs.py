@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from kcoral.profiling import capabilities, jobs
+from kcoral.protocol.models import IketSpec, JobState, JobTimes, NcuSpec, ProfileSpec, Verdict
 from kcoral.runner.errors import BadRequest
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.leases import Lease
-from kcoral.runner.models import IketSpec, JobState, JobTimes, NcuSpec, ProfileSpec, Verdict
 from kcoral.runner.plan import ContainerStep, RunResult, StepOutcome
 from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kcoral.protocol.models import ImageInfo, Verdict
 from kcoral.runner.errors import InfrastructureError
 from kcoral.runner.leases import Lease
-from kcoral.runner.models import ImageInfo, Verdict
 from kcoral.runner.plan import ContainerStep, StepOutcome
 
 #: plays one group: (job id, steps, cancel, deadline) -> one outcome per step

@@ -2,7 +2,8 @@
 
 import pytest
 
-from kcoral.runner.envpolicy import job_environment, refusal, validate_client_env
+from kcoral.protocol.jobenv import refusal
+from kcoral.runner.envpolicy import job_environment, validate_client_env
 from kcoral.runner.errors import BadRequest
 from kcoral.runner.limits import Limits
 
@@ -89,7 +90,7 @@ def test_a_name_no_rule_allows_is_refused(name):
     why = refusal(name)
     assert why is not None and "refused" in why
     if len(name) <= 64:
-        assert why.endswith("see runner.envpolicy.ALLOWED")
+        assert why.endswith("see kcoral.protocol.jobenv.ALLOWED")
 
 
 @pytest.mark.parametrize(
@@ -152,7 +153,7 @@ def test_env_byte_budget_both_sides():
 
 
 def test_operator_values_win_over_the_base_and_the_job_id_over_all():
-    from kcoral.runner.settings import BASE_JOB_ENV
+    from kcoral.protocol.jobenv import BASE_JOB_ENV
 
     env = job_environment({"HOME": "/op", "KCORAL_JOB_ID": "op"}, {"HOME": "/client", "T": "1"}, "job-9")
     assert env["HOME"] == "/op" and env["KCORAL_JOB_ID"] == "job-9" and env["T"] == "1"

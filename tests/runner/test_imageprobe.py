@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.protocol.framing import STDERR, STDOUT
+from kcoral.protocol.models import ImageInfo
 from kcoral.runner.imageprobe import ImageContents, ImageProbe, parse_answer
-from kcoral.runner.joblog import STDERR, STDOUT, LogWriter
-from kcoral.runner.models import ImageInfo
+from kcoral.runner.joblog import LogWriter
 from kcoral.runner.plan import StepOutcome
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.protocol.framing import MIXED, STDERR, STDOUT, FrameReader, Piece, frame
 from kcoral.runner import joblog
-from kcoral.runner.joblog import MIXED, STDERR, STDOUT, FrameReader, LogWriter, Piece, frame, read_pieces
+from kcoral.runner.joblog import LogWriter, read_pieces
 from tests.conftest import mounted_tmpfs
 
 WRITES = [(STDOUT, b"hello "), (STDOUT, b"world\n"), (STDERR, b"oops\n"), (STDOUT, b"more\n"), (STDERR, b"!")]

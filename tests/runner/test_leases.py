@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from kcoral.protocol.models import GpuInfo
 from kcoral.runner.errors import BadRequest
 from kcoral.runner.leases import LeasePool, gpu_type, split_cores
-from kcoral.runner.models import GpuInfo
 
 
 def test_split_cores_gives_disjoint_equal_shares() -> None:

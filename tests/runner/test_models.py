@@ -1,4 +1,4 @@
-"""Job models: what the API shows of a job, and THE parser of the API's data (runner.models.from_data)."""
+"""Job models: what the API shows of a job, and THE parser of the API's data (protocol.models.from_data)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kcoral.runner.models import (
+from kcoral.protocol.models import (
     DataError,
     EvalSpec,
     GpuInfo,

@@ -1,10 +1,10 @@
-"""runner.relpath: the one rule for relative paths that must stay inside their folder."""
+"""protocol.relpath: the one rule for relative paths that must stay inside their folder."""
 
 from __future__ import annotations
 
 import pytest
 
-from kcoral.runner.relpath import relative_inside
+from kcoral.protocol.relpath import relative_inside
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from docker.types import DeviceRequest, LogConfig, Ulimit
 
+from kcoral.protocol.jobenv import INPUT_MOUNT, OUTPUT_MOUNT
+from kcoral.protocol.models import GpuInfo
 from kcoral.runner import sandbox
 from kcoral.runner.leases import Lease, Slot
 from kcoral.runner.limits import Limits
-from kcoral.runner.models import GpuInfo
 from kcoral.runner.plan import ContainerStep
 from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, LABEL_STEP, container_options, gpu_options
-from kcoral.runner.settings import INPUT_MOUNT, OUTPUT_MOUNT, PYCACHE_MOUNT, Settings
+from kcoral.runner.settings import PYCACHE_MOUNT, Settings
 
 LEASE = Lease((Slot("cpu0", None, (0,)), Slot("cpu1", None, (1,))))
 

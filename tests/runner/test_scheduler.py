@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from kcoral.protocol.models import GpuInfo, JobKindName, JobState, Verdict, parse_spec
 from kcoral.runner import jobkinds
 from kcoral.runner.errors import InsufficientStorage
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.leases import LeasePool
-from kcoral.runner.models import GpuInfo, JobKindName, JobState, Verdict, parse_spec
 from kcoral.runner.plan import ContainerStep, StepOutcome
 from kcoral.runner.scheduler import Scheduler
 from kcoral.runner.settings import Settings

@@ -1,6 +1,6 @@
 """Pure logic: the fair order of the queue."""
 
-from kcoral.runner.models import JobState, JobTimes, PythonSpec
+from kcoral.protocol.models import JobState, JobTimes, PythonSpec
 from kcoral.runner.scheduler import fair_order
 from kcoral.runner.store import JobRecord
 

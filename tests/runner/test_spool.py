@@ -1,4 +1,4 @@
-"""runner.spool: chunks hashed and written on a worker thread, in order, from a thread (the client's
+"""protocol.spool: chunks hashed and written on a worker thread, in order, from a thread (the client's
 download) and from an event loop (the server's upload); a write's error reaches the caller. Real
 files, no mocks."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.runner.spool import Spool
+from kcoral.protocol.spool import Spool
 
 
 def chunks(total: int) -> list[bytes]:

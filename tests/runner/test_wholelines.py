@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from kcoral.protocol.framing import STDERR, STDOUT
 from kcoral.runner import wholelines
-from kcoral.runner.joblog import STDERR, STDOUT
 from kcoral.runner.wholelines import WholeLines
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from kcoral.protocol.models import EvalSpec
 from kcoral.runner.errors import BadRequest
 from kcoral.runner.limits import Limits
-from kcoral.runner.models import EvalSpec
 from kcoral.runner.settings import Settings
 from kcoral.tasks.evaluate import EvalKind
 

@@ -117,7 +117,7 @@ class SpecBase:
         return 1
 
     def client_env(self) -> dict[str, str]:
-        """The environment the client asked for (validated by runner.envpolicy)."""
+        """The environment the client asked for (validated by kcoral.protocol.jobenv.refusal and runner.envpolicy)."""
         return {}
 
     def title(self) -> str:
