@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kcoral.cli.client import KcoralClient  # noqa: E402
-from kcoral.cli.errors import ServerBusy  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
+from kcoral.protocol.errors import ServerBusy  # noqa: E402
 from kcoral.protocol.models import PythonSpec  # noqa: E402
 from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB  # noqa: E402
 from kcoral.runner.settings import Settings  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextvars import ContextVar
 
-from kcoral.cli.errors import UsageError
+from kcoral.protocol.errors import UsageError
 
 __all__ = ["RAW_ARGV", "build_argv", "misplaced_options"]
 

@@ -6,7 +6,7 @@
             (sys.stderr if piece.stream == STDERR else sys.stdout).buffer.write(piece.data)
         final = kc.status(view.id)
 
-Every HTTP or transport failure becomes a :mod:`cli.errors` class in one place, :meth:`_translated`.
+Every HTTP or transport failure becomes a :mod:`kcoral.protocol.errors` class in one place, :meth:`_translated`.
 """
 
 from __future__ import annotations
@@ -25,18 +25,15 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from kcoral.cli.errors import (
-    BadRequest,
+from kcoral.cli.paths import output_destination, safe_output_path
+from kcoral.protocol.errors import (
     KcoralError,
-    NotFound,
-    ServerBusy,
     ServerError,
     ServerUnreachable,
     StillRunning,
-    Unauthorized,
     UsageError,
+    from_answer,
 )
-from kcoral.cli.paths import output_destination, safe_output_path
 from kcoral.protocol.framing import STATUS, FrameReader, Piece
 from kcoral.protocol.jobids import JOB_ID
 from kcoral.protocol.models import (
@@ -115,11 +112,11 @@ class KcoralClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ---- the one place where HTTP failures become cli.errors -------------------------------------------
+    # ---- the one place where HTTP failures become protocol errors --------------------------------------
 
     @contextlib.contextmanager
     def _translated(self, what: str) -> Iterator[None]:
-        """Run a request; turn transport errors and non-2xx answers into :mod:`cli.errors` classes."""
+        """Run a request; turn transport errors and non-2xx answers into :mod:`kcoral.protocol.errors` classes."""
         try:
             yield
         except httpx.HTTPStatusError as exc:
@@ -425,7 +422,8 @@ def _q(job_id: str) -> str:
 
 
 def _error_from_response(response: httpx.Response, what: str) -> KcoralError:
-    """The cli.errors class for a non-2xx answer, with the server's own message when it sent one."""
+    """The error a non-2xx answer stands for (kcoral.protocol.errors.from_answer), with the server's own
+    message when it sent one."""
     status = response.status_code
     code, message = "", ""
     try:
@@ -436,15 +434,7 @@ def _error_from_response(response: httpx.Response, what: str) -> KcoralError:
     except ValueError:
         message = response.text.strip()[:300]
     text = f"{what}: {message or response.reason_phrase or 'error'} (HTTP {status})"
-    if status in (401, 403):
-        return Unauthorized(text, hint="pass --token or set KCORAL_TOKEN")
-    if status == 404:
-        return NotFound(text, code=code or "not_found")
-    if status in (429, 503, 507):
-        return ServerBusy(text, status=status, retry_after=_seconds(response.headers.get("retry-after")))
-    if 400 <= status < 500:
-        return BadRequest(text, status=status, code=code)
-    return ServerError(text, status=status)
+    return from_answer(status, code, text, retry_after=_seconds(response.headers.get("retry-after")))
 
 
 def _seconds(header: str | None) -> float | None:

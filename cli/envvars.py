@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kcoral.cli.errors import UsageError
+from kcoral.protocol.errors import UsageError
 from kcoral.protocol.jobenv import refusal
 
 __all__ = ["check_env_name", "parse_env_options", "refusal"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from kcoral.cli.client import KcoralClient
-from kcoral.cli.errors import ServerError
+from kcoral.protocol.errors import ServerError
 from kcoral.protocol.models import JobView
 from kcoral.tasks.documents import Document, DocumentError, parse
 

@@ -3,7 +3,7 @@
 The same four experiments as the command line (``run``, ``evaluate``, ``ncu``, ``iket``), over the same
 HTTP client (cli.client.KcoralClient), with typed results (the server's own models: JobView,
 EvalReport, Receipt, TaskContract) instead of printed text, and failures as exceptions
-(cli.errors.KcoralError and its subclasses; ``err.exit_code`` is what the CLI would exit with).
+(kcoral.protocol.errors.KcoralError and its subclasses; ``err.exit_code`` is what the CLI would exit with).
 
     from kcoral import Client
 
@@ -26,10 +26,10 @@ from typing import Any
 from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.eval_cmd import first_failure
-from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.evaldocs import fetch, load
 from kcoral.cli.runflow import WARN_SEND_BYTES, human_bytes
 from kcoral.cli.tarball import IGNORE_FILE, build_tarball
+from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.framing import STDERR
 from kcoral.protocol.models import EvalSpec, IketSpec, JobView, NcuSpec, PythonSpec, SpecBase, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt, TaskContract

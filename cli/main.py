@@ -18,17 +18,8 @@ from kcoral import __version__
 from kcoral.cli.argv import RAW_ARGV
 from kcoral.cli.commands import COMMANDS, CORE_COMMANDS
 from kcoral.cli.commands.common import PASSTHROUGH_CONTEXT
-from kcoral.cli.errors import KcoralError, UsageError
-from kcoral.cli.output import (
-    EXIT_INTERRUPTED,
-    EXIT_SERVER_ERROR,
-    EXIT_USAGE,
-    JSON_EMITTED,
-    emit_json,
-    error_document,
-    exit_code_for_error,
-    print_error,
-)
+from kcoral.cli.output import JSON_EMITTED, emit_json, error_document, exit_code_for_error, print_error
+from kcoral.protocol.errors import EXIT_INTERRUPTED, EXIT_SERVER_ERROR, EXIT_USAGE, KcoralError, UsageError
 
 __all__ = ["app", "interrupted", "register_commands", "register_optional_commands", "run"]
 

@@ -29,8 +29,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 
 from kcoral import __version__
-from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.library import Client, JobResult
+from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.models import JobView, to_data
 
 #: the most log bytes one tool result carries (an agent's context is not a log viewer)

@@ -13,6 +13,9 @@ Exit codes of ``kcoral`` (the job's verdict for ``kcoral python``, else how the 
     server unreachable                  69
     unexpected server error, 5xx        70
     unauthorized (401, 403)             77
+    busy (429, 503, 507), wait gave up  75
+
+Each error class carries its own (kcoral.protocol.errors); this module maps verdicts.
 
 Commands other than ``python`` exit 0 when their request succeeded, whatever the job's verdict.
 """
@@ -26,32 +29,19 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from kcoral.cli.errors import (
-    BadRequest,
+from kcoral.protocol.errors import (
+    EXIT_INCONCLUSIVE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SERVER_ERROR,
+    EXIT_TRY_LATER,
     KcoralError,
-    ServerBusy,
-    ServerError,
-    ServerUnreachable,
-    StillRunning,
-    Unauthorized,
-    UsageError,
 )
 from kcoral.protocol.models import JobState, JobView, Verdict, to_data
 from kcoral.protocol.printable import printable
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not at every start-up
     from rich.console import Console
-
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 69
-EXIT_SERVER_ERROR = 70
-#: sysexits' EX_TEMPFAIL: the server is busy or short of something; the same command may work later
-EXIT_TRY_LATER = 75
-#: an evaluation that passed every check on a host too noisy to time it: no score, evaluate again
-EXIT_INCONCLUSIVE = 3
-EXIT_UNAUTHORIZED = 77
-EXIT_INTERRUPTED = 130
 
 VERDICT_EXIT_CODES: dict[Verdict, int | None] = {
     Verdict.ok: 0,
@@ -65,17 +55,6 @@ VERDICT_EXIT_CODES: dict[Verdict, int | None] = {
     Verdict.memory_limit: 137,
     Verdict.inconclusive: EXIT_INCONCLUSIVE,
 }
-
-# Checked in order: the first class the error is an instance of decides.
-ERROR_EXIT_CODES: tuple[tuple[type[KcoralError], int], ...] = (
-    (Unauthorized, EXIT_UNAUTHORIZED),
-    (ServerUnreachable, EXIT_UNREACHABLE),
-    (ServerBusy, EXIT_TRY_LATER),
-    (StillRunning, EXIT_TRY_LATER),
-    (ServerError, EXIT_SERVER_ERROR),
-    (UsageError, EXIT_USAGE),
-    (BadRequest, EXIT_USAGE),
-)
 
 
 def exit_code_for_verdict(verdict: Verdict | str | None, exit_code: int | None = None) -> int:
@@ -97,9 +76,8 @@ def exit_code_for_error(err: BaseException) -> int:
     """The exit code for an error raised by the client (anything unknown counts as a server error)."""
     if isinstance(err, KeyboardInterrupt):
         return EXIT_INTERRUPTED
-    for cls, code in ERROR_EXIT_CODES:
-        if isinstance(err, cls):
-            return code
+    if isinstance(err, KcoralError):
+        return err.exit_code
     return EXIT_SERVER_ERROR
 
 

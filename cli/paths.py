@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from kcoral.cli.errors import ServerError, UsageError
+from kcoral.protocol.errors import ServerError, UsageError
 from kcoral.protocol.relpath import relative_inside
 
 

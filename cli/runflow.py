@@ -16,12 +16,12 @@ from typing import Any
 
 from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
-from kcoral.cli.errors import KcoralError
 from kcoral.cli.logsink import LOG_KEEP_BYTES, LogSink
 from kcoral.cli.output import emit_json, job_json, note
 from kcoral.cli.progress import upload_progress
 from kcoral.cli.render import summary_line
 from kcoral.cli.tarball import IGNORE_FILE, Tarball, build_tarball
+from kcoral.protocol.errors import EXIT_INTERRUPTED, EXIT_OK, KcoralError
 from kcoral.protocol.models import JobState, JobView, SpecBase
 
 CANCEL_WAIT_S = 15.0
@@ -124,7 +124,7 @@ class PythonRun:
                 emit_json(job_json(view))
             else:
                 print(view.id, flush=True)
-            return output.EXIT_OK
+            return EXIT_OK
         return self._finish(self._follow_log())
 
     def _follow_log(self) -> JobView:
@@ -205,9 +205,9 @@ class PythonRun:
                 view = self.client.status(self.job_id)
         except KcoralError as err:
             note(f"kcoral: could not cancel job {self.job_id}: {err.message}")
-            return output.EXIT_INTERRUPTED
+            return EXIT_INTERRUPTED
         if view.state == JobState.finished:
             note(summary_line(view))
         if self.opts.json:
             emit_json(self._document(view, None, None))
-        return output.EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from kcoral.cli.errors import InputError
+from kcoral.protocol.errors import InputError
 
 if TYPE_CHECKING:
     import pathspec

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kcoral.profiling import capabilities, iket, ncu
+from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.jobenv import INPUT_MOUNT
 from kcoral.protocol.models import JobKindName, ProfileSpec, SpecBase
 from kcoral.runner.envpolicy import job_environment
-from kcoral.runner.errors import BadRequest
 from kcoral.runner.jobkinds import code_mounts, spec_as, with_code_path
 from kcoral.runner.plan import ContainerStep, JobContext, Plan
 

@@ -1,6 +1,6 @@
 """HTTP routes: thin. Each one authenticates, calls the store/scheduler, and returns models.
 
-Every error a route can meet is a runner.errors.KcoralError, turned into JSON by runner.app.
+Every error a route can meet is a kcoral.protocol.errors.KcoralError, turned into JSON by runner.app.
 """
 
 from __future__ import annotations
@@ -22,6 +22,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
 from kcoral import __version__
+from kcoral.protocol.errors import (
+    BadRequest,
+    Conflict,
+    InfrastructureError,
+    NotFound,
+    PayloadTooLarge,
+    RequestError,
+    ShuttingDown,
+    Unauthorized,
+)
 from kcoral.protocol.framing import STATUS, Piece, frame
 from kcoral.protocol.jobids import JOB_ID
 from kcoral.protocol.models import (
@@ -45,17 +55,7 @@ from kcoral.runner.calibrations import calibration_floors, request_calibrations
 from kcoral.runner.cluster import slot_rows
 from kcoral.runner.enqueue import queue_with_input
 from kcoral.runner.envpolicy import validate_client_env
-from kcoral.runner.errors import (
-    BadRequest,
-    Conflict,
-    InfrastructureError,
-    NotFound,
-    PayloadTooLarge,
-    RequestError,
-    ShuttingDown,
-    Unauthorized,
-    disk_writes,
-)
+from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.joblog import read_pieces

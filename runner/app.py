@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 from collections.abc import AsyncIterator
@@ -18,11 +19,11 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from kcoral import __version__
+from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.printable import printable
 from kcoral.runner.api import owner, router
 from kcoral.runner.bodylimit import BodyLimit
 from kcoral.runner.connections import guarded_protocol
-from kcoral.runner.errors import KcoralError
 from kcoral.runner.services import Services
 from kcoral.runner.settings import Settings
 from kcoral.runner.warmup import submit_warm_ups
@@ -33,10 +34,10 @@ log = logging.getLogger("kcoral.app")
 HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
-def error_response(status: int, code: str, message: str, retry_after: int | None = None) -> JSONResponse:
+def error_response(status: int, code: str, message: str, retry_after: float | None = None) -> JSONResponse:
     """THE error body: ``{"error": code, "message": text}``. The message may quote what a client or
     a job chose: it is made printable (protocol.printable) so it is valid JSON and safe on a terminal."""
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    headers = {"Retry-After": str(math.ceil(retry_after))} if retry_after is not None else None
     return JSONResponse({"error": code, "message": printable(message)}, status_code=status, headers=headers)
 
 

@@ -15,11 +15,12 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcoral.protocol.errors import BadRequest, NotFound, PayloadTooLarge
 from kcoral.protocol.models import OutputFile
 from kcoral.protocol.printable import is_control, printable
 from kcoral.protocol.relpath import relative_inside
 from kcoral.runner import jobfs
-from kcoral.runner.errors import BadRequest, NotFound, PayloadTooLarge, disk_writes
+from kcoral.runner.errors import disk_writes
 from kcoral.runner.limits import Limits
 from kcoral.runner.tarscan import scan
 from kcoral.runner.tarstage import TarStager

@@ -12,7 +12,7 @@ import hashlib
 import hmac
 from pathlib import Path
 
-from kcoral.runner.errors import BadRequest, Unauthorized
+from kcoral.protocol.errors import BadRequest, Unauthorized
 
 LOCAL_OWNER = "local"
 #: owner names of the server's own jobs (runner.warmup) start with this; no token may have one

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from kcoral.protocol.errors import BadRequest, KcoralError, TooManyJobs
 from kcoral.protocol.models import CalibrationFloors, CalibrationJobs, CalibrationRequest
-from kcoral.runner.errors import BadRequest, KcoralError, TooManyJobs
 from kcoral.runner.warmup import queue_template
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kcoral.runner.errors import BadRequest
+from kcoral.protocol.errors import BadRequest
 from kcoral.runner.hostagent import HostAgent, Inventory
 from kcoral.runner.leases import Lease, Slot, drained_for, eligible, pick, slot_types, wanted_slots
 from kcoral.runner.settings import Settings

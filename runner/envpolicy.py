@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.jobenv import BASE_JOB_ENV, refusal
-from kcoral.runner.errors import BadRequest
 from kcoral.runner.limits import Limits
 
 

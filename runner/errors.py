@@ -1,19 +1,5 @@
-"""The server's exception tree. Foreign errors (Docker, SQLite, NVML, tar) are translated into
-these at one boundary each (executor, store, gpus, archive); routes never see foreign errors.
-
-    KcoralError                       (500 unless a subclass says otherwise)
-    +-- RequestError                  the client's fault: 4xx with a message a person can act on
-    |   +-- BadRequest                400  malformed spec, forbidden env name, bad tar
-    |   +-- Unauthorized              401  missing or unknown bearer token
-    |   +-- NotFound                  404  no such job or output file
-    |   +-- Conflict                  409  wrong state (input already uploaded, ...)
-    |   +-- PayloadTooLarge           413  upload over the byte or file-count budget
-    |   +-- TooManyJobs               429  the token's queued-job cap is reached
-    +-- InfrastructureError           503  the sandbox failed (Docker down, image missing, ...):
-    |   |                                  a job that meets it ends with Verdict.infrastructure_error
-    |   +-- ShuttingDown              503  the server is stopping: it takes no new work
-    +-- InsufficientStorage           507  the server's disk is full: nothing new is taken
-"""
+"""The server's helpers around kcoral's errors (kcoral.protocol.errors holds the tree): the one
+translation of a failed write of its own files (:func:`disk_writes`) and the words of a full disk."""
 
 from __future__ import annotations
 
@@ -21,69 +7,7 @@ import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-
-class KcoralError(Exception):
-    status = 500
-    code = "internal"
-    #: seconds after which the same request may succeed (sent as Retry-After), None: not a matter of time
-    retry_after: int | None = None
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class RequestError(KcoralError):
-    status = 400
-    code = "bad_request"
-
-
-class BadRequest(RequestError):
-    pass
-
-
-class Unauthorized(RequestError):
-    status = 401
-    code = "unauthorized"
-
-
-class NotFound(RequestError):
-    status = 404
-    code = "not_found"
-
-
-class Conflict(RequestError):
-    status = 409
-    code = "conflict"
-
-
-class PayloadTooLarge(RequestError):
-    status = 413
-    code = "too_large"
-
-
-class TooManyJobs(RequestError):
-    status = 429
-    code = "too_many_jobs"
-    retry_after = 10
-
-
-class InfrastructureError(KcoralError):
-    status = 503
-    code = "infrastructure"
-    retry_after = 30
-
-
-class ShuttingDown(InfrastructureError):
-    code = "shutting_down"
-    retry_after = 30
-
-
-class InsufficientStorage(KcoralError):
-    status = 507
-    code = "insufficient_storage"
-    retry_after = 60
-
+from kcoral.protocol.errors import InfrastructureError, InsufficientStorage
 
 #: what a write meets when the disk (or the data dir's quota) is full
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)

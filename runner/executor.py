@@ -25,12 +25,13 @@ import docker.errors
 import requests.exceptions
 import urllib3.exceptions
 
+from kcoral.protocol.errors import InfrastructureError, InsufficientStorage
 from kcoral.protocol.framing import STDERR
 from kcoral.protocol.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner import standby
 from kcoral.runner.archive import dir_usage
 from kcoral.runner.enginelog import ContainerOutput, EngineStreamError, missed_output
-from kcoral.runner.errors import DISK_FULL, LOG_DISK_FULL, InfrastructureError, InsufficientStorage
+from kcoral.runner.errors import DISK_FULL, LOG_DISK_FULL
 from kcoral.runner.joblog import LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.logsetup import child_thread

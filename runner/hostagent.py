@@ -19,8 +19,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.models import ImageInfo, Verdict
-from kcoral.runner.errors import KcoralError
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpuclean import leftovers, usage_before
 from kcoral.runner.gpus import Nvml

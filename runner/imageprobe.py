@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.framing import STDOUT
-from kcoral.runner.errors import KcoralError
 from kcoral.runner.joblog import read_pieces
 from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep, Executor

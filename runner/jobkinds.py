@@ -13,11 +13,11 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from kcoral.protocol.errors import BadRequest, InfrastructureError
 from kcoral.protocol.jobenv import INPUT_MOUNT
 from kcoral.protocol.models import JobKindName, PythonSpec, SpecBase
 from kcoral.runner.codecopy import code_root
 from kcoral.runner.envpolicy import job_environment
-from kcoral.runner.errors import BadRequest, InfrastructureError
 from kcoral.runner.plan import ContainerStep, JobContext, Plan
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobPaths

@@ -15,8 +15,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.models import GpuInfo
-from kcoral.runner.errors import BadRequest
 
 
 @dataclass(frozen=True)

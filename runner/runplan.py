@@ -14,17 +14,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from kcoral.protocol.errors import InsufficientStorage, KcoralError
 from kcoral.protocol.framing import STDOUT
 from kcoral.protocol.models import ImageInfo, OutputFile, Verdict
 from kcoral.runner.archive import collect_outputs
-from kcoral.runner.errors import (
-    DISK_FULL,
-    DISK_FULL_REASON,
-    LOG_DISK_FULL,
-    InsufficientStorage,
-    KcoralError,
-    disk_writes,
-)
+from kcoral.runner.errors import DISK_FULL, DISK_FULL_REASON, LOG_DISK_FULL, disk_writes
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.joblog import LogWriter, streams_path

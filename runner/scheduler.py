@@ -12,8 +12,8 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 
+from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.models import ImageInfo, JobState, Verdict
-from kcoral.runner.errors import KcoralError
 from kcoral.runner.gpuclean import GpuProbe, leftovers, usage_before
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.jobfs import remove_tree

@@ -125,8 +125,8 @@ def serve(
     if not settings.is_loopback and settings.tokens_file is None:
         typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)
         raise typer.Exit(2)
+    from kcoral.protocol.errors import KcoralError
     from kcoral.runner.app import create_app, run_server
-    from kcoral.runner.errors import KcoralError
     from kcoral.runner.warmup import template
     from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 

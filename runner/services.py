@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from kcoral.protocol.errors import Conflict
 from kcoral.protocol.models import GpuInfo
 from kcoral.runner.auth import Authenticator, load_operators, load_tokens
-from kcoral.runner.errors import Conflict
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpus import Nvml
 from kcoral.runner.imageprobe import ImageProbe

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from kcoral.protocol.errors import InfrastructureError, InsufficientStorage, NotFound, TooManyJobs
 from kcoral.protocol.jobids import new_job_id
 from kcoral.protocol.models import (
     GpuInfo,
@@ -35,7 +36,7 @@ from kcoral.protocol.models import (
     to_data,
 )
 from kcoral.runner.changes import JobChanges
-from kcoral.runner.errors import InfrastructureError, InsufficientStorage, NotFound, TooManyJobs, disk_writes
+from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.reserve import DiskReserve
 from kcoral.tasks.calibration import AaRun

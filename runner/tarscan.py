@@ -20,7 +20,7 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
-from kcoral.runner.errors import BadRequest, PayloadTooLarge
+from kcoral.protocol.errors import BadRequest, PayloadTooLarge
 from kcoral.runner.limits import Limits
 
 BLOCK = 512

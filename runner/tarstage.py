@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kcoral.runner.errors import KcoralError
+from kcoral.protocol.errors import KcoralError
 from kcoral.runner.joblog import write_all
 from kcoral.runner.tarscan import BLOCK, checksum_ok, header_size
 

@@ -23,9 +23,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kcoral.protocol.errors import BadRequest, KcoralError
 from kcoral.protocol.models import EvalSpec, JobKindName, JobState
 from kcoral.runner.enqueue import queue_with_input
-from kcoral.runner.errors import BadRequest, KcoralError, disk_writes
+from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobkinds import kind_for, spec_as
 from kcoral.runner.store import JobPaths
 

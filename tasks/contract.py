@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from kcoral.runner.errors import InfrastructureError
+from kcoral.protocol.errors import InfrastructureError
 from kcoral.runner.limits import Limits
 from kcoral.tasks.cases import timing_method
 from kcoral.tasks.documents import TaskContract, TensorSpec, WorkloadContract

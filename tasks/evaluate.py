@@ -29,12 +29,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kcoral.protocol.errors import BadRequest, InfrastructureError
 from kcoral.protocol.jobenv import INPUT_MOUNT, OUTPUT_MOUNT
 from kcoral.protocol.models import EvalSpec, JobKindName, SpecBase, Verdict, to_data
 from kcoral.protocol.printable import printable
 from kcoral.runner import jobfs
 from kcoral.runner.envpolicy import job_environment
-from kcoral.runner.errors import BadRequest, InfrastructureError
 from kcoral.runner.jobkinds import CODE_MOUNT, code_mounts, spec_as, with_code_path
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
 from kcoral.runner.settings import SUPERVISOR_UID

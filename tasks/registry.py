@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kcoral.runner.errors import BadRequest
+from kcoral.protocol.errors import BadRequest
 from kcoral.tasks.harness.taskdef import Task, load_task
 
 DEFAULT_TASKS_DIR = Path(__file__).resolve().parent

@@ -19,9 +19,9 @@ from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
 from kcoral.cli.commands.eval_cmd import first_failure
-from kcoral.cli.errors import UsageError
 from kcoral.cli.evaldocs import fetch
 from kcoral.cli.output import emit_json, job_progress, note, print_error
+from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import MAX_CALIBRATION_REQUESTS, CalibrationFloors, JobView, Verdict, to_data
 from kcoral.protocol.printable import printable
 from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS

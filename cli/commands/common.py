@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kcoral.cli.durations import Duration
-from kcoral.cli.errors import UsageError
+from kcoral.protocol.errors import UsageError
 
 if TYPE_CHECKING:  # imported where used: `kcoral --help` and every command's start-up need neither
     from kcoral.cli.client import KcoralClient

@@ -14,8 +14,8 @@ import typer
 
 from kcoral import __version__
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption
-from kcoral.cli.errors import KcoralError
 from kcoral.cli.output import emit_json
+from kcoral.protocol.errors import KcoralError
 
 #: the clocks may differ by this much (seconds) before it is worth a warning (job times come from the server)
 CLOCK_SKEW_S = 5.0

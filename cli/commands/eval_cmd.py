@@ -17,10 +17,10 @@ from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.common import GpuTypeOption, JsonOption, RemoteOption, TokenOption, connect, job_spec
 from kcoral.cli.durations import Duration
-from kcoral.cli.errors import KcoralError, UsageError
 from kcoral.cli.evaldocs import load
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.models import EvalSpec, JobView, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt
 from kcoral.tasks.harness.schema import Outcome

@@ -32,10 +32,10 @@ from kcoral.cli.commands.common import (
     connect,
     job_spec,
 )
-from kcoral.cli.errors import UsageError
 from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.profiling import iket as iket_opts
+from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] -- [RUN-IKET OPTIONS] profile [PROFILE OPTIONS] -- COMMAND [ARGS]...  |  summarize|plot"

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from kcoral.cli.commands.common import RemoteOption, TokenOption
-from kcoral.cli.errors import UsageError
+from kcoral.protocol.errors import UsageError
 
 
 def mcp(

@@ -31,11 +31,11 @@ from kcoral.cli.commands.common import (
     job_spec,
 )
 from kcoral.cli.durations import parse_duration
-from kcoral.cli.errors import UsageError
 from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.profiling import ncu as ncu_opts
 from kcoral.profiling.ncu_summary import SummaryError, format_kernel_lines, summarize
+from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import JobView, SpecBase
 
 OPTIONS_METAVAR = "[OPTIONS] [NCU OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE.ncu-rep"

@@ -23,9 +23,9 @@ from kcoral.cli.commands.common import (
     connect,
     job_spec,
 )
-from kcoral.cli.errors import UsageError
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import PythonSpec
 
 OPTIONS_METAVAR = "[OPTIONS] [--] SCRIPT|-c CODE|-m MODULE [ARGS]..."

@@ -12,9 +12,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
-from kcoral.cli.errors import UsageError
 from kcoral.cli.output import emit_json, note, stdout
 from kcoral.cli.render import cell, fmt_duration
+from kcoral.protocol.errors import UsageError
 from kcoral.tasks.documents import TaskContract, TensorSpec
 
 TaskArgument = Annotated[str, typer.Argument(help="the task id, e.g. demo/softmax", show_default=False)]

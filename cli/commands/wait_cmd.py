@@ -11,9 +11,9 @@ import typer
 from kcoral.cli import output
 from kcoral.cli.commands.common import JobIdArgument, JsonOption, RemoteOption, TokenOption, connect
 from kcoral.cli.durations import Duration
-from kcoral.cli.errors import UsageError
 from kcoral.cli.output import emit_json, job_json, job_progress, note
 from kcoral.cli.render import summary_line
+from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import JobState
 
 

@@ -30,10 +30,10 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from kcoral.protocol.errors import BadRequest, NotFound, Unauthorized
 from kcoral.protocol.models import JobState
 from kcoral.protocol.printable import printable
 from kcoral.runner.archive import safe_output_path
-from kcoral.runner.errors import BadRequest, NotFound, Unauthorized
 from kcoral.runner.jobfs import read_file
 from kcoral.runner.store import JobRecord
 

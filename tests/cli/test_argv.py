@@ -6,7 +6,7 @@ import pytest
 
 from kcoral.cli.argv import build_argv
 from kcoral.cli.commands.python_cmd import build_spec
-from kcoral.cli.errors import UsageError
+from kcoral.protocol.errors import UsageError
 
 
 def test_script_and_args_untouched() -> None:

@@ -10,7 +10,16 @@ import httpx
 import pytest
 
 from kcoral.cli.client import KcoralClient, normalise_base_url
-from kcoral.cli.errors import BadRequest, NotFound, ServerBusy, ServerError, ServerUnreachable, Unauthorized, UsageError
+from kcoral.protocol.errors import (
+    BadRequest,
+    NotFound,
+    PayloadTooLarge,
+    ServerBusy,
+    ServerError,
+    ServerUnreachable,
+    Unauthorized,
+    UsageError,
+)
 from kcoral.protocol.framing import STDERR, STDOUT, Piece, frame
 from kcoral.protocol.models import PythonSpec
 
@@ -68,7 +77,7 @@ def test_failed_upload_cancels_the_job(tmp_path: Path) -> None:
             return httpx.Response(413, json={"error": "too_large", "message": "the upload is too big"})
         return httpx.Response(201 if request.url.path == "/v1/jobs" else 200, json=job())
 
-    with pytest.raises(BadRequest, match="the upload is too big") as info:
+    with pytest.raises(PayloadTooLarge, match="the upload is too big") as info:  # the server's class, rebuilt
         client_for(handler).submit(PythonSpec(argv=["s.py"]), tar)
     assert info.value.status == 413 and info.value.code == "too_large"
     assert calls[-1] == "POST /v1/jobs/j1/cancel"

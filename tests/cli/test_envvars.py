@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kcoral.cli.envvars import check_env_name, parse_env_options, refusal
-from kcoral.cli.errors import UsageError
+from kcoral.protocol.errors import UsageError
 
 
 def test_name_value_and_copied_local_value() -> None:

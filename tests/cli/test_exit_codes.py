@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kcoral.cli.errors import (
+from kcoral.cli.output import VERDICT_EXIT_CODES, exit_code_for_error, exit_code_for_verdict
+from kcoral.protocol.errors import (
     BadRequest,
     InputError,
     NotFound,
@@ -14,7 +15,6 @@ from kcoral.cli.errors import (
     Unauthorized,
     UsageError,
 )
-from kcoral.cli.output import VERDICT_EXIT_CODES, exit_code_for_error, exit_code_for_verdict
 from kcoral.protocol.models import Verdict
 
 

@@ -8,9 +8,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from kcoral.cli.errors import ServerError
 from kcoral.cli.logsink import LogSink
 from kcoral.cli.paths import output_destination, safe_output_path
+from kcoral.protocol.errors import ServerError
 
 
 @pytest.mark.parametrize("name", ["a.txt", "dir/b.bin", "./c", "d//e"])
@@ -149,8 +149,8 @@ def test_the_state_folder_is_refused_when_it_is_a_link_or_another_users(
 ) -> None:
     """The folder that holds `kcoral mcp --http`'s secret must be this user's own: a link there (the
     secret written where its target's owner reads it) or another user's folder is refused, clearly."""
-    from kcoral.cli.errors import UsageError
     from kcoral.cli.paths import state_dir
+    from kcoral.protocol.errors import UsageError
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     (tmp_path / "state").mkdir()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.cli.errors import InputError
 from kcoral.cli.tarball import build_tarball
+from kcoral.protocol.errors import InputError
 
 
 def make_tree(root: Path) -> Path:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kcoral.cli.main import run
-from kcoral.cli.output import EXIT_INCONCLUSIVE
+from kcoral.protocol.errors import EXIT_INCONCLUSIVE
 from tests.conftest import RunningServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kcoral import Client, KcoralError
-from kcoral.cli.errors import ServerUnreachable
+from kcoral.protocol.errors import ServerUnreachable
 from tests.conftest import RunningServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 from testcontainers.core.container import DockerContainer
 
 from kcoral.runner.limits import Limits, MiB
-from tests.conftest import mounted_tmpfs, wait_for_standby
+from tests.conftest import mounted_tmpfs, wait_for_ready_standby
 
 
 def test_uid_capabilities_and_hardening(server):
@@ -37,7 +37,7 @@ def test_mount_table_shows_no_host_path(server_factory, tmp_path, docker_client,
     with mounted_tmpfs(tmp_path / "own", 1024) as own:
         server = server_factory(data_dir=own / "data", standby=standby)
         if standby:  # the slot's standby, started with the server
-            wait_for_standby(docker_client, server.settings.instance)
+            wait_for_ready_standby(server, docker_client)
         job, log = server.run({"m.py": script}, ["m.py"])
     assert job["verdict"] == "ok", (job, log)
     roots = dict(reversed(line.split()[1:3]) for line in log.splitlines() if line.startswith("MOUNT "))

@@ -8,7 +8,7 @@ import time
 import docker
 import pytest
 
-from tests.conftest import job_containers, standbys, wait_for_standby
+from tests.conftest import job_containers, standbys, wait_for_ready_standby, wait_for_standby
 
 PROBE = """
 import json, os, sys
@@ -40,7 +40,7 @@ def test_a_job_in_a_standby_sees_what_it_would_see_in_a_container_of_its_own(bot
     warm, cold = both
     files = {"probe.py": PROBE, "data/x.txt": "1"}
     first, _ = warm.run(files, ["probe.py", "a b"], env={"FOO": "bar"})  # starts the first standby
-    standby_id = wait_for_standby(docker_client, warm.settings.instance)
+    standby_id = wait_for_ready_standby(warm, docker_client)
     job, log = warm.run(files, ["probe.py", "a b"], env={"FOO": "bar"})
     assert job["verdict"] == "ok" and log == "done\n", (job, log)
     reference, _ = cold.run(files, ["probe.py", "a b"], env={"FOO": "bar"})
@@ -83,7 +83,7 @@ def test_a_failing_hand_over_runs_the_job_in_a_container_of_its_own(server, dock
 def test_the_timeout_counts_from_the_hand_over_and_stop_removes_thestandbys(server_factory, docker_client) -> None:
     srv = server_factory()
     srv.run({"m.py": "pass"}, ["m.py"])
-    wait_for_standby(docker_client, srv.settings.instance)
+    wait_for_ready_standby(srv, docker_client)
     time.sleep(1.5)  # the standby waits longer than the job's whole timeout
     job, log = srv.run({"m.py": "import time; time.sleep(0.5); print('in time')"}, ["m.py"], timeout_s=1.2)
     assert job["verdict"] == "ok" and log == "in time\n", job
@@ -95,7 +95,7 @@ def test_the_timeout_counts_from_the_hand_over_and_stop_removes_thestandbys(serv
 
 
 def test_the_first_job_after_a_start_runs_in_a_standby_made_at_the_start(server, docker_client) -> None:
-    standby_id = wait_for_standby(docker_client, server.settings.instance)  # before any job
+    standby_id = wait_for_ready_standby(server, docker_client)  # before any job
     job, log = server.run({"m.py": "print('first')"}, ["m.py"])
     assert job["verdict"] == "ok" and log == "first\n"
     with pytest.raises(docker.errors.NotFound):

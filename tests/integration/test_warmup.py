@@ -12,8 +12,8 @@ from typing import Any
 import docker
 import pytest
 
+from kcoral.protocol.errors import BadRequest
 from kcoral.runner.auth import load_tokens
-from kcoral.runner.errors import BadRequest
 from kcoral.runner.settings import Settings
 from kcoral.runner.warmup import WARM_UP_OWNER, template
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR

@@ -12,9 +12,9 @@ import pytest
 
 from kcoral.cli.commands.iket_cmd import split_iket_args
 from kcoral.cli.commands.ncu_cmd import split_ncu_args
-from kcoral.cli.errors import UsageError
 from kcoral.cli.main import run
 from kcoral.profiling import jobs
+from kcoral.protocol.errors import UsageError
 from tests.conftest import RunningServer
 from tests.profiling.conftest import FIXTURES
 

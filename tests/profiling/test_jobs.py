@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from kcoral.profiling import capabilities, jobs
+from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.models import IketSpec, JobState, JobTimes, NcuSpec, ProfileSpec, Verdict
-from kcoral.runner.errors import BadRequest
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep, RunResult, StepOutcome

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kcoral.protocol.errors import InfrastructureError
 from kcoral.protocol.models import ImageInfo, Verdict
-from kcoral.runner.errors import InfrastructureError
 from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep, StepOutcome
 

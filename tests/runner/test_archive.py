@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.protocol.errors import BadRequest, InsufficientStorage, KcoralError, NotFound, PayloadTooLarge
 from kcoral.runner import archive, jobfs
 from kcoral.runner.archive import collect_outputs, dir_usage, extract_upload, safe_output_path
-from kcoral.runner.errors import BadRequest, InsufficientStorage, KcoralError, NotFound, PayloadTooLarge
 from kcoral.runner.limits import Limits
 
 

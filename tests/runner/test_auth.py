@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.protocol.errors import BadRequest, Unauthorized
 from kcoral.runner.auth import LOCAL_OWNER, Authenticator, load_operators, load_tokens
-from kcoral.runner.errors import BadRequest, Unauthorized
 
 TOKEN = "a" * 16
 

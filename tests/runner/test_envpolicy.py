@@ -2,9 +2,9 @@
 
 import pytest
 
+from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.jobenv import refusal
 from kcoral.runner.envpolicy import job_environment, validate_client_env
-from kcoral.runner.errors import BadRequest
 from kcoral.runner.limits import Limits
 
 

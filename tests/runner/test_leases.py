@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.models import GpuInfo
-from kcoral.runner.errors import BadRequest
 from kcoral.runner.leases import LeasePool, gpu_type, split_cores
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.protocol.errors import InfrastructureError
 from kcoral.protocol.models import GpuInfo, ImageInfo, JobState, JobTimes, PythonSpec, SpecBase, Verdict
 from kcoral.runner import jobkinds
-from kcoral.runner.errors import DISK_FULL_REASON, LOG_DISK_FULL, InfrastructureError
+from kcoral.runner.errors import DISK_FULL_REASON, LOG_DISK_FULL
 from kcoral.runner.leases import Lease, Slot
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, RunResult, StepOutcome, judge
 from kcoral.runner.runplan import JobRun, run_job

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from kcoral.protocol.errors import InsufficientStorage
 from kcoral.protocol.models import GpuInfo, JobKindName, JobState, Verdict, parse_spec
 from kcoral.runner import jobkinds
-from kcoral.runner.errors import InsufficientStorage
 from kcoral.runner.gpus import GpuUsage
 from kcoral.runner.leases import LeasePool
 from kcoral.runner.plan import ContainerStep, StepOutcome

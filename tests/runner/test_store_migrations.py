@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.protocol.errors import InfrastructureError
 from kcoral.protocol.models import EvalSpec, NcuSpec, PythonSpec
-from kcoral.runner.errors import InfrastructureError
 from kcoral.runner.store import MIGRATIONS, JobStore
 from kcoral.tasks.calibration import AaRun
 

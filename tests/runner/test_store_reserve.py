@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.protocol.errors import InsufficientStorage
 from kcoral.protocol.models import JobState, PythonSpec, Verdict
 from kcoral.runner import reserve
-from kcoral.runner.errors import InsufficientStorage
 from kcoral.runner.store import JobStore
 from tests.conftest import mounted_tmpfs
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.protocol.errors import BadRequest, PayloadTooLarge
 from kcoral.runner.archive import extract_upload
-from kcoral.runner.errors import BadRequest, PayloadTooLarge
 from kcoral.runner.limits import Limits
 from kcoral.runner.tarscan import BLOCK, META_BYTES
 

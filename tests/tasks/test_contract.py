@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.runner.errors import InfrastructureError
+from kcoral.protocol.errors import InfrastructureError
 from kcoral.runner.limits import Limits
 from kcoral.tasks.contract import task_contract
 from kcoral.tasks.harness.taskdef import load_task

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.models import EvalSpec
-from kcoral.runner.errors import BadRequest
 from kcoral.runner.limits import Limits
 from kcoral.runner.settings import Settings
 from kcoral.tasks.evaluate import EvalKind
