@@ -12,7 +12,6 @@ file is removed when the server stops; the next start has a new secret.
 from __future__ import annotations
 
 import hmac
-import json
 import os
 import secrets
 import signal
@@ -26,6 +25,7 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 from kcoral.cli.paths import state_dir
+from kcoral.protocol.errors import Unauthorized, error_body
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -52,13 +52,11 @@ class BearerSecret:
         if scope["type"] != "http":  # a websocket, say: this server speaks none
             await send({"type": "websocket.close", "code": 1008})
             return
-        body = json.dumps(
-            {
-                "error": "unauthorized",
-                "message": "kcoral mcp --http: every request must carry 'Authorization: Bearer SECRET', the "
-                f"secret this start printed (also in {self.where}, readable by its user only)",
-            }
-        ).encode()
+        body = error_body(
+            Unauthorized.code,
+            "kcoral mcp --http: every request must carry 'Authorization: Bearer SECRET', the "
+            f"secret this start printed (also in {self.where}, readable by its user only)",
+        )
         headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
         await send({"type": "http.response.start", "status": 401, "headers": headers})
         await send({"type": "http.response.body", "body": body})

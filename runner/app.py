@@ -15,12 +15,10 @@ import uvicorn
 from fastapi import Depends, FastAPI, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from kcoral import __version__
-from kcoral.protocol.errors import KcoralError
-from kcoral.protocol.printable import printable
+from kcoral.protocol.errors import KcoralError, error_body
 from kcoral.runner.api import owner, router
 from kcoral.runner.bodylimit import BodyLimit
 from kcoral.runner.connections import guarded_protocol
@@ -34,11 +32,10 @@ log = logging.getLogger("kcoral.app")
 HTTP_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
-def error_response(status: int, code: str, message: str, retry_after: float | None = None) -> JSONResponse:
-    """THE error body: ``{"error": code, "message": text}``. The message may quote what a client or
-    a job chose: it is made printable (protocol.printable) so it is valid JSON and safe on a terminal."""
+def error_response(status: int, code: str, message: str, retry_after: float | None = None) -> Response:
+    """An answer with THE error body (kcoral.protocol.errors.error_body)."""
     headers = {"Retry-After": str(math.ceil(retry_after))} if retry_after is not None else None
-    return JSONResponse({"error": code, "message": printable(message)}, status_code=status, headers=headers)
+    return Response(error_body(code, message), status_code=status, media_type="application/json", headers=headers)
 
 
 def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
@@ -93,11 +90,11 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         return Response(render(svc), media_type=CONTENT_TYPE)
 
     @app.exception_handler(KcoralError)
-    async def kcoral_error(_: Request, exc: KcoralError) -> JSONResponse:
+    async def kcoral_error(_: Request, exc: KcoralError) -> Response:
         return error_response(exc.status, exc.code, exc.message, exc.retry_after)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid(_: Request, exc: RequestValidationError) -> Response:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         what = str(first.get("msg", "malformed")).removeprefix("Value error, ")
@@ -105,7 +102,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         return error_response(400, "bad_request", message)
 
     @app.exception_handler(HTTPException)
-    async def routing(_: Request, exc: HTTPException) -> JSONResponse:
+    async def routing(_: Request, exc: HTTPException) -> Response:
         """Starlette's own answers (no such route, wrong method, a body it cannot parse), in our shape."""
         code = HTTP_CODES.get(exc.status_code, "bad_request" if exc.status_code < 500 else "internal")
         answer = error_response(exc.status_code, code, str(exc.detail))
@@ -113,7 +110,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         return answer
 
     @app.exception_handler(Exception)
-    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+    async def unexpected(_: Request, exc: Exception) -> Response:
         log.exception("unexpected error")
         return error_response(500, "internal", f"internal server error: {type(exc).__name__}")
 

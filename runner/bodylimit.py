@@ -20,6 +20,8 @@ from typing import Any
 
 import anyio
 
+from kcoral.protocol.errors import error_body
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -103,9 +105,9 @@ def json_problem(data: bytes) -> str:
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:
-    """THE error body (runner.app.error_response's shape), the connection closed after it: the rest of a
+    """THE error body (kcoral.protocol.errors.error_body), the connection closed after it: the rest of a
     body that was not read must not be taken for the next request."""
-    body = json.dumps({"error": code, "message": message}).encode()
+    body = error_body(code, message)
     await send(
         {
             "type": "http.response.start",

@@ -33,12 +33,12 @@ class) with these rules (the values: runner.limits.ConnectionLimits):
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import OrderedDict
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from kcoral.protocol.errors import error_body
 from kcoral.runner.bodylimit import STREAMED
 from kcoral.runner.limits import ConnectionLimits
 
@@ -147,7 +147,7 @@ class BodyClock:
 def _answer(status: str, code: str, message: str, retry_after: bool = False) -> bytes:
     """A whole HTTP/1.1 answer in THE error body's shape, the connection closed after it (written to the
     transport as it is: it may come before, or in the middle of, the request it answers)."""
-    body = json.dumps({"error": code, "message": message}).encode()
+    body = error_body(code, message)
     later = "retry-after: 1\r\n" if retry_after else ""
     head = f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n{later}connection: close\r\n"
     return f"{head}content-length: {len(body)}\r\n\r\n".encode() + body

@@ -26,6 +26,10 @@ server's from an error answer (:func:`from_answer`). ``str(err)`` is the message
 
 from __future__ import annotations
 
+import json
+
+from kcoral.protocol.printable import printable
+
 #: the command line's exit codes (a job's own exit code passes through; these are kcoral's)
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -187,3 +191,9 @@ def from_answer(status: int, code: str, message: str, *, retry_after: float | No
     err = cls(message, hint=hint, status=status, code=code or None)
     err.retry_after = retry_after  # what the server said, not the class's default
     return err
+
+
+def error_body(code: str, message: str) -> bytes:
+    """THE error body of a server's answer, ``{"error": code, "message": text}`` (models.ErrorBody): the
+    text may quote what a client or a job chose, so it is made printable (valid JSON, safe on a terminal)."""
+    return json.dumps({"error": code, "message": printable(message)}).encode()
