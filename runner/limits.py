@@ -25,7 +25,8 @@
 | gpu_memory_slack_mib| MiB   | 64      | GPU memory left in use above the lease-time baseline after |
 |                     |       |         | a job, beyond this: the GPU is drained                    |
 
-An evaluation's timing method (:class:`EvalTiming`; a task's manifest ``timing`` may set any of
+An evaluation's timing method (:class:`kcoral.tasks.harness.schema.TimingMethod`, whose defaults these
+are; a task's manifest ``timing`` may set any of
 these for its task; the server sends the whole method to the supervisor in the case file):
 
 | field             | unit  | default | meaning                                                       |
@@ -75,35 +76,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kcoral.tasks.harness.schema import TimingMethod
+
 GiB = 1 << 30
 MiB = 1 << 20
 KiB = 1 << 10
-
-
-@dataclass(frozen=True)
-class EvalTiming:
-    """How an evaluation measures a timed case and judges the candidate's CPU use (table above)."""
-
-    warmup_s: float = 1.0
-    min_reps: int = 10
-    max_reps: int = 300
-    budget_s: float = 30.0
-    interval_target: float = 0.01
-    flush_bytes: int = 128 * MiB
-    idle_cpu_ms: float = 0.25
-    idle_cpu_share: float = 0.10
-    quiet_probe_ms: float = 0.25
-    noisy_budget_s: float = 120.0
-    scorable_ratio: float = 2.0
-    connect_timeout_s: float = 180.0
-    call_timeout_s: float = 300.0
-    disturbed_ms: float = 0.1
-    disturbed_share: float = 0.02
-    hot_c: float = 80.0
-    cool_s: float = 60.0
-    buffer_sets: int = 4
-    batch: int = 0
-    graph: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,4 +132,4 @@ class Limits:
     gpu_memory_slack_mib: int = 64
     #: seconds between checks of the output directory while a job runs
     output_poll_s: float = 0.25
-    eval_timing: EvalTiming = EvalTiming()
+    eval_timing: TimingMethod = TimingMethod()

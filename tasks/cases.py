@@ -17,7 +17,6 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from kcoral.runner.limits import EvalTiming
 from kcoral.tasks.harness.schema import Case, CaseFile, Phase, TimingMethod
 from kcoral.tasks.harness.taskdef import Task
 
@@ -36,11 +35,11 @@ def _seed(material: bytes) -> int:
     return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
 
 
-def timing_method(defaults: EvalTiming, manifest: dict[str, Any]) -> TimingMethod:
+def timing_method(defaults: TimingMethod, manifest: dict[str, Any]) -> TimingMethod:
     """The server's timing method with the task manifest's ``timing`` over it; ValueError for a key
     the method does not have (a typo in a manifest must not fall back to the default silently)."""
     override = manifest.get("timing", {})
-    unknown = sorted(set(override) - {f.name for f in fields(EvalTiming)})
+    unknown = sorted(set(override) - {f.name for f in fields(TimingMethod)})
     if unknown:
         raise ValueError(f"task {manifest.get('id', '?')}: unknown timing settings {unknown}")
     method = TimingMethod(**{**asdict(defaults), **override})
@@ -51,7 +50,7 @@ def timing_method(defaults: EvalTiming, manifest: dict[str, Any]) -> TimingMetho
     return method
 
 
-def build_cases(task: Task, module: Any, key: bytes, nonce: bytes, timing: EvalTiming) -> CaseFile:
+def build_cases(task: Task, module: Any, key: bytes, nonce: bytes, timing: TimingMethod) -> CaseFile:
     """The judge's case file: holdout probes first, then the workloads, with opaque ids, and the
     timing method (``timing`` with the manifest's settings over it)."""
     manifest = task.manifest

@@ -47,30 +47,31 @@ class Case:
 
 @dataclass(frozen=True)
 class TimingMethod:
-    """How the supervisor measures timed cases and judges the candidate's CPU use. Every field comes
-    from the server (runner.limits.EvalTiming, with the task manifest's ``timing``): none is
-    defaulted here."""
+    """How the supervisor measures timed cases and judges the candidate's CPU use: the server's
+    defaults (these, or an operator's: runner.limits.Limits.eval_timing, whose table says what each
+    field means) with the task manifest's ``timing`` over them (tasks.cases.timing_method). The case
+    file carries every field; the supervisor defaults none (:func:`_timing_method` refuses a missing one)."""
 
-    warmup_s: float
-    min_reps: int
-    max_reps: int
-    budget_s: float
-    interval_target: float
-    flush_bytes: int
-    idle_cpu_ms: float
-    idle_cpu_share: float
-    quiet_probe_ms: float
-    noisy_budget_s: float
-    scorable_ratio: float
-    connect_timeout_s: float
-    call_timeout_s: float
-    disturbed_ms: float
-    disturbed_share: float
-    hot_c: float
-    cool_s: float
-    buffer_sets: int
-    batch: int
-    graph: bool
+    warmup_s: float = 1.0
+    min_reps: int = 10
+    max_reps: int = 300
+    budget_s: float = 30.0
+    interval_target: float = 0.01
+    flush_bytes: int = 128 << 20
+    idle_cpu_ms: float = 0.25
+    idle_cpu_share: float = 0.10
+    quiet_probe_ms: float = 0.25
+    noisy_budget_s: float = 120.0
+    scorable_ratio: float = 2.0
+    connect_timeout_s: float = 180.0
+    call_timeout_s: float = 300.0
+    disturbed_ms: float = 0.1
+    disturbed_share: float = 0.02
+    hot_c: float = 80.0
+    cool_s: float = 60.0
+    buffer_sets: int = 4
+    batch: int = 0
+    graph: bool = False
 
 
 _COUNTS = ("min_reps", "max_reps", "flush_bytes", "buffer_sets", "batch")

@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from tests.attacks.test_attacks import CANDIDATES
-from tests.conftest import RunningServer, make_tar
+from tests.conftest import RunningServer, make_tar, wait_for_stopped_servers
 
 REPO = Path(__file__).resolve().parents[2]
 TAG = "kcoral-test-pin:run"
@@ -30,6 +30,7 @@ def retaggable(docker_client: docker.DockerClient, job_image: str) -> Iterator[t
     )
     first.tag(TAG)
     yield first.id, second.id
+    wait_for_stopped_servers()  # the test's servers stop in the background: their containers use these
     for ref in (TAG, "kcoral-test-pin:b"):
         with contextlib.suppress(docker.errors.ImageNotFound):
             docker_client.images.remove(ref, noprune=True)

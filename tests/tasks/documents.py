@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from kcoral.runner.limits import EvalTiming
 from kcoral.tasks.cases import timing_method
+from kcoral.tasks.harness.schema import TimingMethod
 
 #: the server's default timing method, as a case file carries it
-TIMING = timing_method(EvalTiming(), {})
+TIMING = timing_method(TimingMethod(), {})
 TIMING_DOC = asdict(TIMING)

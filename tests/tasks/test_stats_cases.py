@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.runner.limits import EvalTiming
 from kcoral.tasks import cases as case_builder
-from kcoral.tasks.harness.schema import Phase
+from kcoral.tasks.harness.schema import Phase, TimingMethod
 from kcoral.tasks.harness.stats import estimate, geomean, geomean_ci, median, median_interval
 from kcoral.tasks.harness.taskdef import load_task
 
@@ -57,7 +56,7 @@ def test_geomean() -> None:
 
 
 def build(nonce: bytes, key: bytes = b"k" * 32) -> case_builder.CaseFile:
-    return case_builder.build_cases(SOFTMAX, SOFTMAX.module(), key, nonce, EvalTiming())
+    return case_builder.build_cases(SOFTMAX, SOFTMAX.module(), key, nonce, TimingMethod())
 
 
 def test_holdout_first_opaque_ids_and_secrets_per_request() -> None:

@@ -1,4 +1,4 @@
-"""The timing method: the server's defaults (runner.limits.EvalTiming), a manifest's settings over
+"""The timing method: the server's defaults (tasks.harness.schema.TimingMethod), a manifest's settings over
 them (tasks.cases.timing_method), and the case file's strict copy of it (tasks.harness.schema)."""
 
 from __future__ import annotations
@@ -8,26 +8,27 @@ from dataclasses import FrozenInstanceError, asdict, fields
 
 import pytest
 
-from kcoral.runner.limits import EvalTiming, Limits
+from kcoral.runner.limits import Limits
 from kcoral.tasks.cases import timing_method
 from kcoral.tasks.harness.schema import SchemaError, TimingMethod, parse_cases
 from tests.tasks.documents import TIMING_DOC
 
 
-def test_the_server_and_the_wire_name_the_same_settings() -> None:
-    assert [f.name for f in fields(EvalTiming)] == [f.name for f in fields(TimingMethod)]
-    assert Limits().eval_timing == EvalTiming()
+def test_the_server_defaults_are_the_methods_own() -> None:
+    """One timing class: the server's limits hold a TimingMethod, its defaults the class's."""
+    assert type(Limits().eval_timing) is TimingMethod and Limits().eval_timing == TimingMethod()
+    assert len(fields(TimingMethod)) == 20
 
 
 def test_a_manifest_overrides_some_settings_and_keeps_the_rest() -> None:
-    method = timing_method(EvalTiming(), {"timing": {"max_reps": 60, "budget_s": 6}})
+    method = timing_method(TimingMethod(), {"timing": {"max_reps": 60, "budget_s": 6}})
     assert method.max_reps == 60 and method.budget_s == 6
-    assert method.idle_cpu_ms == EvalTiming().idle_cpu_ms and method.min_reps == EvalTiming().min_reps
+    assert method.idle_cpu_ms == TimingMethod().idle_cpu_ms and method.min_reps == TimingMethod().min_reps
 
 
 def test_an_unknown_manifest_setting_is_refused() -> None:
     with pytest.raises(ValueError, match=r"unknown timing settings \['max_rep'\]"):
-        timing_method(EvalTiming(), {"id": "x/y", "timing": {"max_rep": 60}})
+        timing_method(TimingMethod(), {"id": "x/y", "timing": {"max_rep": 60}})
 
 
 def case_file(timing: object) -> bytes:
@@ -110,11 +111,11 @@ def test_the_method_the_supervisor_gets_cannot_be_changed() -> None:
 )
 def test_graph_replay_needs_a_cuda_task_timed_in_batches(manifest: dict[str, object]) -> None:
     with pytest.raises(ValueError, match="timing graph needs a CUDA task timed in batches"):
-        timing_method(EvalTiming(), manifest)
+        timing_method(TimingMethod(), manifest)
 
 
 def test_graph_replay_is_a_flag_on_the_wire() -> None:
-    method = timing_method(EvalTiming(), {"device": "cuda", "timing": {"batch": 8, "graph": True}})
+    method = timing_method(TimingMethod(), {"device": "cuda", "timing": {"batch": 8, "graph": True}})
     assert (method.batch, method.graph) == (8, True)
     assert parse_cases(case_file({**TIMING_DOC, "batch": 8, "graph": True})).timing.graph is True
     with pytest.raises(SchemaError, match="timing graph: 1 is not true or false"):
