@@ -40,7 +40,6 @@ LOG_PAGE_MAX = 64 << 10
 
 def build(remote: str | None, token: str | None) -> MCPServer:
     """The MCP server, its tools and resources bound to one kcoral server."""
-    client = Client(remote, token)
     server = MCPServer(
         "kcoral",
         version=__version__,
@@ -50,8 +49,44 @@ def build(remote: str | None, token: str | None) -> MCPServer:
             "Every job's files come back into a local folder whose path the result gives."
         ),
     )
+    KcoralTools(Client(remote, token)).register(server)
+    return server
 
-    async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+
+class KcoralTools:
+    """kcoral's MCP tools and resources over one library client: each is a method (its name the tool's,
+    its docstring the tool's description, its parameters the tool's), registered by :meth:`register`."""
+
+    #: the methods that are tools, in the order an agent lists them
+    TOOLS = (
+        "list_tasks",
+        "show_task",
+        "evaluate",
+        "check",
+        "run_python",
+        "job_status",
+        "job_log",
+        "download_outputs",
+        "cancel",
+        "ncu",
+        "iket",
+    )
+    #: the methods that are resources, by URI template
+    RESOURCES = {
+        "kcoral://tasks/{family}/{name}": "task_contract",
+        "kcoral://jobs/{job_id}/report": "job_report",
+    }
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    def register(self, server: MCPServer) -> None:
+        for name in self.TOOLS:
+            server.tool()(getattr(self, name))
+        for uri, name in self.RESOURCES.items():
+            server.resource(uri, mime_type="application/json")(getattr(self, name))
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A blocking library call on a worker thread; its KcoralError as a tool error."""
         try:
             return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
@@ -59,7 +94,7 @@ def build(remote: str | None, token: str | None) -> MCPServer:
             hint = f" ({err.hint})" if getattr(err, "hint", "") else ""
             raise ToolError(f"{err.message}{hint} [exit code {err.exit_code}]") from None
 
-    async def follow(submitted: JobView, ctx: Context | None, output_dir: str | None) -> JobResult:
+    async def follow(self, submitted: JobView, ctx: Context | None, output_dir: str | None) -> JobResult:
         """Follow the job to its end (the log stream with its status frames: no polling, no delay),
         telling the client each state and queue position as progress; then its result."""
         began = time.monotonic()
@@ -72,31 +107,29 @@ def build(remote: str | None, token: str | None) -> MCPServer:
                 await ctx.report_progress(round(time.monotonic() - began, 1), None, message)
 
         def watch() -> None:
-            for _ in client.http.follow_log(
+            for _ in self.client.http.follow_log(
                 submitted.id, 0, follow=True, on_status=lambda v: anyio.from_thread.run(progress, v)
             ):
                 pass
 
-        await call(watch)
-        return await call(client.result, submitted.id, output_dir)
+        await self.call(watch)
+        return await self.call(self.client.result, submitted.id, output_dir)
 
     # --- tasks ----------------------------------------------------------------------------------
 
-    @server.tool()
-    async def list_tasks() -> list[dict[str, Any]]:
+    async def list_tasks(self) -> list[dict[str, Any]]:
         """The evaluation tasks this server has (id, device, workloads, description)."""
-        return list(await call(client.tasks))
+        return list(await self.call(self.client.tasks))
 
-    @server.tool()
-    async def show_task(task: str) -> dict[str, Any]:
+    async def show_task(self, task: str) -> dict[str, Any]:
         """A task's whole contract: each public workload's inputs and outputs, tolerances, how the score
         is timed, the time limit, the image's packages and the template to start from."""
-        return dict((await call(client.task, task)).document())
+        return dict((await self.call(self.client.task, task)).document())
 
     # --- evaluations ----------------------------------------------------------------------------
 
-    @server.tool()
     async def evaluate(
+        self,
         task: str,
         directory: str | None = None,
         files: dict[str, str] | None = None,
@@ -107,10 +140,10 @@ def build(remote: str | None, token: str | None) -> MCPServer:
         """The official score of a submission: ``directory`` (a folder with solution.py) or ``files``
         (file name -> text). Returns the verdict, each workload's line, the speedup with its 95%
         interval, the first failure's reason, and the job id."""
-        return await _evaluate(task, directory, files, timeout_s, False, output_dir, ctx)
+        return await self._evaluate(task, directory, files, timeout_s, False, output_dir, ctx)
 
-    @server.tool()
     async def check(
+        self,
         task: str,
         directory: str | None = None,
         files: dict[str, str] | None = None,
@@ -119,9 +152,10 @@ def build(remote: str | None, token: str | None) -> MCPServer:
     ) -> dict[str, Any]:
         """The fast correctness mode: the public workloads only, with full tracebacks, no timing, no
         holdout, no score (seconds, not minutes). Same arguments and result as evaluate."""
-        return await _evaluate(task, directory, files, None, True, output_dir, ctx)
+        return await self._evaluate(task, directory, files, None, True, output_dir, ctx)
 
     async def _evaluate(
+        self,
         task: str,
         directory: str | None,
         files: dict[str, str] | None,
@@ -131,14 +165,14 @@ def build(remote: str | None, token: str | None) -> MCPServer:
         ctx: Context | None,
     ) -> dict[str, Any]:
         with _sent(directory, files) as folder:
-            view = await call(client.evaluate, task, folder, timeout_s, checking, output_dir, False)
-        done = await follow(view, ctx, output_dir)
+            view = await self.call(self.client.evaluate, task, folder, timeout_s, checking, output_dir, False)
+        done = await self.follow(view, ctx, output_dir)
         return _evaluation(done)
 
     # --- jobs -----------------------------------------------------------------------------------
 
-    @server.tool()
     async def run_python(
+        self,
         argv: list[str],
         directory: str | None = None,
         files: dict[str, str] | None = None,
@@ -151,32 +185,30 @@ def build(remote: str | None, token: str | None) -> MCPServer:
         """``python ARGV...`` on a leased GPU next to ``directory``'s files (or ``files``: name -> text).
         Returns the exit code, the verdict, the log's tail (and how to page the rest), the outputs."""
         with _sent(directory, files) as folder:
-            view = await call(client.run, argv, folder, env, timeout_s, gpus, output_dir, False)
-        return _job_result(await follow(view, ctx, output_dir))
+            view = await self.call(self.client.run, argv, folder, env, timeout_s, gpus, output_dir, False)
+        return _job_result(await self.follow(view, ctx, output_dir))
 
-    @server.tool()
-    async def job_status(job_id: str) -> dict[str, Any]:
+    async def job_status(self, job_id: str) -> dict[str, Any]:
         """A job's view: state, verdict, exit code, reason, queue position, image, times, outputs."""
-        return _view(await call(client.status, job_id))
+        return _view(await self.call(self.client.status, job_id))
 
-    @server.tool()
-    async def job_log(job_id: str, offset: int = 0, limit: int = LOG_PAGE) -> dict[str, Any]:
+    async def job_log(self, job_id: str, offset: int = 0, limit: int = LOG_PAGE) -> dict[str, Any]:
         """A page of a job's log (stdout and stderr in order): ``limit`` bytes (at most 64 KiB) from
         ``offset``; ``next_offset`` continues it, ``more`` says whether there is more."""
         if offset < 0 or limit < 1:
             raise ToolError("offset must be 0 or more and limit 1 or more")
         limit = min(limit, LOG_PAGE_MAX)
-        view = await call(client.status, job_id)
+        view = await self.call(self.client.status, job_id)
 
         def first_bytes() -> bytes:  # the log is read from offset up to limit, not to its end
             got = bytearray()
-            for piece in client.http.follow_log(view.id, offset, follow=False):
+            for piece in self.client.http.follow_log(view.id, offset, follow=False):
                 got += piece.data
                 if len(got) >= limit:
                     break
             return bytes(got[:limit])
 
-        page = await call(first_bytes)
+        page = await self.call(first_bytes)
         return {
             "job_id": view.id,
             "offset": offset,
@@ -186,20 +218,19 @@ def build(remote: str | None, token: str | None) -> MCPServer:
             "more": offset + len(page) < view.log_bytes,
         }
 
-    @server.tool()
-    async def download_outputs(job_id: str, output_dir: str | None = None) -> dict[str, Any]:
+    async def download_outputs(self, job_id: str, output_dir: str | None = None) -> dict[str, Any]:
         """Download a job's output files into ``output_dir`` (default ./kcoral-out/JOB_ID); their paths."""
-        found = await call(client.download, job_id, output_dir)
+        found = await self.call(self.client.download, job_id, output_dir)
         return {"job_id": job_id, "files": [str(p) for p in found]}
 
-    @server.tool()
-    async def cancel(job_id: str) -> dict[str, Any]:
+    async def cancel(self, job_id: str) -> dict[str, Any]:
         """Cancel a queued or running job; its view afterwards."""
-        return _view(await call(client.cancel, job_id))
+        return _view(await self.call(self.client.cancel, job_id))
 
     # --- profilers ------------------------------------------------------------------------------
 
     async def profiled(
+        self,
         submit: Callable[..., Any],
         command: list[str],
         args: list[str],
@@ -209,11 +240,11 @@ def build(remote: str | None, token: str | None) -> MCPServer:
         ctx: Context | None,
     ) -> JobResult:
         with _sent(directory, files) as folder:
-            view = await call(submit, command, args, folder, None, None, output_dir, False)
-        return await follow(view, ctx, output_dir)
+            view = await self.call(submit, command, args, folder, None, None, output_dir, False)
+        return await self.follow(view, ctx, output_dir)
 
-    @server.tool()
     async def ncu(
+        self,
         command: list[str],
         ncu_args: list[str] | None = None,
         directory: str | None = None,
@@ -223,11 +254,17 @@ def build(remote: str | None, token: str | None) -> MCPServer:
     ) -> dict[str, Any]:
         """Profile ``command`` with Nsight Compute (``ncu_args``: ncu's options, default --set full).
         Returns the per-kernel summary and the local path of the .ncu-rep report."""
-        done = await profiled(client.ncu, command, ncu_args or ["--set", "full"], directory, files, output_dir, ctx)
-        return {**_job_result(done), "summary": _json_output(done, ".ncu-rep.json"), "report": _path(done, ".ncu-rep")}
+        done = await self.profiled(
+            self.client.ncu, command, ncu_args or ["--set", "full"], directory, files, output_dir, ctx
+        )
+        return {
+            **_job_result(done),
+            "summary": _json_output(done, ".ncu-rep.json"),
+            "report": _path(done, ".ncu-rep"),
+        }
 
-    @server.tool()
     async def iket(
+        self,
         command: list[str],
         iket_args: list[str] | None = None,
         directory: str | None = None,
@@ -238,33 +275,29 @@ def build(remote: str | None, token: str | None) -> MCPServer:
         """Trace ``command`` with IKET (``iket_args``: run-iket's words, default profile --postprocess all).
         Returns the trace summary and the local paths of the trace files."""
         args = iket_args or ["profile", "--postprocess", "all"]
-        done = await profiled(client.iket, command, args, directory, files, output_dir, ctx)
+        done = await self.profiled(self.client.iket, command, args, directory, files, output_dir, ctx)
         traces = [str(p) for p in done.files if p.name.endswith((".trace.json", ".pftrace"))]
         return {**_job_result(done), "summary": _json_output(done, "summary.json"), "traces": traces}
 
     # --- resources ------------------------------------------------------------------------------
 
-    @server.resource("kcoral://tasks/{family}/{name}", mime_type="application/json")
-    async def task_contract(family: str, name: str) -> str:
+    async def task_contract(self, family: str, name: str) -> str:
         """A task's contract (as show_task); task ids are FAMILY/NAME."""
         try:
-            return json.dumps((await call(client.task, f"{family}/{name}")).document())
+            return json.dumps((await self.call(self.client.task, f"{family}/{name}")).document())
         except ToolError as err:
             raise ResourceNotFoundError(str(err)) from None
 
-    @server.resource("kcoral://jobs/{job_id}/report", mime_type="application/json")
-    async def job_report(job_id: str) -> str:
+    async def job_report(self, job_id: str) -> str:
         """A finished evaluation's report (report.json, as its server wrote it: no other job's file of
         that name is one)."""
         try:
-            report = await call(client.report, job_id)
+            report = await self.call(self.client.report, job_id)
         except ToolError as err:
             raise ResourceNotFoundError(str(err)) from None
         if report is None:
             raise ResourceNotFoundError(f"job {job_id} has no report (not an evaluation, or not finished)")
         return json.dumps(report.document())
-
-    return server
 
 
 class _sent:
