@@ -1,7 +1,7 @@
-"""Reading IKET traces: the JSON trace (``iket_pid_0x<pid>.trace.json`` from ``run-iket ... --postprocess
-json`` or ``all``) here, the Perfetto trace (``.pftrace``, ``--postprocess perfetto`` or ``all``) in
-iket_perfetto; ``load`` tells them apart by their first bytes (then by the file's extension), and reads
-either gzipped (``.pftrace.gz``, beside run-iket's HTML viewer). Both give the same records.
+"""IKET traces: their records (:class:`Trace`) and the JSON trace's reader (``iket_pid_0x<pid>.trace.json``
+from ``run-iket ... --postprocess json`` or ``all``); the Perfetto trace (``.pftrace``, ``--postprocess
+perfetto`` or ``all``) is iket_perfetto's. iket_load's ``load`` tells them apart and reads either, gzipped
+or not (``.pftrace.gz``, beside run-iket's HTML viewer). Both give the same records.
 
 Two JSON shapes are accepted (the schema is experimental and changes between versions):
 
@@ -21,15 +21,10 @@ records and its raw dict dropped before the next one, so at most one raw copy is
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
-import os
-import stat
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 # --- FIELD MAP: the JSON names read here, first match wins -------------------------------------------------
 TOP_LAUNCHES = ("launches",)
@@ -321,37 +316,8 @@ def from_document(doc: Any, source: str = "") -> Trace:
     return Trace(shape=shape, launches=launches, source=source)
 
 
-#: how many bytes tell the formats apart
-SNIFF_BYTES = 64
-#: a Perfetto trace starts with its first TracePacket: field 1, length-delimited
-PERFETTO_MAGIC = b"\x0a"
-JSON_EXTENSIONS = (".json",)
-PERFETTO_EXTENSIONS = (".pftrace", ".perfetto-trace", ".pb")
-GZIP_MAGIC = b"\x1f\x8b"
-JSON_START = (b"{", b"[")
-UTF8_BOM = b"\xef\xbb\xbf"
-
-
 def size_text(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
-
-
-def _kind(head: bytes, name: str) -> str:
-    """Which reader reads it, "json" or "perfetto": told by the first bytes, else by the name's extension."""
-    stripped = head.removeprefix(UTF8_BOM).lstrip(b" \t\r\n")
-    if stripped[:1] in JSON_START:
-        return "json"
-    if head[:1] == PERFETTO_MAGIC:
-        return "perfetto"
-    lower = name.lower().removesuffix(".gz")
-    if lower.endswith(JSON_EXTENSIONS):
-        return "json"
-    if lower.endswith(PERFETTO_EXTENSIONS):
-        return "perfetto"
-    raise TraceError(
-        f"{name or 'input'}: neither an IKET JSON trace (.trace.json) nor a Perfetto trace (.pftrace): "
-        f"it starts with {head[:8]!r}"
-    )
 
 
 def from_json_bytes(data: bytes | str, source: str = "") -> Trace:
@@ -362,60 +328,3 @@ def from_json_bytes(data: bytes | str, source: str = "") -> Trace:
     except RecursionError:
         raise TraceError(f"{source or 'input'}: JSON nested too deep") from None
     return from_document(doc, source)
-
-
-def from_bytes(data: bytes, source: str = "") -> Trace:
-    """A trace in either format (gzipped or not), told apart by its first bytes or ``source``'s extension."""
-    from kcoral.profiling import iket_perfetto  # noqa: PLC0415 - iket_perfetto imports this module
-
-    if data[:2] == GZIP_MAGIC:
-        data = _gunzip(data, source, iket_perfetto.MAX_TRACE_BYTES)
-    if not data.strip():
-        raise TraceError(f"{source or 'input'}: empty file")
-    if _kind(data[:SNIFF_BYTES], source) == "json":
-        return from_json_bytes(data, source)
-    return iket_perfetto.from_bytes(data, source)
-
-
-def _gunzip(data: bytes, source: str, limit: int) -> bytes:
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
-            out = f.read(limit + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceError(f"{source or 'input'}: a broken gzip file: {exc}") from None
-    if len(out) > limit:
-        raise TraceError(f"{source or 'input'}: unzips to more than {size_text(limit)}")
-    return out
-
-
-def _read_file(path: str) -> bytes:
-    """A regular file's bytes (never a FIFO or a device, which could block or never end)."""
-    from kcoral.profiling.iket_perfetto import MAX_TRACE_BYTES  # noqa: PLC0415
-
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise TraceError(f"{path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise TraceError(f"{path}: not a regular file")
-    with os.fdopen(fd, "rb") as f:
-        head = f.read(SNIFF_BYTES)
-        if head[:2] != GZIP_MAGIC and _kind(head, path) == "json":
-            return head + f.read()  # a JSON trace is read whole, as json.load would
-        data = head + f.read(MAX_TRACE_BYTES + 1 - len(head))
-    if len(data) > MAX_TRACE_BYTES:
-        raise TraceError(f"{path}: larger than {size_text(MAX_TRACE_BYTES)}, the most a Perfetto trace is read to")
-    return data
-
-
-def load(path_or_file: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Trace:
-    """Read a trace (JSON or Perfetto, gzipped or not) from a path or an open file."""
-    if hasattr(path_or_file, "read"):
-        name = str(getattr(path_or_file, "name", ""))
-        data = path_or_file.read()
-        if isinstance(data, str):
-            return from_json_bytes(data, name)
-        return from_bytes(data, name)
-    path = os.fspath(path_or_file)
-    return from_bytes(_read_file(path), path)

@@ -13,7 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kcoral.profiling.iket_trace import Launch, Trace, load
+from kcoral.profiling.iket_load import load
+from kcoral.profiling.iket_trace import Launch, Trace
 
 
 class PlotUnavailable(RuntimeError):

@@ -95,5 +95,18 @@ class Nvml:
                 return None
 
 
+def select_gpus(found: list[GpuInfo], wanted: str | tuple[int, ...]) -> list[GpuInfo]:
+    """The GPUs this server leases: all ("auto"), none, or the NVML indices given."""
+    if wanted == "auto":
+        return found
+    if isinstance(wanted, str):  # "none" (the CLI turns index lists into tuples)
+        return []
+    by_index = {g.index: g for g in found}
+    missing = [i for i in wanted if i not in by_index]
+    if missing:
+        raise ValueError(f"GPU indices {missing} not found; NVML sees {sorted(by_index)}")
+    return [by_index[i] for i in wanted]
+
+
 def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value

@@ -23,7 +23,7 @@ from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.models import ImageInfo, Verdict
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpuclean import leftovers, usage_before
-from kcoral.runner.gpus import Nvml
+from kcoral.runner.gpus import Nvml, select_gpus
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.joblog import read_pieces
 from kcoral.runner.leases import Lease, LeasePool, Slot
@@ -122,8 +122,6 @@ class HostAgent:
     from many threads (a poll waits up to a second)."""
 
     def __init__(self, settings: Settings, host: str, node_id: str = "", cpu_slot_type: str = "") -> None:
-        from kcoral.runner.services import select_gpus
-
         self.settings = settings
         self.host = host
         self.node_id = node_id

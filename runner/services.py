@@ -11,7 +11,7 @@ from kcoral.protocol.errors import Conflict
 from kcoral.protocol.models import GpuInfo
 from kcoral.runner.auth import Authenticator, load_operators, load_tokens
 from kcoral.runner.executor import DockerExecutor
-from kcoral.runner.gpus import Nvml
+from kcoral.runner.gpus import Nvml, select_gpus
 from kcoral.runner.imageprobe import ImageProbe
 from kcoral.runner.leases import LeasePool, Placement
 from kcoral.runner.pycache import ToolchainBytecode
@@ -84,16 +84,3 @@ class Services:
         operators = load_operators(settings.tokens_file) if settings.tokens_file else frozenset()
         auth = Authenticator(tokens, operators)
         return cls(settings, store, nvml, gpus, placement, executor, scheduler, auth)
-
-
-def select_gpus(found: list[GpuInfo], wanted: str | tuple[int, ...]) -> list[GpuInfo]:
-    """The GPUs this server leases: all ("auto"), none, or the NVML indices given."""
-    if wanted == "auto":
-        return found
-    if isinstance(wanted, str):  # "none" (the CLI turns index lists into tuples)
-        return []
-    by_index = {g.index: g for g in found}
-    missing = [i for i in wanted if i not in by_index]
-    if missing:
-        raise ValueError(f"GPU indices {missing} not found; NVML sees {sorted(by_index)}")
-    return [by_index[i] for i in wanted]

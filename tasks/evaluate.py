@@ -47,7 +47,7 @@ from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.cores import CoreLayout, lost_shares
 from kcoral.tasks.harness.cores import split as split_cores
 from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
-from kcoral.tasks.harness.supervise import CANDIDATE_CGROUP_FILE
+from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE
 from kcoral.tasks.harness.taskdef import Task, load_task
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
 from kcoral.tasks.report import build_report, sample_times, with_lines

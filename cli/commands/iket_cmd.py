@@ -129,7 +129,8 @@ tools_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no
 
 def _load(trace: Path) -> Any:
     """The trace in either format; a file that is neither, or is broken, is a usage error (exit 2)."""
-    from kcoral.profiling.iket_trace import TraceError, load
+    from kcoral.profiling.iket_load import load
+    from kcoral.profiling.iket_trace import TraceError
 
     if not trace.exists():
         raise UsageError(f"{trace}: no such file")

@@ -27,12 +27,7 @@ from pathlib import Path
 
 from kcoral.tasks.harness import cores, schema
 from kcoral.tasks.harness.channel import Channel, pair
-
-#: in the channel's folder: the candidate container's cgroup folder name, written by the server
-CANDIDATE_CGROUP_FILE = "candidate.cgroup"
-#: the trusted workers started when a case is timed, in this order (tasks.harness.supervisor), and
-#: how tasks.harness.worker is told which it is
-TRUSTED_WORKERS = {"baseline": "--baseline", "empty call": "--null"}
+from kcoral.tasks.harness.roles import TRUSTED_WORKERS
 
 
 def start_worker(task_dir: Path, role: str, core: int | None) -> tuple[Channel, subprocess.Popen[bytes]]:

@@ -46,9 +46,9 @@ from kcoral.tasks.harness.cores import parse as parse_cores
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
 from kcoral.tasks.harness.gpuclock import GpuClock, open_clock, reasons_text
 from kcoral.tasks.harness.interference import JudgeWatch, disturbed
+from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE, TRUSTED_WORKERS
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
 from kcoral.tasks.harness.stats import Speedup, estimate, too_disturbed
-from kcoral.tasks.harness.supervise import CANDIDATE_CGROUP_FILE, TRUSTED_WORKERS
 from kcoral.tasks.harness.taskdef import load_task
 
 _ns = time.perf_counter_ns

@@ -22,8 +22,9 @@ import pytest
 
 from kcoral.cli.main import run
 from kcoral.profiling import iket_perfetto
+from kcoral.profiling.iket_load import from_bytes, load
 from kcoral.profiling.iket_summary import GROUPINGS, format_summary, summarize
-from kcoral.profiling.iket_trace import Loc, Trace, TraceError, from_bytes, load
+from kcoral.profiling.iket_trace import Loc, Trace, TraceError
 from tests.profiling.conftest import FIXTURES
 from tests.profiling.test_protowire import varint
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kcoral.profiling.iket_load import load
 from kcoral.profiling.iket_summary import format_summary, period, range_stats, summarize
-from kcoral.profiling.iket_trace import from_document, load
+from kcoral.profiling.iket_trace import from_document
 
 # The fixture: 2 CTAs x 2 warps of gemm_kernel.
 #   CTA 0: warp 0 lives 1000-2000, load 1100-1200 and 1300-1450, tick at 1100 1300 1500

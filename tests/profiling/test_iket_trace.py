@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.profiling.iket_trace import TraceError, from_document, load
+from kcoral.profiling.iket_load import load
+from kcoral.profiling.iket_trace import TraceError, from_document
 from tests.profiling.conftest import FIXTURES
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.profiling.iket_load import load
 from kcoral.profiling.iket_summary import format_summary, summarize
-from kcoral.profiling.iket_trace import load
 from tests.profiling.conftest import FIXTURES
 
 INTERNED = FIXTURES / "h200_axpy_interned.json"

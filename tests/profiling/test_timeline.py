@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.profiling.iket_trace import load
+from kcoral.profiling.iket_load import load
 
 pytest.importorskip("matplotlib")
 

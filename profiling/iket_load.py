@@ -1,0 +1,96 @@
+"""Reading an IKET trace file in either format: the JSON trace (iket_trace) or the Perfetto trace
+(iket_perfetto), told apart by the first bytes (then by the file's extension), gzipped or not."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+import zlib
+from typing import IO
+
+from kcoral.profiling import iket_perfetto
+from kcoral.profiling.iket_trace import Trace, TraceError, from_json_bytes, size_text
+
+#: how many bytes tell the formats apart
+SNIFF_BYTES = 64
+#: a Perfetto trace starts with its first TracePacket: field 1, length-delimited
+PERFETTO_MAGIC = b"\x0a"
+JSON_EXTENSIONS = (".json",)
+PERFETTO_EXTENSIONS = (".pftrace", ".perfetto-trace", ".pb")
+GZIP_MAGIC = b"\x1f\x8b"
+JSON_START = (b"{", b"[")
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _kind(head: bytes, name: str) -> str:
+    """Which reader reads it, "json" or "perfetto": told by the first bytes, else by the name's extension."""
+    stripped = head.removeprefix(UTF8_BOM).lstrip(b" \t\r\n")
+    if stripped[:1] in JSON_START:
+        return "json"
+    if head[:1] == PERFETTO_MAGIC:
+        return "perfetto"
+    lower = name.lower().removesuffix(".gz")
+    if lower.endswith(JSON_EXTENSIONS):
+        return "json"
+    if lower.endswith(PERFETTO_EXTENSIONS):
+        return "perfetto"
+    raise TraceError(
+        f"{name or 'input'}: neither an IKET JSON trace (.trace.json) nor a Perfetto trace (.pftrace): "
+        f"it starts with {head[:8]!r}"
+    )
+
+
+def from_bytes(data: bytes, source: str = "") -> Trace:
+    """A trace in either format (gzipped or not), told apart by its first bytes or ``source``'s extension."""
+    if data[:2] == GZIP_MAGIC:
+        data = _gunzip(data, source, iket_perfetto.MAX_TRACE_BYTES)
+    if not data.strip():
+        raise TraceError(f"{source or 'input'}: empty file")
+    if _kind(data[:SNIFF_BYTES], source) == "json":
+        return from_json_bytes(data, source)
+    return iket_perfetto.from_bytes(data, source)
+
+
+def _gunzip(data: bytes, source: str, limit: int) -> bytes:
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            out = f.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TraceError(f"{source or 'input'}: a broken gzip file: {exc}") from None
+    if len(out) > limit:
+        raise TraceError(f"{source or 'input'}: unzips to more than {size_text(limit)}")
+    return out
+
+
+def _read_file(path: str) -> bytes:
+    """A regular file's bytes (never a FIFO or a device, which could block or never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise TraceError(f"{path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TraceError(f"{path}: not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        head = f.read(SNIFF_BYTES)
+        if head[:2] != GZIP_MAGIC and _kind(head, path) == "json":
+            return head + f.read()  # a JSON trace is read whole, as json.load would
+        limit = iket_perfetto.MAX_TRACE_BYTES
+        data = head + f.read(limit + 1 - len(head))
+    if len(data) > limit:
+        raise TraceError(f"{path}: larger than {size_text(limit)}, the most a Perfetto trace is read to")
+    return data
+
+
+def load(path_or_file: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Trace:
+    """Read a trace (JSON or Perfetto, gzipped or not) from a path or an open file."""
+    if hasattr(path_or_file, "read"):
+        name = str(getattr(path_or_file, "name", ""))
+        data = path_or_file.read()
+        if isinstance(data, str):
+            return from_json_bytes(data, name)
+        return from_bytes(data, name)
+    path = os.fspath(path_or_file)
+    return from_bytes(_read_file(path), path)
