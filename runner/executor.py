@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import threading
 import time
 from collections.abc import Collection
@@ -23,29 +22,25 @@ from typing import Any
 import docker
 import docker.errors
 import requests.exceptions
-import urllib3.exceptions
 
 from kcoral.protocol.errors import InfrastructureError, InsufficientStorage
 from kcoral.protocol.framing import STDERR
 from kcoral.protocol.models import ImageInfo, StepTimes, Verdict
-from kcoral.runner import standby
 from kcoral.runner.archive import dir_usage
+from kcoral.runner.containers import DOCKER_ERRORS, prepare_output_dir, remove, rename
 from kcoral.runner.enginelog import ContainerOutput, EngineStreamError, missed_output
 from kcoral.runner.errors import DISK_FULL, LOG_DISK_FULL
 from kcoral.runner.joblog import LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.logsetup import child_thread
 from kcoral.runner.plan import ContainerStep, StepOutcome
-from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, LABEL_STEP, container_options
+from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, container_options
 from kcoral.runner.settings import Settings
-from kcoral.runner.standby import Fit, Standby, StandbyPool
-from kcoral.runner.store import jobs_dir
+from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY, Fit, Standby
+from kcoral.runner.takeover import StandbyTakeover
 from kcoral.runner.wholelines import WholeLines
 
 log = logging.getLogger("kcoral.executor")
-#: what a call to the engine raises when it fails; urllib3's own errors reach us from a stream read
-#: straight from the response (a broken connection: ProtocolError), which requests does not wrap
-_DOCKER_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, urllib3.exceptions.HTTPError)
 #: seconds the other members of a group get to leave by themselves after the leader exited
 GROUP_GRACE_S = 5.0
 #: the pause before asking an unreachable engine again, doubled each time up to the second
@@ -96,9 +91,9 @@ class DockerExecutor:
         self._exited: dict[str, list[Any]] = {}
         self._exited_lock = threading.Lock()
         #: containers started ahead of time for the next job of each lease (runner.standby)
-        self.standbys = StandbyPool(settings.data_dir / "standby") if settings.standby else None
-        if self.standbys is not None:
-            self.standbys.clear_folders()
+        self.standbys = (
+            StandbyTakeover(settings, self._create, self._attach_stdin, self._left_behind) if settings.standby else None
+        )
         self._connect()
 
     def close(self) -> None:
@@ -106,9 +101,9 @@ class DockerExecutor:
         then the engine's connections (a server in a process that goes on, as in the tests, would
         keep its pool's sockets open otherwise)."""
         if self.standbys is not None:
-            self.standbys.close(self._discard)
+            self.standbys.close()
         if self.client is not None:
-            with contextlib.suppress(*_DOCKER_ERRORS):
+            with contextlib.suppress(*DOCKER_ERRORS):
                 self.client.close()
 
     # --- engine facts ---------------------------------------------------------------------------
@@ -116,7 +111,7 @@ class DockerExecutor:
     def _connect(self) -> None:
         try:
             self.client = docker.from_env(timeout=120, max_pool_size=64)
-        except _DOCKER_ERRORS as exc:
+        except DOCKER_ERRORS as exc:
             self.error = f"cannot reach the Docker engine: {exc}; retrying every {self._pause:g} s at most"
             self._retry_at = time.monotonic() + self._pause
             self._pause = min(self._pause * 2, RECONNECT_MAX_S)
@@ -139,7 +134,7 @@ class DockerExecutor:
         """Whether the engine answers now (a ping); the scheduler holds the queue while it does not."""
         try:
             return bool(self._api().ping())
-        except (InfrastructureError, *_DOCKER_ERRORS):
+        except (InfrastructureError, *DOCKER_ERRORS):
             return False
 
     def tidy(self, running: set[str]) -> None:
@@ -167,7 +162,7 @@ class DockerExecutor:
                 "cgroup_driver": info.get("CgroupDriver", ""),
                 "storage": info.get("Driver", ""),
             }
-        except (InfrastructureError, *_DOCKER_ERRORS) as exc:
+        except (InfrastructureError, *DOCKER_ERRORS) as exc:
             return {"ok": False, "error": str(exc)}
 
     def gpu_mode(self) -> str:
@@ -225,7 +220,7 @@ class DockerExecutor:
             image = self._api().images.get(ref)
         except docker.errors.ImageNotFound:
             raise InfrastructureError(f"job image {ref} is not present: run `kcoral images build`") from None
-        except _DOCKER_ERRORS as exc:
+        except DOCKER_ERRORS as exc:
             raise InfrastructureError(f"cannot inspect image {ref}: {exc}") from None
         digests = image.attrs.get("RepoDigests") or []
         return ImageInfo(ref=ref, digest=digests[0] if digests else image.id)
@@ -253,7 +248,7 @@ class DockerExecutor:
             for c in gone:
                 c.remove(force=True)
             return len(gone)
-        except (InfrastructureError, *_DOCKER_ERRORS) as exc:
+        except (InfrastructureError, *DOCKER_ERRORS) as exc:
             self.orphans_pending = True  # tried again once the engine answers
             raise InfrastructureError(f"cannot clean up old job containers: {exc}") from None
 
@@ -283,14 +278,14 @@ class DockerExecutor:
                 if path not in logs:
                     logs[path] = _open_log(path)
                 options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode())
-                fits = self._fit(job_id, options) if len(steps) == 1 else None
-                taken = self._take_standby(job_id, lease, fits, options) if fits is not None else None
+                fits = self.standbys.fit(job_id, options) if self.standbys is not None and len(steps) == 1 else None
+                taken = self.standbys.take(job_id, lease, fits, options) if self.standbys and fits else None
                 if fits is not None and taken is not None:
                     member = _Member(step, taken[0].container, logs[path], standby=(fits, taken[0]), output=taken[1])
                     started.append(member)
                 else:
                     if step.output_dir is not None:
-                        _prepare_output_dir(step.output_dir, step.uid)
+                        prepare_output_dir(step.output_dir, step.uid)
                     member = _Member(step, self._create(options), logs[path])
                     started.append(member)
                     if step.cgroup_file is not None:
@@ -302,10 +297,10 @@ class DockerExecutor:
                 member.watch.started = time.time()
                 member.begin(self.settings.limits.log_bytes)
                 if member.standby is not None:  # it runs the job already: the job's name follows
-                    _rename(member.container, f"kcoral-{job_id}")
+                    rename(member.container, f"kcoral-{job_id}")
             killed = self._watch(started, deadline, cancel)
             return [self._settle(m, killed) for m in started]
-        except _DOCKER_ERRORS as exc:
+        except DOCKER_ERRORS as exc:
             raise InfrastructureError(f"Docker error: {exc}") from None
         finally:
             exited = []
@@ -314,26 +309,24 @@ class DockerExecutor:
                     member.output.close()
                 if member.watch.exited.is_set():  # nothing runs in it: removed after the result
                     exited.append(member.container)
-                elif not _remove(member.container):
+                elif not remove(member.container):
                     self.orphans_pending = True
-                if member.standby is not None:
-                    self._return_folders(*member.standby)
-                    assert self.standbys is not None
-                    self.standbys.handed_back(member.standby[1])
+                if member.standby is not None and self.standbys is not None:
+                    self.standbys.give_back(*member.standby)
             if exited:
                 with self._exited_lock:
                     self._exited.setdefault(job_id, []).extend(exited)
             for writer in logs.values():
                 writer.close()
-            if refill is not None:
-                self._refill(lease, *refill)
+            if refill is not None and self.standbys is not None:
+                self.standbys.refill(lease, *refill)
 
     def remove_exited(self, job_id: str) -> None:
         """Remove the containers of ``job_id`` that run_group left because they had exited."""
         with self._exited_lock:
             containers = self._exited.pop(job_id, [])
         for container in containers:
-            if not _remove(container):
+            if not remove(container):
                 self.orphans_pending = True
 
     # --- standby containers (runner.standby) ---------------------------------------------------------
@@ -344,94 +337,17 @@ class DockerExecutor:
         if self.standbys is None:
             return
         options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode())
-        fits = self._fit(job_id, options)
+        fits = self.standbys.fit(job_id, options)
         if fits is not None:
-            self._refill(lease, fits, options)
+            self.standbys.refill(lease, fits, options)
 
-    def _refill(self, lease: Lease, fits: Fit, options: dict[str, object]) -> None:
-        assert self.standbys is not None
-        self.standbys.refill(
-            lease.name, fits.key, lambda folder: self._make_standby(folder, options, fits, lease), self._discard
-        )
+    def _attach_stdin(self, container_id: str) -> Any:
+        """A container's stdin, open for writing (docker-py's attach socket)."""
+        return self._api().api.attach_socket(container_id, params={"stdin": 1, "stream": 1})
 
-    def _fit(self, job_id: str, options: dict[str, object]) -> Fit | None:
-        if self.standbys is None:
-            return None
-        return standby.fit(options, jobs_dir(self.settings.data_dir) / job_id, self.settings.python)
-
-    def _take_standby(
-        self, job_id: str, lease: Lease, fits: Fit, options: dict[str, object]
-    ) -> tuple[Standby, ContainerOutput] | None:
-        """The lease's standby, now running this job, and its output (attached before the hand-over);
-        None when there is none that fits (or the hand-over failed: the job's folders are back where
-        they were, the standby is gone)."""
-        assert self.standbys is not None
-        ready = self.standbys.take(lease.name, fits.key)
-        if ready is None:
-            return None
-        output: ContainerOutput | None = None
-        try:
-            standby.swap_in(fits.folders, ready.folders)
-            output = ContainerOutput(ready.container)  # before the hand-over: the job prints from then on
-            # attached only now: an attach fails for a standby that is gone (removed behind our back),
-            # where one held open since its start would take the job without a word
-            socket = self._api().api.attach_socket(ready.container.id, params={"stdin": 1, "stream": 1})
-            raw = getattr(socket, "_sock", socket)
-            try:
-                raw.sendall(standby.hand_over_message(options))
-            finally:
-                raw.close()  # the end of the attach stream: the engine closes the container's stdin
-                socket.close()
-        except (OSError, *_DOCKER_ERRORS) as exc:
-            if output is not None:
-                output.close()
-            log.warning("the standby for %s could not take job %s (%s): it starts its own", lease.name, job_id, exc)
-            _remove(ready.container)
-            try:
-                standby.undo_swap_in(fits.folders, ready.folders)
-            except OSError as undo:
-                raise InfrastructureError(f"the job's files could not be moved back from a standby: {undo}") from None
-            finally:
-                self.standbys.handed_back(ready)
-            self._discard(ready)
-            return None
-        return ready, output
-
-    def _make_standby(self, folder: Path, options: dict[str, object], fits: Fit, lease: Lease) -> Standby:
-        """A container with ``options`` but its own folders, waiting for a job on its stdin."""
-        folder.mkdir(parents=True)
-        own = []
-        volumes = {k: v for k, v in dict(options["volumes"]).items() if Path(k) not in fits.folders}  # type: ignore[call-overload]
-        for i, (target, mode) in enumerate(zip(fits.targets, fits.modes, strict=True)):
-            mine = folder / f"m{i}"
-            mine.mkdir()
-            if mode == "rw":
-                _prepare_output_dir(mine, int(str(options["user"]).split(":")[0]))
-            volumes[str(mine)] = {"bind": target, "mode": mode}
-            own.append(mine)
-        labels = {
-            LABEL_INSTANCE: self.settings.instance,
-            LABEL_STEP: "standby",
-            standby.LABEL_STANDBY: fits.key,
-            standby.LABEL_SLOT: lease.name,
-        }
-        made = dict(options)
-        made.update(
-            command=[self.settings.python, "-I", "-S", "-c", standby.LAUNCHER],
-            environment={},
-            labels=labels,
-            volumes=volumes,
-            stdin_open=True,
-            detach=False,  # docker-py: with stdin_open, the container's stdin closes after the hand-over
-        )
-        container = self._create(made)
-        try:
-            container.start()
-        except _DOCKER_ERRORS:  # a start cut by the engine's loss: the container stays until a tidy
-            if not _remove(container):
-                self.orphans_pending = True
-            raise
-        return Standby(container, fits.key, folder, tuple(own))
+    def _left_behind(self) -> None:
+        """A container the engine did not remove: the next tidy does."""
+        self.orphans_pending = True
 
     def _create(self, options: dict[str, object]) -> Any:
         """A container made with ``options``. A create whose answer was lost (not refused: the
@@ -440,22 +356,9 @@ class DockerExecutor:
             return self._api().containers.create(**options)
         except docker.errors.APIError:
             raise
-        except _DOCKER_ERRORS:
+        except DOCKER_ERRORS:
             self.orphans_pending = True
             raise
-
-    def _return_folders(self, fits: Fit, taken: Standby) -> None:
-        """After the job's container is gone: its folders back in the job's place."""
-        try:
-            standby.swap_back(fits.folders, taken.folders)
-        except OSError as exc:
-            log.error("the folders of job container %s could not be put back: %s", taken.container.id[:12], exc)
-        shutil.rmtree(taken.root, ignore_errors=True)
-
-    def _discard(self, waiting: Standby) -> None:
-        if not _remove(waiting.container):
-            self.orphans_pending = True
-        shutil.rmtree(waiting.root, ignore_errors=True)
 
     def _settle(self, member: _Member, killed: tuple[Verdict, str] | None) -> StepOutcome:
         """How one member ended, once its log is complete."""
@@ -473,7 +376,7 @@ class DockerExecutor:
         try:
             member.container.reload()
             state = member.container.attrs.get("State", {})
-        except _DOCKER_ERRORS:
+        except DOCKER_ERRORS:
             if killed is None or killed[0] is not Verdict.infrastructure_error:
                 raise
             state = {}  # the engine is gone: the job ends for the reason already known
@@ -583,15 +486,6 @@ def settle_breach(killed: tuple[Verdict, str] | None, log_over: bool, cap: int) 
     return killed
 
 
-def _prepare_output_dir(path: Path, uid: int) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0:
-        os.chown(path, uid, uid)
-        os.chmod(path, 0o700)
-    else:
-        os.chmod(path, 0o777)
-
-
 def _wait_exit(container: Any, watch: _Watch) -> None:
     while True:
         try:
@@ -600,7 +494,7 @@ def _wait_exit(container: Any, watch: _Watch) -> None:
             break
         except requests.exceptions.ReadTimeout:
             continue
-        except _DOCKER_ERRORS as exc:
+        except DOCKER_ERRORS as exc:
             log.warning("waiting for %s failed: %s", container.id[:12], exc)
             break
     watch.exited.set()
@@ -618,7 +512,7 @@ def _copy_log(
         watch.exited.wait()  # an attach ends the same way when the container exits and when the engine goes
         if watch.exit_status is None:
             raise EngineStreamError("the output stream ended, and the container's exit was not seen")
-    except _DOCKER_ERRORS as exc:  # the job's output can no longer be watched: it is stopped
+    except DOCKER_ERRORS as exc:  # the job's output can no longer be watched: it is stopped
         watch.log_cut = _log_cut_reason(exc)
         log.error("log stream of %s broke: %s", container.id[:12], _engine_said(exc))
     except OSError as exc:
@@ -708,7 +602,7 @@ def _catch_up_log(
         try:
             for batch in missed_output(container, output.received):
                 _keep(sink, watch.lines.feed(batch), cap, watch, drop)
-        except _DOCKER_ERRORS as exc:
+        except DOCKER_ERRORS as exc:
             log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
         _keep(sink, watch.lines.rest(), cap, watch, drop)
     except OSError as exc:
@@ -724,35 +618,14 @@ def _job_of(container: Any) -> str:
 def _starting(container: Any, making: set[str]) -> bool:
     """Whether ``container`` is a standby of a lease whose standby is being started now."""
     labels = container.labels
-    return bool(labels.get(standby.LABEL_STANDBY)) and labels.get(standby.LABEL_SLOT) in making
+    return bool(labels.get(LABEL_STANDBY)) and labels.get(LABEL_SLOT) in making
 
 
 def _kill(container: Any) -> None:
     try:
         container.kill()
-    except _DOCKER_ERRORS as exc:  # already gone is fine
+    except DOCKER_ERRORS as exc:  # already gone is fine
         log.info("kill %s: %s", container.id[:12], exc)
-
-
-def _rename(container: Any, name: str) -> None:
-    """A standby's name becomes its job's (no label can be added to a container that exists); a
-    failure leaves it found by its instance label, as every container of ours."""
-    try:
-        container.rename(name)
-    except _DOCKER_ERRORS as exc:
-        log.warning("container %s could not be named %s: %s", container.id[:12], name, exc)
-
-
-def _remove(container: Any) -> bool:
-    """Remove the container; False when it is left behind (the engine failed)."""
-    try:
-        container.remove(force=True)
-    except docker.errors.NotFound:
-        pass
-    except _DOCKER_ERRORS as exc:
-        log.warning("removing %s failed: %s (removed once the engine answers)", container.id[:12], exc)
-        return False
-    return True
 
 
 def _write_cgroup_file(path: Path, leaf: str) -> None:
