@@ -91,7 +91,7 @@ def jobs_table(views: list[JobView]) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "STATE", "CREATED", "RAN", "GPUS", "COMMAND"):
         table.add_column(column, no_wrap=True, overflow="ellipsis")
-    for view in sorted(views, key=lambda v: v.times.created):
+    for view in sorted(views, key=lambda v: v.times.created, reverse=True):  # newest first, as listed
         gpus = ",".join(str(g.index) for g in view.gpus) or str(view.spec.gpus)
         table.add_row(
             cell(view.id),
