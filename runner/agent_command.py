@@ -16,13 +16,13 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
+from kcoral.runner import server_options as opts
 from kcoral.runner.logsetup import configure
-from kcoral.runner.serve_command import _parse_env, _parse_gpus
-from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, Settings
+from kcoral.runner.settings import Settings
 
 log = logging.getLogger("kcoral.agent")
 
@@ -33,24 +33,27 @@ COLLECT_S = 60.0
 
 
 def agent(
-    ray_address: str = typer.Option(..., "--ray", help="the Ray cluster's address (HOST:PORT of its head)"),
-    host_name: str = typer.Option("", help="this host's name in the cluster (default: the machine's host name)"),
-    node_name: str = typer.Option(
-        "", help="the Ray node to pin the agent to, by its --node-name (default: the node this command joins)"
-    ),
-    data_dir: Path = typer.Option(Path("kcoral-agent-data"), help="the jobs' folders on this host"),
-    gpus: str = typer.Option("auto", help="auto | none | comma-separated NVML indices"),
-    cpu_slots: int = typer.Option(2, min=0, help="concurrent jobs without a GPU"),
-    image: str = typer.Option(
-        "", help="job image (default kcoral-job:cpu; kcoral-toolchain:latest with --host-toolchain)"
-    ),
-    host_toolchain: bool = typer.Option(False, help="mount the host's toolchain into a near-empty image"),
-    gpu_mode: str = typer.Option("auto", help="auto | runtime | devices"),
-    python: str = typer.Option("python3", help="interpreter inside the job container"),
-    job_env: list[str] = typer.Option([], help="NAME=VALUE added to every job's environment"),
-    tasks_dir: Path | None = typer.Option(None, help="protected tasks directory (default: the repository's tasks/)"),
-    standby: bool = typer.Option(True, help="keep a container started ahead of time per slot"),
-    log_level: str = typer.Option("info", help="debug | info | warning"),
+    ray_address: Annotated[str, typer.Option("--ray", help="the Ray cluster's address (HOST:PORT of its head)")],
+    host_name: Annotated[
+        str, typer.Option(help="this host's name in the cluster (default: the machine's host name)")
+    ] = "",
+    node_name: Annotated[
+        str,
+        typer.Option(
+            help="the Ray node to pin the agent to, by its --node-name (default: the node this command joins)"
+        ),
+    ] = "",
+    data_dir: opts.DataDir = Path("kcoral-agent-data"),
+    gpus: opts.Gpus = "auto",
+    cpu_slots: opts.CpuSlots = 2,
+    image: opts.Image = "",
+    host_toolchain: opts.HostToolchain = False,
+    gpu_mode: opts.GpuMode = "auto",
+    python: opts.Python = "python3",
+    job_env: opts.JobEnv = [],  # noqa: B006 - typer's default, never mutated
+    tasks_dir: opts.TasksDir = None,
+    standby: opts.Standby = True,
+    log_level: opts.LogLevel = "info",
 ) -> None:
     """Serve this GPU host's slots to a kcoral cluster's front end (`kcoral serve --ray`)."""
     from kcoral.runner.cluster import HOST_NAME
@@ -63,15 +66,17 @@ def agent(
         raise typer.BadParameter(f"host name {host!r}: use letters, digits, '-', '_' or '.'")
     settings = Settings(
         data_dir=data_dir.resolve(),
-        gpus=_parse_gpus(gpus),
-        cpu_slots=cpu_slots,
-        image=image or ("kcoral-toolchain:latest" if host_toolchain else "kcoral-job:cpu"),
-        toolchain_mounts=DEFAULT_TOOLCHAIN_MOUNTS if host_toolchain else (),
-        gpu_mode=gpu_mode,
-        python=python,
-        job_env=_parse_env(job_env),
-        tasks_dir=tasks_dir.resolve() if tasks_dir else None,
-        standby=standby,
+        **opts.job_host(
+            gpus=gpus,
+            cpu_slots=cpu_slots,
+            image=image,
+            host_toolchain=host_toolchain,
+            gpu_mode=gpu_mode,
+            python=python,
+            job_env=job_env,
+            tasks_dir=tasks_dir.resolve() if tasks_dir else None,
+            standby=standby,
+        ),
     )
     from kcoral.runner.cluster import connect, start_agent, token_file
 
