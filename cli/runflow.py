@@ -186,6 +186,8 @@ class PythonRun:
 
     def _document(self, view: JobView, output_dir: Path | None, error: KcoralError | None) -> dict[str, Any]:
         doc = job_json(view)
+        # kcoral's own exit code (what the command exits with: 124 on timeout...), the container's beside it
+        doc["job_exit_code"], doc["exit_code"] = view.exit_code, self.exit_code(view)
         doc["log"] = self.sink.text()
         doc["log_truncated"] = self.sink.truncated
         doc["output_dir"] = str(output_dir) if output_dir is not None else None

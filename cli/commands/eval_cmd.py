@@ -81,7 +81,8 @@ class EvalRun(PythonRun):
                 "job_id": view.id,
                 "state": str(view.state),
                 "verdict": None if view.verdict is None else str(view.verdict),
-                "exit_code": view.exit_code,
+                "exit_code": self.exit_code(view),  # kcoral's own (1 rejected, 3 inconclusive, 124 timeout...)
+                "job_exit_code": view.exit_code,  # the container's
                 "reason": view.reason,
                 "image": view.image.digest if view.image is not None else None,
                 "output_dir": str(output_dir) if output_dir is not None else None,

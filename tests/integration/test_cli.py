@@ -163,7 +163,7 @@ def test_json_is_one_document_and_exit_code_is_the_jobs(remote, senddir, capfd, 
     doc = json.loads(out)  # the whole of stdout is one JSON document (the log is not streamed)
     assert code == 3
     job = _only_job(remote)
-    assert doc["id"] == job["id"] and doc["verdict"] == "exit" and doc["exit_code"] == 3
+    assert doc["id"] == job["id"] and doc["verdict"] == "exit" and doc["exit_code"] == 3 == doc["job_exit_code"]
     assert doc["log"] == "partial work\n" == remote.log(job["id"]) and doc["log_truncated"] is False
     assert doc["output_dir"] == str(tmp_path / "o") and (tmp_path / "o" / "o.bin").read_bytes() == b"\x00\x01"
     assert not Path("kcoral-out").exists()
@@ -176,6 +176,10 @@ def test_timeout_exits_124(remote, senddir, capfd) -> None:
     assert time.monotonic() - t0 < 20
     out, err = capfd.readouterr()
     assert out == "started\n" and ": timeout" in err
+    # --json's exit_code is kcoral's own, the container's (killed: 137) beside it
+    assert run(["python", "--send", str(senddir), "--timeout", "2", "--json", "slow.py"]) == 124
+    doc = json.loads(capfd.readouterr().out)
+    assert (doc["verdict"], doc["exit_code"], doc["job_exit_code"]) == ("timeout", 124, 137), doc
 
 
 FLOOD = """\

@@ -239,7 +239,8 @@ def test_eval_json_is_one_document(remote, capfd, tmp_path) -> None:
     assert code == 1, err
     doc = json.loads(out)  # stdout holds the document only: no log text
     job = _job(remote, doc["job_id"])
-    assert doc["verdict"] == "rejected" == job["verdict"] and doc["exit_code"] is None is job["exit_code"]
+    assert doc["verdict"] == "rejected" == job["verdict"] and doc["exit_code"] == 1  # kcoral's own, as it exits
+    assert doc["job_exit_code"] is None is job["exit_code"]  # the container's
     assert doc["image"] == job["image"]["digest"] and doc["output_dir"] == str(tmp_path / "o")
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert {k: v for k, v in doc.items() if k in report} == report  # report.json's content, all of it
