@@ -164,6 +164,11 @@ class KcoralTools:
         output_dir: str | None,
         ctx: Context | None,
     ) -> dict[str, Any]:
+        if not directory and not files:
+            raise ToolError(
+                "give the submission: directory (a folder holding solution.py, a path on the MCP server's machine, "
+                "relative to its working folder) or files (file name -> text, e.g. {'solution.py': '...'})"
+            )
         with _sent(directory, files) as folder:
             view = await self.call(self.client.evaluate, task, folder, timeout_s, checking, output_dir, False)
         done = await self.follow(view, ctx, output_dir)

@@ -15,6 +15,7 @@ import uvicorn
 from fastapi import Depends, FastAPI, Header, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import RedirectResponse
 from starlette.exceptions import HTTPException
 
 from kcoral import __version__
@@ -73,6 +74,12 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
 
     app.include_router(web.router)
     app.mount("/ui/static", web.static, name="ui-static")
+
+    @app.get("/", include_in_schema=False)
+    def root() -> RedirectResponse:
+        """A browser pointed at the server lands on its web page."""
+        return RedirectResponse("/ui", status_code=307)
+
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     if not open_docs:
 

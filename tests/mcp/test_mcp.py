@@ -102,6 +102,8 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
             assert "no job" in missing.lower() and "Traceback" not in missing, missing
             both = await tool("evaluate", task="demo/softmax", directory=".", files={"solution.py": good})
             assert "not both" in both
+            neither = await tool("evaluate", task="demo/softmax")  # a tool error saying what to pass
+            assert "give the submission: directory" in neither and "Traceback" not in neither, neither
 
     anyio.run(session)
     TRANSCRIPT.parent.mkdir(parents=True, exist_ok=True)
