@@ -14,7 +14,7 @@ from kcoral.cli.durations import Duration
 from kcoral.cli.output import emit_json, job_json, job_progress, note
 from kcoral.cli.render import summary_line
 from kcoral.protocol.errors import UsageError
-from kcoral.protocol.models import JobState
+from kcoral.protocol.models import EvalSpec, JobState, Verdict
 
 
 def wait(
@@ -33,9 +33,19 @@ def wait(
     with connect(remote, token) as client:
         job_id = client.resolve(job_id)
         view = client.wait(job_id, timeout, on_change=None if json else job_progress("job {id}"))
+        failure = None
+        if isinstance(view.spec, EvalSpec) and view.state == JobState.finished and view.verdict != Verdict.ok:
+            # as kcoral eval says it; its report is read with pydantic, which only this case imports
+            from kcoral.cli.commands.eval_cmd import first_failure
+            from kcoral.cli.evaldocs import fetch
+            from kcoral.tasks.documents import EvalReport
+
+            failure = first_failure(view, fetch(EvalReport, client, view))
     if json:
-        emit_json(job_json(view))
+        emit_json({**job_json(view), **({"failure": failure} if failure else {})})
     else:
+        if failure:
+            note(f"kcoral: evaluation failed: {failure}")
         note(summary_line(view))
     raise typer.Exit(output.exit_code_for_job(view))
 

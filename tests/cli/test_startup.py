@@ -42,6 +42,7 @@ NOWHERE = "http://127.0.0.1:9"  # nothing answers: the command runs as far as it
         ["python", "--remote", NOWHERE, "-c", "pass"],
         ["status", "--remote", NOWHERE, "job"],
         ["logs", "--remote", NOWHERE, "job"],
+        ["wait", "--remote", NOWHERE, "job"],
         ["jobs", "--remote", NOWHERE],
     ],
 )

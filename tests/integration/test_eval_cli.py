@@ -232,6 +232,18 @@ def test_eval_wrong_candidate_exits_1_with_the_first_failure(remote, capfd, tmp_
     assert ": rejected, ran " in err and "(the evaluation did not pass (see the report))" in err  # the summary line
 
 
+def test_waiting_for_a_rejected_evaluation_says_its_first_failure(remote, capfd, tmp_path) -> None:
+    """`kcoral wait` of a detached evaluation that did not pass says why, as `kcoral eval` does."""
+    sub = _submission(tmp_path, "tail", TAIL_BUG)
+    assert run(["eval", TASK, str(sub), "--check", "--detach"]) == 0
+    job_id = capfd.readouterr().out.strip()
+    assert run(["wait", job_id]) == 1
+    reason = "kcoral: evaluation failed: workload one_column: FAIL: y: 1024 non-finite elements"
+    assert reason in capfd.readouterr().err
+    assert run(["wait", job_id, "--json"]) == 1
+    assert json.loads(capfd.readouterr().out)["failure"].startswith(reason.removeprefix("kcoral: evaluation failed: "))
+
+
 def test_eval_json_is_one_document(remote, capfd, tmp_path) -> None:
     sub = _submission(tmp_path, "naive", NAIVE)
     code = run(["eval", TASK, str(sub), "--json", "--output-dir", str(tmp_path / "o")])
