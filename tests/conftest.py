@@ -171,9 +171,54 @@ def server_factory(
         return srv
 
     yield factory
-    for srv in started:
-        srv.stop()
-        remove_containers(docker_client, srv.settings.instance)
+    stop_in_background(started)
+
+
+#: servers being stopped (a test's servers stop while the next test runs: their shutdown, ~0.3 s each,
+#: removes their standby containers), and what went wrong stopping them; the session waits for them
+_stopping: list[threading.Thread] = []
+_stop_errors: list[BaseException] = []
+
+
+def stop_in_background(servers: list[RunningServer]) -> None:
+    """Stop ``servers`` and remove their containers (each server's own, by its instance label: no other
+    test's), in a thread of their own through an engine client of its own."""
+
+    def stop() -> None:
+        engine = docker.from_env()
+        try:
+            for srv in servers:
+                srv.stop()
+                remove_containers(engine, srv.settings.instance)
+        except BaseException as exc:  # noqa: BLE001 - raised at the session's end
+            _stop_errors.append(exc)
+        finally:
+            engine.close()
+
+    if servers:
+        thread = threading.Thread(target=stop, name="kcoral-test-server-stop", daemon=True)
+        thread.start()
+        _stopping.append(thread)
+
+
+def wait_for_stopped_servers(timeout: float = 120) -> None:
+    """Every server handed to :func:`stop_in_background` is stopped and its containers are gone (for a
+    fixture whose teardown needs that: one that removes an image the servers' containers ran in); a
+    failure to stop one is raised here."""
+    deadline = time.monotonic() + timeout
+    for thread in _stopping:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    assert not [t for t in _stopping if t.is_alive()], f"a test server did not stop in {timeout:g} s"
+    _stopping.clear()
+    if _stop_errors:
+        raise _stop_errors.pop(0)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _servers_stopped() -> Iterator[None]:
+    """At the session's end every server a test started is stopped, its containers gone."""
+    yield
+    wait_for_stopped_servers()
 
 
 @contextmanager
@@ -234,6 +279,22 @@ def wait_for_standby(engine: docker.DockerClient, instance: str, slot: str = "cp
             return found[0].id
         time.sleep(0.05)
     raise AssertionError("no standby container was started")
+
+
+def wait_for_ready_standby(
+    server: RunningServer, engine: docker.DockerClient, slot: str = "cpu0", timeout: float = 20
+) -> str:
+    """:func:`wait_for_standby`, and then until ``server`` holds it ready: the engine lists it running
+    before its start has returned to the server, and a job that comes meanwhile waits only
+    ``runner.standby.MAKING_WAIT_S`` for it (then starts a container of its own: a busy host's case)."""
+    found = wait_for_standby(engine, server.settings.instance, slot, timeout)
+    pool = server.services.executor.standbys
+    assert pool is not None, "a server without standbys"
+    deadline = time.monotonic() + timeout
+    while found not in pool.in_use()[0]:
+        assert time.monotonic() < deadline, "the standby container was started and never ready"
+        time.sleep(0.05)
+    return found
 
 
 def job_containers(engine: docker.DockerClient, job_id: str) -> list:
