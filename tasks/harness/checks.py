@@ -37,7 +37,7 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
     if not (math.isfinite(lo) and math.isfinite(hi)):  # NaN propagates into aminmax, as inf does
         bad = int((~torch.isfinite(o)).sum())
         if bad:
-            return f"{name}: {bad} non-finite elements (NaN/inf; outputs are NaN-poisoned before each call)", {}
+            return f"{name}: {bad} non-finite elements {_non_finite(o, bad)}", {}
         if wide is torch.float32:  # finite values whose difference overflows float32
             return compare(name, out.to(torch.float64), ref.to(torch.float64), tol)
     rms_ref = _rms(r) or 1e-30
@@ -58,13 +58,28 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
             first = tuple(int(i) for i in where[int(torch.nonzero(fails)[0])])
     stats = {"max_abs_err": max_abs, "rms_ratio": rms_err / rms_ref, "failed_elements": n_fail}
     if first is not None:
+        got, want = float(o[first]), float(r[first])
+        off = abs(got - want)
         return (
-            f"{name}: {n_fail} elements out of tolerance; first at {list(first)}: got {float(o[first]):.6g}, "
-            f"expected {float(r[first]):.6g}"
+            f"{name}: {n_fail} elements out of tolerance; first at {list(first)}: got {got:.6g}, expected {want:.6g} "
+            f"(off by {off:.3g} > atol {tol.atol:g} x RMS(ref) {rms_ref:.3g} = {tol.atol * rms_ref:.3g}, and by "
+            f"{off / (abs(want) + 1e-8):.3g} of it > rtol {tol.rtol:g}: both rules failed)"
         ), stats
     if rms_err / rms_ref >= tol.rms:
-        return f"{name}: RMS error ratio {rms_err / rms_ref:.4g} >= {tol.rms}", stats
+        return (
+            f"{name}: RMS error ratio {rms_err / rms_ref:.4g} >= {tol.rms} (rule rms: RMS(out - ref) / RMS(ref))",
+            stats,
+        )
     return None, stats
+
+
+def _non_finite(out: torch.Tensor, bad: int) -> str:
+    """What the non-finite elements are, and the likely cause: NaN alone is what an element never
+    written holds (outputs are NaN-poisoned before each call); an infinity is a value that overflowed."""
+    nan = int(torch.isnan(out).sum())
+    if nan == bad:
+        return "(NaN: outputs are NaN-poisoned before each call, so elements never written stay NaN)"
+    return f"({nan} NaN, {bad - nan} inf: a value overflowed its dtype, or was divided by zero)"
 
 
 def _rms(t: torch.Tensor) -> float:

@@ -27,13 +27,26 @@ def test_exact_output_passes_with_zero_statistics() -> None:
     )
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
-def test_non_finite_elements_are_counted(bad: float) -> None:
+@pytest.mark.parametrize(
+    ("bad", "cause"),
+    [
+        (float("nan"), "(NaN: outputs are NaN-poisoned before each call, so elements never written stay NaN)"),
+        (float("inf"), "(0 NaN, 2 inf: a value overflowed its dtype, or was divided by zero)"),
+        (float("-inf"), "(0 NaN, 2 inf: a value overflowed its dtype, or was divided by zero)"),
+    ],
+)
+def test_non_finite_elements_are_counted_and_their_likely_cause_named(bad: float, cause: str) -> None:
+    """The poisoning hint only where unwritten elements are the likely cause (NaN), not for an overflow."""
     out = t(1.0, bad, bad)
     assert compare("y", out, t(1.0, 2.0, 3.0), Tolerance(1.0, 1.0, LOOSE_RMS)) == (
-        "y: 2 non-finite elements (NaN/inf; outputs are NaN-poisoned before each call)",
+        f"y: 2 non-finite elements {cause}",
         {},
     )
+
+
+def test_nan_and_inf_together_are_told_apart() -> None:
+    reason, _ = compare("y", t(float("nan"), float("inf"), 1.0), t(1.0, 2.0, 3.0), Tolerance(1.0, 1.0, LOOSE_RMS))
+    assert reason == "y: 2 non-finite elements (1 NaN, 1 inf: a value overflowed its dtype, or was divided by zero)"
 
 
 def test_statistics_are_exact() -> None:
@@ -48,7 +61,10 @@ def test_absolute_threshold_is_scaled_by_the_reference_rms() -> None:
     ref, out = t(2.0, -2.0, 2.0, -2.0), t(3.0, -2.0, 2.0, -2.0)
     assert compare("y", out, ref, Tolerance(0.5, 0.0, LOOSE_RMS))[0] is None  # 1 > 0.5 * 2 is false
     reason, stats = compare("y", out, ref, Tolerance(0.49, 0.0, LOOSE_RMS))
-    assert reason == "y: 1 elements out of tolerance; first at [0]: got 3, expected 2"
+    assert reason == (
+        "y: 1 elements out of tolerance; first at [0]: got 3, expected 2 (off by 1 > atol 0.49 x RMS(ref) 2 = 0.98, "
+        "and by 0.5 of it > rtol 0: both rules failed)"
+    )
     assert stats["failed_elements"] == 1
 
 
@@ -57,7 +73,10 @@ def test_relative_threshold_both_sides() -> None:
     ref, out = t(2.0, -2.0, 2.0, -2.0), t(2.0, -2.0, 2.0, -3.0)
     assert compare("y", out, ref, Tolerance(0.0, 0.5, LOOSE_RMS))[0] is None
     reason, _ = compare("y", out, ref, Tolerance(0.0, 0.4999, LOOSE_RMS))
-    assert reason == "y: 1 elements out of tolerance; first at [3]: got -3, expected -2"
+    assert reason is not None and reason.startswith(
+        "y: 1 elements out of tolerance; first at [3]: got -3, expected -2 ("
+    )
+    assert reason.endswith("and by 0.5 of it > rtol 0.4999: both rules failed)")
 
 
 def test_relative_error_equal_to_rtol_passes() -> None:
@@ -88,7 +107,9 @@ def test_first_failure_is_reported_by_index_in_several_dimensions() -> None:
     out[1, 2] = 5.0
     out[1, 0] = 1.5
     reason, stats = compare("o", out, ref, Tolerance(0.1, 0.1, LOOSE_RMS))
-    assert reason == "o: 2 elements out of tolerance; first at [1, 0]: got 1.5, expected 1"
+    assert reason is not None and reason.startswith(
+        "o: 2 elements out of tolerance; first at [1, 0]: got 1.5, expected 1 ("
+    )
     assert stats["failed_elements"] == 2 and stats["max_abs_err"] == 4.0
 
 
@@ -96,7 +117,9 @@ def test_rms_rule_both_sides() -> None:
     # ratio exactly 0.5: err (1, 1) against ref (2, 2)
     ref, out = t(2.0, 2.0), t(3.0, 3.0)
     assert compare("y", out, ref, Tolerance(1.0, 1.0, 0.5000001))[0] is None
-    assert compare("y", out, ref, Tolerance(1.0, 1.0, 0.5))[0] == "y: RMS error ratio 0.5 >= 0.5"
+    assert compare("y", out, ref, Tolerance(1.0, 1.0, 0.5))[0] == (
+        "y: RMS error ratio 0.5 >= 0.5 (rule rms: RMS(out - ref) / RMS(ref))"
+    )
 
 
 def test_zero_reference_uses_a_tiny_rms() -> None:
