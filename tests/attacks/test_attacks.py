@@ -61,6 +61,8 @@ FLAGGED = {
     "interfere_with_baseline": "used CPU",  # classes 2 and 8: load while the baseline runs
     "precompute_on_write": "used CPU",  # class 4: work as the inputs are written
 }
+#: flagged attacks whose early work can race the writing of their inputs and then fail a check instead
+RACING = {"precompute_on_write"}
 #: neutralised: passes like an honest run, and the attack's own report line (if any) says it failed
 NEUTRALISED = {
     "honest": None,
@@ -166,6 +168,13 @@ def test_attack_fails_its_workload(server: RunningServer, name: str) -> None:
 def test_attack_is_flagged(server: RunningServer, name: str) -> None:
     job, report, _ = evaluate(server, name)
     assert failed_evaluation(job), describe(job, report)
+    if name in RACING and not report["flags"]:
+        # its early work raced the supervisor writing the inputs and answered from half of them: its
+        # checks failed before anything was timed (a non-gain too; the flag is what it gets otherwise)
+        assert report["holdout"] == "FAIL" or any(w["verdict"] != "PASS" for w in report["workloads"]), describe(
+            job, report
+        )
+        return
     assert any(FLAGGED[name] in f for f in report["flags"]), describe(job, report)
 
 
