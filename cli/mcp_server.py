@@ -22,11 +22,12 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from pydantic import Field
 
 from kcoral import __version__
 from kcoral.cli.library import Client, JobResult
@@ -36,6 +37,57 @@ from kcoral.protocol.models import JobView, to_data
 #: the most log bytes one tool result carries (an agent's context is not a log viewer)
 LOG_PAGE = 16 << 10
 LOG_PAGE_MAX = 64 << 10
+
+# --- the tools' parameters, each described once ----------------------------------------------------
+Task = Annotated[str, Field(description="a task id, e.g. demo/softmax (list_tasks lists them)")]
+Directory = Annotated[
+    str | None,
+    Field(
+        description="the folder to send (for evaluate and check: one holding solution.py): a path on the MCP "
+        "server's machine, relative to its working folder; or give files instead"
+    ),
+]
+Files = Annotated[
+    dict[str, str] | None,
+    Field(description="instead of directory: file name -> text, written into a fresh folder that is sent"),
+]
+TimeoutS = Annotated[
+    float | None,
+    Field(
+        description="seconds the job may run (default: the server's); capped by the server's limit and, for an "
+        "evaluation, by the task's time limit"
+    ),
+]
+OutputDir = Annotated[
+    str | None,
+    Field(
+        description="where the job's files come back: a path on the MCP server's machine, relative to its "
+        "working folder (default ./kcoral-out/JOB_ID)"
+    ),
+]
+JobId = Annotated[str, Field(description="a job id as a result gave it (a unique piece of one will do)")]
+Argv = Annotated[
+    list[str],
+    Field(
+        description="python's arguments: a script of the sent folder and its arguments, "
+        "or ['-c', CODE] or ['-m', MODULE, ...]"
+    ),
+]
+Env = Annotated[
+    dict[str, str] | None,
+    Field(
+        description="environment variables for the job: upper-case names of your own, the kernel tools' knobs "
+        "(TRITON_*, TORCH_*, ...); the server refuses the rest and says why"
+    ),
+]
+Gpus = Annotated[int, Field(description="GPUs to lease for the job (0: a CPU slot)")]
+Offset = Annotated[int, Field(description="the log byte to start from (a previous page's next_offset)")]
+Limit = Annotated[int, Field(description=f"bytes of log to return, at most {LOG_PAGE_MAX}")]
+Command = Annotated[list[str], Field(description="the command to profile, e.g. ['python', 'capture.py']")]
+NcuArgs = Annotated[list[str] | None, Field(description="ncu's own options (default ['--set', 'full'])")]
+IketArgs = Annotated[
+    list[str] | None, Field(description="run-iket's words before the command (default profile --postprocess all)")
+]
 
 
 def build(remote: str | None, token: str | None) -> MCPServer:
@@ -121,7 +173,7 @@ class KcoralTools:
         """The evaluation tasks this server has (id, device, workloads, description)."""
         return list(await self.call(self.client.tasks))
 
-    async def show_task(self, task: str) -> dict[str, Any]:
+    async def show_task(self, task: Task) -> dict[str, Any]:
         """A task's whole contract: each public workload's inputs and outputs, tolerances, how the score
         is timed, the time limit, the image's packages and the template to start from."""
         return dict((await self.call(self.client.task, task)).document())
@@ -130,11 +182,11 @@ class KcoralTools:
 
     async def evaluate(
         self,
-        task: str,
-        directory: str | None = None,
-        files: dict[str, str] | None = None,
-        timeout_s: float | None = None,
-        output_dir: str | None = None,
+        task: Task,
+        directory: Directory = None,
+        files: Files = None,
+        timeout_s: TimeoutS = None,
+        output_dir: OutputDir = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """The official score of a submission: ``directory`` (a folder with solution.py) or ``files``
@@ -144,10 +196,10 @@ class KcoralTools:
 
     async def check(
         self,
-        task: str,
-        directory: str | None = None,
-        files: dict[str, str] | None = None,
-        output_dir: str | None = None,
+        task: Task,
+        directory: Directory = None,
+        files: Files = None,
+        output_dir: OutputDir = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """The fast correctness mode: the public workloads only, with full tracebacks, no timing, no
@@ -178,13 +230,13 @@ class KcoralTools:
 
     async def run_python(
         self,
-        argv: list[str],
-        directory: str | None = None,
-        files: dict[str, str] | None = None,
-        env: dict[str, str] | None = None,
-        timeout_s: float | None = None,
-        gpus: int = 1,
-        output_dir: str | None = None,
+        argv: Argv,
+        directory: Directory = None,
+        files: Files = None,
+        env: Env = None,
+        timeout_s: TimeoutS = None,
+        gpus: Gpus = 1,
+        output_dir: OutputDir = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """``python ARGV...`` on a leased GPU next to ``directory``'s files (or ``files``: name -> text).
@@ -193,11 +245,11 @@ class KcoralTools:
             view = await self.call(self.client.run, argv, folder, env, timeout_s, gpus, output_dir, False)
         return _job_result(await self.follow(view, ctx, output_dir))
 
-    async def job_status(self, job_id: str) -> dict[str, Any]:
+    async def job_status(self, job_id: JobId) -> dict[str, Any]:
         """A job's view: state, verdict, exit code, reason, queue position, image, times, outputs."""
         return _view(await self.call(self.client.status, job_id))
 
-    async def job_log(self, job_id: str, offset: int = 0, limit: int = LOG_PAGE) -> dict[str, Any]:
+    async def job_log(self, job_id: JobId, offset: Offset = 0, limit: Limit = LOG_PAGE) -> dict[str, Any]:
         """A page of a job's log (stdout and stderr in order): ``limit`` bytes (at most 64 KiB) from
         ``offset``; ``next_offset`` continues it, ``more`` says whether there is more."""
         if offset < 0 or limit < 1:
@@ -223,12 +275,12 @@ class KcoralTools:
             "more": offset + len(page) < view.log_bytes,
         }
 
-    async def download_outputs(self, job_id: str, output_dir: str | None = None) -> dict[str, Any]:
+    async def download_outputs(self, job_id: JobId, output_dir: OutputDir = None) -> dict[str, Any]:
         """Download a job's output files into ``output_dir`` (default ./kcoral-out/JOB_ID); their paths."""
         found = await self.call(self.client.download, job_id, output_dir)
         return {"job_id": job_id, "files": [str(p) for p in found]}
 
-    async def cancel(self, job_id: str) -> dict[str, Any]:
+    async def cancel(self, job_id: JobId) -> dict[str, Any]:
         """Cancel a queued or running job; its view afterwards."""
         return _view(await self.call(self.client.cancel, job_id))
 
@@ -250,11 +302,11 @@ class KcoralTools:
 
     async def ncu(
         self,
-        command: list[str],
-        ncu_args: list[str] | None = None,
-        directory: str | None = None,
-        files: dict[str, str] | None = None,
-        output_dir: str | None = None,
+        command: Command,
+        ncu_args: NcuArgs = None,
+        directory: Directory = None,
+        files: Files = None,
+        output_dir: OutputDir = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Profile ``command`` with Nsight Compute (``ncu_args``: ncu's options, default --set full).
@@ -270,11 +322,11 @@ class KcoralTools:
 
     async def iket(
         self,
-        command: list[str],
-        iket_args: list[str] | None = None,
-        directory: str | None = None,
-        files: dict[str, str] | None = None,
-        output_dir: str | None = None,
+        command: Command,
+        iket_args: IketArgs = None,
+        directory: Directory = None,
+        files: Files = None,
+        output_dir: OutputDir = None,
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """Trace ``command`` with IKET (``iket_args``: run-iket's words, default profile --postprocess all).

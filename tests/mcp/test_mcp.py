@@ -51,7 +51,11 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
                 content = result.structured_content
                 return content.get("result", content) if isinstance(content, dict) and len(content) == 1 else content
 
-            assert {t.name for t in (await client.list_tools()).tools} >= TOOLS
+            listed = (await client.list_tools()).tools
+            assert {t.name for t in listed} >= TOOLS
+            undescribed = [(t.name, name) for t in listed for name, prop in t.input_schema["properties"].items()
+                           if not prop.get("description")]  # fmt: skip
+            assert undescribed == [], undescribed  # every parameter says what it is (and where a path is)
             tasks = await tool("list_tasks")
             assert "demo/softmax" in {t["id"] for t in tasks}
             contract = await tool("show_task", task="demo/softmax")
