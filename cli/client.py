@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -438,11 +439,13 @@ def _error_from_response(response: httpx.Response, what: str) -> KcoralError:
 
 
 def _seconds(header: str | None) -> float | None:
-    """A Retry-After header given in seconds (the form kcoral servers send), else None."""
+    """A Retry-After header given in seconds (the form kcoral servers send), else None: a date, or a
+    number no pause can be (negative, infinite, NaN), which a caller's sleep would choke on."""
     try:
-        return float(header) if header is not None else None
+        seconds = float(header) if header is not None else None
     except ValueError:
         return None
+    return seconds if seconds is not None and 0 <= seconds < math.inf else None
 
 
 def _parse(model: type[_M], data: Any, what: str) -> _M:

@@ -96,7 +96,11 @@ def test_status_errors_are_translated(status: int, error: type[Exception]) -> No
         client_for(handler).status("j1")
 
 
-@pytest.mark.parametrize(("header", "seconds"), [("10", 10.0), ("0.5", 0.5), ("Wed, 21 Oct 2026 07:28:00 GMT", None)])
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [("10", 10.0), ("0.5", 0.5), ("0", 0.0), ("Wed, 21 Oct 2026 07:28:00 GMT", None), ("inf", None), ("nan", None),
+     ("-5", None), ("1e999", None)],
+)  # fmt: skip
 def test_a_busy_server_says_when_to_try_again(header: str, seconds: float | None) -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(429, json={"error": "too_many_jobs", "message": "wait"}, headers={"Retry-After": header})
