@@ -16,6 +16,16 @@ An iteration whose sum is over the method's limit is disturbed, and the estimate
 (tasks.harness.stats). Only trusted processes and judge cores count: nothing the candidate can
 raise decides which of its own samples are kept.
 
+The candidate's core can be taken the same way, by the host's other work (an unpinned process the
+scheduler moves to the lease's least busy core, which is the candidate's: the supervisor's core
+never sleeps while a case is timed), and that slows only the candidate: a false loss, or with a
+floor calibrated on a quiet host, an interval that misses. Around each candidate call the
+supervisor reads the time that core ran processes (``/proc/stat``'s user, nice and system) less the
+candidate container's own CPU time: what remains ran someone else's work on its core
+(:meth:`JudgeWatch.busy_ms`). Since the candidate can raise that too (kernel threads it sets to
+work), it decides no sample: a workload whose candidate calls shared their core over a limit is
+not scored at all (tasks.report), which gains the candidate nothing.
+
 The files are opened once and read with ``pread`` (no path lookup per read); this runs in the
 supervisor's PID namespace, where the candidate has no process (it has its own).
 """
@@ -26,7 +36,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kcoral.tasks.harness.cores import cpu_ticks
+from kcoral.tasks.harness.cores import CoreTicks, cpu_ticks
 
 _TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 
@@ -41,7 +51,7 @@ class JudgeWatch:
         self._sched = {
             name: os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC) for name, pid in self.pids.items()
         }
-        self._stat = os.open("/proc/stat", os.O_RDONLY | os.O_CLOEXEC) if self.cores else -1
+        self._stat = os.open("/proc/stat", os.O_RDONLY | os.O_CLOEXEC)
 
     def waited_ms(self, names: Iterable[str]) -> float:
         """Milliseconds, so far, these trusted processes waited for a CPU (a counter: the difference
@@ -57,14 +67,25 @@ class JudgeWatch:
     def irq_ms(self) -> float:
         """Milliseconds, so far, the judge's cores served interrupts and softirqs or were taken by the
         hypervisor (steal: a virtual machine's core running nothing of ours), a counter."""
-        return sum(self.lost_ms().get(c, 0.0) for c in self.cores)
+        if not self.cores:
+            return 0.0
+        lost = self.lost_ms()
+        return sum(lost.get(c, 0.0) for c in self.cores)
 
     def lost_ms(self) -> dict[int, float]:
         """Per core of the host: milliseconds so far of interrupts, softirqs and steal (a counter)."""
+        return {core: t.lost * _TICK_MS for core, t in self._ticks().items()}
+
+    def busy_ms(self, core: int) -> float:
+        """Milliseconds so far that ``core`` ran processes, anyone's (a counter, in clock ticks of 10 ms:
+        over many calls a sum of differences is what counts)."""
+        ticks = self._ticks().get(core)
+        return ticks.busy * _TICK_MS if ticks is not None else 0.0
+
+    def _ticks(self) -> dict[int, CoreTicks]:
         if self._stat < 0:
             return {}
-        stat = os.pread(self._stat, 1 << 20, 0).decode(errors="replace")
-        return {core: lost * _TICK_MS for core, (lost, _) in cpu_ticks(stat).items()}
+        return cpu_ticks(os.pread(self._stat, 1 << 20, 0).decode(errors="replace"))
 
     def close(self) -> None:
         for fd in [*self._sched.values(), self._stat]:

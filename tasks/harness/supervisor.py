@@ -201,6 +201,8 @@ class Supervisor:
         self.probe = torch.zeros(1, device=self.device)
         self.last_cpu = self._cpu()
         self.gaps: list[tuple[int, int]] = []
+        #: per timed candidate call: (ms its core ran others' work, ms the window lasted)
+        self.shared: list[tuple[float, float]] = []
         self.gpu_busy = False
         #: reference outputs computed ahead (:meth:`_precompute`), by case id, each used once
         self.references: dict[str, dict[str, torch.Tensor]] = {}
@@ -455,6 +457,7 @@ class Supervisor:
             shared.reset_persisting_l2()
             self._wait_quiet()
         cpu_a = self._cpu()
+        core_a = self._core_busy(side.worker)
         watched = self._watched(side.worker)
         waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
         self._sync()
@@ -472,6 +475,7 @@ class Supervisor:
         if self.judge is not None:
             self.waited += self.judge.waited_ms(watched) - waited
         cpu_c = self._cpu()
+        self._shared_core(core_a, cpu_c - cpu_a)
         if side.worker is not self.candidate:
             _poison(side.outputs)  # the baseline's answer never waits in memory for the candidate's call
         if side.worker is self.candidate:
@@ -492,6 +496,7 @@ class Supervisor:
         the worker replays the batch's captured CUDA graph (TimingMethod.graph) instead of calling."""
         worker = sides[0].worker
         cpu_a = self._cpu()
+        core_a = self._core_busy(worker)
         for side, sample in zip(sides, samples, strict=True):
             _poison(side.outputs)
             if worker is not self.null:
@@ -512,6 +517,7 @@ class Supervisor:
         if self.judge is not None:
             self.waited += self.judge.waited_ms(watched) - waited
         cpu_c = self._cpu()
+        self._shared_core(core_a, cpu_c - cpu_a)
         for side in {id(side): side for side in sides}.values():  # the empty call's batch repeats one side
             for name, t in side.outputs.items():
                 side.snapshot[name].copy_(t)
@@ -522,6 +528,24 @@ class Supervisor:
             self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
             self.last_cpu = cpu_c
         return elapsed / len(sides), [side.snapshot for side in sides], error
+
+    def _core_busy(self, worker: Worker) -> tuple[int, float] | None:
+        """Before a call to the candidate on a core of its own: (now in ns, ms its core has run
+        processes so far); None for any other call."""
+        core = self.cores.candidate_core
+        if worker is not self.candidate or self.judge is None or core is None:
+            return None
+        return _ns(), self.judge.busy_ms(core)
+
+    def _shared_core(self, before: tuple[int, float] | None, own_ns: int) -> None:
+        """After a call to the candidate: what else its core ran since ``before`` (:meth:`_core_busy`),
+        its time less the candidate container's own ``own_ns``, goes to ``self.shared`` with the
+        window's length (tasks.harness.interference)."""
+        if before is None or self.judge is None or self.cores.candidate_core is None:
+            return
+        window = (_ns() - before[0]) / 1e6
+        busy = self.judge.busy_ms(self.cores.candidate_core) - before[1]
+        self.shared.append((busy - own_ns / 1e6, window))
 
     def _watched(self, worker: Worker) -> list[str]:
         """The trusted processes whose waits for a CPU during a call to ``worker`` disturb its time: the
@@ -690,7 +714,7 @@ class Supervisor:
                     self.call_batch(sides, drawn, graphed)
         deadline = time.monotonic() + self.cfg.budget_s
         stopped = "max_reps"
-        self.gaps = []  # only the measured calls count
+        self.gaps, self.shared = [], []  # only the measured calls count
         lost = self.judge.lost_ms() if self.judge is not None else {}
 
         for i in range(self.cfg.max_reps):
@@ -748,6 +772,14 @@ class Supervisor:
         timing = _timing(times, self.cfg, batch, stopped, warmup * max(batch, 1), cooled)
         timing.idle_cpu_ms, timing.idle_cpu_share = cpu["idle_cpu_ms"], cpu["idle_cpu_share"]
         timing.early_cpu_ms, timing.early_cpu_share = cpu["early_cpu_ms"], cpu["early_cpu_share"]
+        if self.shared:
+            timing.shared_core_ms = max(0.0, sum(s[0] for s in self.shared))
+            timing.shared_core_share = timing.shared_core_ms / max(sum(s[1] for s in self.shared), 1e-9)
+            print(
+                f"{case.workload}: others' work on the candidate's core during its calls: "
+                f"{timing.shared_core_ms:.0f} ms, {timing.shared_core_share:.1%} of their time",
+                file=sys.stderr,
+            )
         if batch and check["c"]:
             timing.per_call = _timing(check, self.cfg, 0, "per-call check", 0, 0.0)
         return timing, mismatch

@@ -56,3 +56,24 @@ def test_an_idle_process_waits_next_to_nothing() -> None:
 def test_an_iteration_with_the_gpu_slowed_is_disturbed() -> None:
     marks = interference.disturbed([0.0, 0.0, 0.5], [10.0, 10.0, 10.0], 0.1, 0.02, slowed=[0.0, 1.0])
     assert marks == [False, True, True]
+
+
+def test_a_core_running_a_process_is_seen_busy() -> None:
+    """``busy_ms`` counts what a core ran (user and system time, anyone's): this process spinning 300 ms
+    pinned to one core shows there (clock ticks of 10 ms), and the supervisor subtracts the
+    candidate's own share of it to find others' work on the candidate's core."""
+    core = min(os.sched_getaffinity(0))
+    watch = JudgeWatch({}, frozenset())
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {core})
+        start = watch.busy_ms(core)
+        stop = time.monotonic() + 0.3
+        while time.monotonic() < stop:
+            pass
+        busy = watch.busy_ms(core) - start
+    finally:
+        os.sched_setaffinity(0, before)
+        watch.close()
+    assert 250.0 <= busy <= 400.0, busy
+    assert JudgeWatch({}, frozenset()).busy_ms(10**6) == 0.0  # no such core
