@@ -32,8 +32,10 @@ supervisor's PID namespace, where the candidate has no process (it has its own).
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kcoral.tasks.harness.cores import CoreTicks, cpu_ticks
@@ -107,3 +109,24 @@ def disturbed(
     tasks.harness.gpuclock; missing entries: it did not)."""
     marks = [w > max(limit_ms, share * c) for w, c in zip(waits_ms, calls_ms, strict=True)]
     return [m or (i < len(slowed) and slowed[i] > 0) for i, m in enumerate(marks)]
+
+
+def busy_gpu(
+    probe: Callable[[], float],
+    limit_ms: float,
+    rounds: int = 100,
+    per_round: int = 3,
+    pause: Callable[[float], None] = time.sleep,
+) -> float | None:
+    """Wait until the GPU answers as an idle one does: None once the fastest ``probe()`` (ms for one tiny
+    kernel and a device-wide synchronize) so far is under ``limit_ms``, probing ``per_round`` times a
+    round with a 2 ms pause between rounds; after ``rounds`` the fastest probe's ms (another context
+    kept it busy all along)."""
+    fastest = math.inf
+    for _ in range(rounds):
+        for _ in range(per_round):
+            fastest = min(fastest, probe())
+        if fastest < limit_ms:
+            return None
+        pause(0.002)
+    return fastest

@@ -675,6 +675,12 @@ def test_a_candidate_core_shared_with_others_work_leaves_the_workload_unmeasured
     assert "summary" not in busy and report.correct and not report.ok
     quiet = build_report({}, two_timed(), all_pass(t0=const_timing(4.0, 1.0, shared_core_share=limit)))
     assert quiet["inconclusive"] == [] and quiet["workloads"][0]["shared_core_share"] == limit and passed(quiet)
+    # a few of the core's 10 ms clock ticks over a short measurement: not enough to tell
+    few = const_timing(4.0, 1.0, shared_core_ms=report_module.SHARED_CORE_MIN_MS - 10.0, shared_core_share=0.3)
+    short = build_report({}, two_timed(), all_pass(t0=few))
+    assert short["inconclusive"] == [] and passed(short)
+    enough = const_timing(4.0, 1.0, shared_core_ms=report_module.SHARED_CORE_MIN_MS, shared_core_share=0.3)
+    assert build_report({}, two_timed(), all_pass(t0=enough))["inconclusive"]
 
 
 def test_a_report_written_before_the_basis_and_disturbed_fields_still_parses() -> None:
