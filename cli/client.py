@@ -35,6 +35,7 @@ from kcoral.protocol.errors import (
     UsageError,
     from_answer,
 )
+from kcoral.protocol.evaluations import Board, Comparison, History
 from kcoral.protocol.framing import STATUS, FrameReader, Piece
 from kcoral.protocol.jobids import JOB_ID
 from kcoral.protocol.models import (
@@ -286,6 +287,21 @@ class KcoralClient:
         params = {"task": task} if task is not None else {}
         data = self._call("GET", "/v1/calibrations", "calibrations", params=params)
         return _parse_list(CalibrationFloors, data, "calibrations")
+
+    def history(self, task: str, limit: int = 20) -> History:
+        """GET /v1/evaluations: the caller's newest ``limit`` evaluations of ``task``, the best so far marked."""
+        data = self._call("GET", "/v1/evaluations", "history", params={"task": task, "limit": limit})
+        return _parse(History, data, "history")
+
+    def compare(self, a: str, b: str) -> Comparison:
+        """GET /v1/evaluations/compare: evaluation ``b`` against ``a`` (job ids, their starts, or labels)."""
+        return _parse(
+            Comparison, self._call("GET", "/v1/evaluations/compare", "compare", params={"a": a, "b": b}), "compare"
+        )
+
+    def best(self, task: str) -> Board:
+        """GET /v1/evaluations/best: the best so far of each token on ``task`` that the caller may see."""
+        return _parse(Board, self._call("GET", "/v1/evaluations/best", "best", params={"task": task}), "best")
 
     def tasks(self) -> list[dict[str, Any]]:
         """GET /v1/tasks: the evaluation tasks, entries as the server sends them."""

@@ -27,11 +27,12 @@ from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.evaldocs import fetch, load
-from kcoral.cli.runflow import WARN_SEND_BYTES, human_bytes
+from kcoral.cli.runflow import WARN_SEND_BYTES, human_bytes, labelled
 from kcoral.cli.tarball import IGNORE_FILE, build_tarball
 from kcoral.protocol.errors import KcoralError, UsageError
+from kcoral.protocol.evaluations import Board, Comparison, History
 from kcoral.protocol.framing import STDERR
-from kcoral.protocol.models import EvalSpec, IketSpec, JobView, NcuSpec, PythonSpec, SpecBase, Verdict
+from kcoral.protocol.models import DataError, EvalSpec, IketSpec, JobView, NcuSpec, PythonSpec, SpecBase, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt, TaskContract
 
 __all__ = ["Client", "JobResult", "KcoralError"]
@@ -114,12 +115,17 @@ class Client:
         check: bool = False,
         output_dir: str | Path | None = None,
         wait: bool = True,
+        label: str = "",
     ) -> JobResult | JobView:
         """The official evaluation of ``submission`` (a folder with solution.py); ``check``: the
-        public workloads' correctness only, no score."""
+        public workloads' correctness only, no score; ``label``: the candidate's name in the history
+        (default: the folder's name and the start of its files' digest)."""
         if not (Path(submission) / "solution.py").is_file():
             raise UsageError(f"{submission} has no solution.py")
-        spec = EvalSpec(task=task, timeout_s=timeout or 0.0, check=check)
+        try:
+            spec = EvalSpec(task=task, timeout_s=timeout or 0.0, check=check, label=label)
+        except DataError as exc:
+            raise UsageError(f"bad evaluation: {exc}") from None
         return self._submit(spec, submission, output_dir, wait)
 
     def ncu(
@@ -201,6 +207,19 @@ class Client:
     def tasks(self) -> list[dict[str, object]]:
         return self.http.tasks()
 
+    def history(self, task: str, limit: int = 20) -> History:
+        """Your newest ``limit`` evaluations of ``task``, the best so far marked (protocol.evaluations.BEST_RULE)."""
+        return self.http.history(task, limit)
+
+    def compare(self, a: str, b: str) -> Comparison:
+        """Evaluation ``b`` against ``a`` (job ids or labels): per workload the speedups and B against A in
+        the words of a robust comparison, whether the submissions are identical, and their diff."""
+        return self.http.compare(a, b)
+
+    def best(self, task: str) -> Board:
+        """The best so far of each token on ``task`` that you may see (your own at least)."""
+        return self.http.best(task)
+
     def task(self, task_id: str) -> TaskContract:
         """The task's whole contract (shapes, dtypes, tolerances, timing, score, packages, template)."""
         return self.http.task(task_id)
@@ -214,6 +233,7 @@ class Client:
             folder = Path(send) if send is not None else Path(scratch) / "nothing"
             folder.mkdir(exist_ok=True)
             tar = build_tarball(folder, scratch)
+            spec = labelled(spec, folder, tar)
             if tar.content_bytes > WARN_SEND_BYTES:
                 warnings.warn(
                     f"sending {human_bytes(tar.content_bytes)} from {folder}; list what the job does not need in "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from kcoral.protocol.models import JobView
+from kcoral.protocol.models import JobView, Score
 from kcoral.protocol.printable import printable
 
 if TYPE_CHECKING:  # rich is imported by what draws, not by the one-line summaries every job prints
@@ -85,17 +85,25 @@ def summary_line(view: JobView) -> str:
     return line
 
 
+def fmt_score(score: Score | None) -> str:
+    """``1.0123x [1.0011, 1.0234]``: a speedup with its 95% interval; ``-`` for none."""
+    if score is None:
+        return "-"
+    return f"{score.speedup:.4f}x [{score.speedup_lo:.4f}, {score.speedup_hi:.4f}]"
+
+
 def jobs_table(views: list[JobView]) -> Table:
     from rich.table import Table
 
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("ID", "STATE", "CREATED", "RAN", "GPUS", "COMMAND"):
+    for column in ("ID", "STATE", "SCORE (95% INTERVAL)", "CREATED", "RAN", "GPUS", "COMMAND"):
         table.add_column(column, no_wrap=True, overflow="ellipsis")
     for view in sorted(views, key=lambda v: v.times.created, reverse=True):  # newest first, as listed
         gpus = ",".join(str(g.index) for g in view.gpus) or str(view.spec.gpus)
         table.add_row(
             cell(view.id),
             cell(state_text(view)),
+            cell(fmt_score(view.score)),
             cell(fmt_time(view.times.created)),
             cell(fmt_duration(run_time(view))),
             cell(gpus),
@@ -136,6 +144,10 @@ def job_details(view: JobView) -> Table:
     if view.slot:
         rows.append(("slot", view.slot))
     rows.append(("input", f"{view.input_bytes} bytes {view.input_sha256[:12]}".strip()))
+    if view.submission_digest:
+        rows.append(("submission", f"sha256 {view.submission_digest}"))
+    if view.score is not None:
+        rows.append(("score", fmt_score(view.score)))
     rows.append(("log", f"{view.log_bytes} bytes"))
     for out in view.outputs:
         rows.append(("output", f"{out.path} ({out.size} bytes)"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,8 @@ from kcoral.cli.progress import upload_progress
 from kcoral.cli.render import summary_line
 from kcoral.cli.tarball import IGNORE_FILE, Tarball, build_tarball
 from kcoral.protocol.errors import EXIT_INTERRUPTED, EXIT_OK, KcoralError
-from kcoral.protocol.models import JobState, JobView, SpecBase
+from kcoral.protocol.models import EvalSpec, JobState, JobView, SpecBase
+from kcoral.protocol.submission import default_label, tar_digest
 
 CANCEL_WAIT_S = 15.0
 
@@ -66,6 +67,15 @@ def describe_sent(tar: Tarball, folder: Path) -> None:
         )
 
 
+def labelled(spec: SpecBase, folder: Path, tar: Tarball) -> SpecBase:
+    """An evaluation's spec with its label: the one given (``spec`` itself), else a copy labelled with the
+    folder's name and the start of the submission's digest (kcoral.protocol.submission: the digest the
+    server works out of the same tar)."""
+    if not isinstance(spec, EvalSpec) or spec.label:
+        return spec
+    return replace(spec, label=default_label(folder, tar_digest(tar.path)))
+
+
 def human_bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
@@ -88,6 +98,10 @@ class PythonRun:
     def run(self) -> int:
         tar = build_tarball(self.opts.send_dir)
         describe_sent(tar, self.opts.send_dir)
+        spec = labelled(self.opts.spec, self.opts.send_dir, tar)
+        if spec is not self.opts.spec:
+            note(f"kcoral: label {getattr(spec, 'label', '')} (--label NAME names a candidate)")
+        self.opts.spec = spec
         try:
             return self._guarded(lambda: self._submit(tar))
         finally:

@@ -61,6 +61,7 @@ from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.joblog import read_pieces
 from kcoral.runner.services import Services
 from kcoral.runner.store import JobPaths, JobRecord
+from kcoral.runner.submissions import submission_digest
 from kcoral.runner.tarstage import TarStager
 from kcoral.runner.warmup import WarmUp
 
@@ -157,6 +158,8 @@ def _view(svc: Services, job: JobRecord, order: list[str] | None = None) -> JobV
         log_bytes=job.log_bytes,
         times=job.times,
         outputs=list(job.outputs),
+        submission_digest=job.submission_digest,
+        score=job.score,
     )
 
 
@@ -279,6 +282,7 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
             with disk_writes("cannot store the upload"):
                 sha256, size = await _receive(request, paths.tar, limits.upload_bytes, staged)
             await run_in_threadpool(extract_upload, paths.tar, paths.input, limits, staged)
+            submission = await run_in_threadpool(submission_digest, job.spec, paths.tar)
         except ClientDisconnect:  # nobody reads an answer: the job and its partial file go, quietly
             svc.store.delete(job_id)
             raise BadRequest("the upload was cut off before its end") from None
@@ -291,7 +295,7 @@ async def upload_input(job_id: str, request: Request, who: str = Depends(owner))
             raise
         finally:
             remove_tree(paths.staging)  # what was staged and not moved into place
-        if not svc.store.mark_queued(job_id, sha256, size):
+        if not svc.store.mark_queued(job_id, sha256, size, submission):
             remove_tree(paths.input)
             raise Conflict(f"job {job_id} was cancelled while its input was received")
     svc.scheduler.wake()

@@ -23,6 +23,8 @@ from kcoral.protocol.errors import KcoralError, error_body
 from kcoral.runner.api import owner, router
 from kcoral.runner.bodylimit import BodyLimit
 from kcoral.runner.connections import guarded_protocol
+from kcoral.runner.evaluations import backfill
+from kcoral.runner.evaluations_api import router as evaluations_router
 from kcoral.runner.services import Services
 from kcoral.runner.settings import Settings
 from kcoral.runner.warmup import submit_warm_ups
@@ -51,6 +53,8 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
                 settings.data_dir.resolve(),
             )
         svc.bytecode.start()
+        # evaluations finished before the store kept their digests and scores get them, off the start's path
+        threading.Thread(target=backfill, args=(svc.store,), name="kcoral-backfill", daemon=True).start()
         svc.scheduler.start()
         svc.warm_ups = submit_warm_ups(svc, settings.warm_up, settings.calibrate)
         yield
@@ -70,6 +74,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     app.state.services = svc
     app.add_middleware(BodyLimit)  # every body bounded before a route reads it (runner.bodylimit)
     app.include_router(router)
+    app.include_router(evaluations_router)
     from kcoral.runner import web
 
     app.include_router(web.router)

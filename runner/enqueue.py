@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from kcoral.protocol.models import SpecBase
 from kcoral.runner.archive import extract_upload
 from kcoral.runner.store import JobPaths
+from kcoral.runner.submissions import submission_digest
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
@@ -31,9 +32,10 @@ def queue_with_input(
     try:
         write_input(paths)
         extract_upload(paths.tar, paths.input, svc.settings.limits)
+        submission = submission_digest(spec, paths.tar)
     except BaseException:
         svc.store.delete(job.id)
         raise
-    svc.store.mark_queued(job.id, sha256, size)
+    svc.store.mark_queued(job.id, sha256, size, submission)
     svc.scheduler.wake()
     return job.id

@@ -24,6 +24,10 @@
 | cpus                | cores | 0 (all) | the job is throttled                                      |
 | gpu_memory_slack_mib| MiB   | 64      | GPU memory left in use above the lease-time baseline after |
 |                     |       |         | a job, beyond this: the GPU is drained                    |
+| source_file_bytes   | bytes | 256 KiB | an evaluation's source as shown and diffed (compare, its  |
+| source_bytes        | bytes | 1 MiB   | page): a file over source_file_bytes, or past source_bytes|
+| source_files        | count | 200     | or source_files in all, is named as left out, not shown   |
+| diff_bytes          | bytes | 256 KiB | two submissions' unified diff is cut here (``truncated``) |
 
 An evaluation's timing method (:class:`kcoral.tasks.harness.schema.TimingMethod`, whose defaults these
 are; a task's manifest ``timing`` may set any of
@@ -130,6 +134,10 @@ class Limits:
     argv_bytes: int = 64 * KiB
     cpus: float = 0.0
     gpu_memory_slack_mib: int = 64
+    source_file_bytes: int = 256 * KiB
+    source_bytes: int = 1 * MiB
+    source_files: int = 200
+    diff_bytes: int = 256 * KiB
     #: seconds between checks of the output directory while a job runs
     output_poll_s: float = 0.25
     eval_timing: TimingMethod = TimingMethod()

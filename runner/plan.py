@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kcoral.protocol.jobenv import INPUT_MOUNT
-from kcoral.protocol.models import ImageInfo, OutputFile, StepTimes, Verdict
+from kcoral.protocol.models import ImageInfo, OutputFile, Score, StepTimes, Verdict
 from kcoral.runner.leases import Lease
 from kcoral.runner.limits import Limits
 from kcoral.runner.settings import JOB_UID, Settings
@@ -91,6 +91,8 @@ class Finished:
     reason: str = ""
     documents: dict[str, dict[str, Any]] = field(default_factory=dict)
     log_lines: list[str] = field(default_factory=list)
+    #: a timed evaluation's score (report.json's summary), kept with the job for its history
+    score: Score | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,8 @@ class RunResult:
     outputs: list[OutputFile] = field(default_factory=list)
     #: when each container ran
     steps: list[StepTimes] = field(default_factory=list)
+    #: a timed evaluation's score (Finished.score), when its documents were kept
+    score: Score | None = None
 
 
 @dataclass(frozen=True)

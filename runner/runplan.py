@@ -143,7 +143,8 @@ def _record(
                 remove_tree(folder)
     reason = "; ".join(x for x in (finished.reason, *notes) if x)
     log_bytes = paths.log.stat().st_size if paths.log.exists() else 0
-    return RunResult(finished.verdict, finished.exit_code, reason, log_bytes, outputs), kept
+    score = finished.score if finished.verdict is not Verdict.infrastructure_error else None
+    return RunResult(finished.verdict, finished.exit_code, reason, log_bytes, outputs, score=score), kept
 
 
 def _keep_outputs(

@@ -360,7 +360,14 @@ class Scheduler:
         """Store how the job ended; when the store cannot (a full disk), keep it and retry from the loop."""
         try:
             self.store.finish(
-                job_id, result.verdict, result.exit_code, result.reason, result.outputs, result.log_bytes, result.steps
+                job_id,
+                result.verdict,
+                result.exit_code,
+                result.reason,
+                result.outputs,
+                result.log_bytes,
+                result.steps,
+                result.score,
             )
             log.info("job %s finished: %s %s", job_id, result.verdict, result.exit_code, extra={"job": job_id})
         except KcoralError as exc:

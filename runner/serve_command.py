@@ -36,6 +36,7 @@ def serve(
     warm_up: opts.WarmUp = [],  # noqa: B006
     calibrate: opts.Calibrate = 0,
     metrics_public: opts.MetricsPublic = False,
+    public_board: opts.PublicBoard = False,
     ray: opts.Ray = "",
 ) -> None:
     """Run the kcoral job server."""
@@ -68,6 +69,7 @@ def serve(
         calibrate=calibrate,
         ray_address=ray,
         metrics_public=metrics_public,
+        public_board=public_board,
     )
     exposed = settings.exposed_secrets()
     if exposed:

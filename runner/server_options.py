@@ -91,6 +91,15 @@ MetricsPublic = Annotated[
         help="serve /metrics (Prometheus) without a token; with a tokens file it wants one otherwise",
     ),
 ]
+PublicBoard = Annotated[
+    bool,
+    typer.Option(
+        "--public-board/--no-public-board",
+        envvar="KCORAL_PUBLIC_BOARD",
+        help="each task's board (kcoral best, /ui/tasks/TASK) shows a token the other tokens' best scores "
+        "too, ranked and anonymised; without it a token sees its own alone (an operator sees every token's)",
+    ),
+]
 Ray = Annotated[
     str, _option("ray", "a Ray cluster's address: run jobs on its hosts' agents (`kcoral agent`), not here")
 ]

@@ -63,6 +63,8 @@ class Settings:
     calibrate: int = 0
     #: /metrics without a token (with a tokens file it wants one otherwise)
     metrics_public: bool = False
+    #: each task's board shows a token the other tokens' best evaluations too, anonymised (runner.evaluations)
+    public_board: bool = False
     #: a Ray cluster's address: jobs run on its hosts' agents (runner.cluster), not on this server
     ray_address: str = ""
 

@@ -29,6 +29,7 @@ from kcoral.protocol.models import (
     JobState,
     JobTimes,
     OutputFile,
+    Score,
     SpecBase,
     StepTimes,
     Verdict,
@@ -113,6 +114,21 @@ CREATE INDEX IF NOT EXISTS calibrations_key ON calibrations(slot, task, task_sha
 ALTER TABLE calibrations ADD COLUMN speedup_lo REAL;
 ALTER TABLE calibrations ADD COLUMN speedup_hi REAL;
 """,
+    # 7: evaluations as candidates (runner.evaluations): the submission's digest and the score with its
+    # interval; a task's evaluations found by an index, not a scan (earlier rows: runner.evaluations.backfill)
+    """
+ALTER TABLE jobs ADD COLUMN submission_digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN speedup REAL;
+ALTER TABLE jobs ADD COLUMN speedup_lo REAL;
+ALTER TABLE jobs ADD COLUMN speedup_hi REAL;
+CREATE INDEX IF NOT EXISTS jobs_task ON jobs(json_extract(spec, '$.task'), seq);
+""",
+)
+
+#: a task's evaluations that candidates made (no A/A request's: the server's template), by task
+_EVALUATIONS = (
+    "json_extract(spec, '$.task') = ? AND json_extract(spec, '$.kind') = 'eval' "
+    "AND NOT COALESCE(json_extract(spec, '$.calibration'), 0)"
 )
 
 
@@ -169,6 +185,10 @@ class JobRecord:
     input_bytes: int = 0
     log_bytes: int = 0
     outputs: tuple[OutputFile, ...] = ()
+    #: an evaluation's: sha256 over the files received, whatever their order (kcoral.protocol.submission)
+    submission_digest: str = ""
+    #: a timed evaluation's, once it has one
+    score: Score | None = None
 
 
 @dataclass(frozen=True)
@@ -321,12 +341,13 @@ class JobStore:
             raise
         return self.get(job_id)
 
-    def mark_queued(self, job_id: str, sha256: str, size: int) -> bool:
+    def mark_queued(self, job_id: str, sha256: str, size: int, submission_digest: str = "") -> bool:
         """Queue a job that got its input, if it is still ``created`` (not cancelled meanwhile)."""
         with self._tx() as db:
             cur = db.execute(
-                "UPDATE jobs SET state=?, input_sha256=?, input_bytes=?, queued=? WHERE id=? AND state=?",
-                (JobState.queued, sha256, size, time.time(), job_id, JobState.created),
+                "UPDATE jobs SET state=?, input_sha256=?, input_bytes=?, submission_digest=?, queued=? "
+                "WHERE id=? AND state=?",
+                (JobState.queued, sha256, size, submission_digest, time.time(), job_id, JobState.created),
             )
             queued = cur.rowcount == 1
         self.changes.changed(job_id)
@@ -353,10 +374,13 @@ class JobStore:
         outputs: list[OutputFile] | None = None,
         log_bytes: int | None = None,
         steps: list[StepTimes] | None = None,
+        score: Score | None = None,
     ) -> None:
         fields: dict[str, object] = dict(
             state=JobState.finished, verdict=verdict, exit_code=exit_code, reason=reason, finished=time.time()
         )
+        if score is not None:
+            fields.update(speedup=score.speedup, speedup_lo=score.speedup_lo, speedup_hi=score.speedup_hi)
         if steps:
             fields["steps"] = json.dumps(to_data(steps))
         if outputs is not None:
@@ -403,6 +427,14 @@ class JobStore:
                 ],
             )
 
+    def set_evaluation_facts(self, job_id: str, submission_digest: str, score: Score | None) -> None:
+        """What an evaluation finished before the store kept them has: its digest and score, worked out
+        later from its files (runner.evaluations.backfill)."""
+        scores = (score.speedup, score.speedup_lo, score.speedup_hi) if score is not None else (None, None, None)
+        self._update(
+            job_id, submission_digest=submission_digest, speedup=scores[0], speedup_lo=scores[1], speedup_hi=scores[2]
+        )
+
     def delete(self, job_id: str) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM jobs WHERE id=?", (job_id,))
@@ -438,6 +470,47 @@ class JobStore:
             args.append(before)
         clause = f"WHERE {' AND '.join(where)} " if where else ""
         return self._select(f"{clause}ORDER BY seq DESC LIMIT ?", (*args, limit))
+
+    def evaluations(self, task: str, owner: str, limit: int = -1) -> builtins.list[JobRecord]:
+        """``owner``'s evaluations of ``task`` (no A/A request: the server's template), newest first, at
+        most ``limit`` (-1: all)."""
+        return self._select(f"WHERE {_EVALUATIONS} AND owner = ? ORDER BY seq DESC LIMIT ?", (task, owner, limit))
+
+    def count_evaluations(self, task: str, owner: str) -> int:
+        """How many evaluations of ``task`` ``owner`` made (as :meth:`evaluations` lists them)."""
+        return int(self._rows(f"SELECT COUNT(*) FROM jobs WHERE {_EVALUATIONS} AND owner = ?", (task, owner))[0][0])
+
+    def scored_evaluations(self, task: str, owner: str | None = None) -> builtins.list[JobRecord]:
+        """The evaluations of ``task`` (of ``owner``; None: everyone's) that passed with a score: those a
+        best is chosen from (runner.evaluations.best_per_owner), oldest first."""
+        where, args = f"{_EVALUATIONS} AND verdict = 'ok' AND speedup IS NOT NULL", [task]
+        if owner is not None:
+            where += " AND owner = ?"
+            args.append(owner)
+        return self._select(f"WHERE {where} ORDER BY seq", tuple(args))
+
+    def find_evaluations(self, owner: str | None, label: str = "", id_piece: str = "") -> builtins.list[JobRecord]:
+        """The evaluations (of ``owner``; None: anyone's) named ``label``, or whose id or id's random
+        last part starts with ``id_piece`` (hex digits and '-' only), newest first, at most 50."""
+        where, args = "json_extract(spec, '$.kind') = 'eval'", []
+        if label:
+            where += " AND json_extract(spec, '$.label') = ?"
+            args.append(label)
+        if id_piece:
+            where += " AND (substr(id, 1, length(?)) = ? OR substr(id, 17, length(?)) = ?)"
+            args += [id_piece] * 4
+        if owner is not None:
+            where += " AND owner = ?"
+            args.append(owner)
+        return self._select(f"WHERE {where} ORDER BY seq DESC LIMIT 50", tuple(args))
+
+    def unscored_evaluations(self) -> builtins.list[JobRecord]:
+        """Finished evaluations without a submission digest: those finished before the store kept one."""
+        return self._select(
+            "WHERE json_extract(spec, '$.kind') = 'eval' AND state = 'finished' AND submission_digest = '' "
+            "AND input_sha256 != '' ORDER BY seq",
+            (),
+        )
 
     def in_state(self, state: JobState) -> builtins.list[JobRecord]:
         return self._select("WHERE state=? ORDER BY seq", (state,))
@@ -540,4 +613,12 @@ def _to_record(row: sqlite3.Row) -> JobRecord:
             steps=[StepTimes(**t) for t in json.loads(row["steps"])],
         ),
         outputs=tuple(OutputFile(**o) for o in json.loads(row["outputs"])),
+        submission_digest=row["submission_digest"],
+        score=_score(row),
     )
+
+
+def _score(row: sqlite3.Row) -> Score | None:
+    if row["speedup"] is None or row["speedup_lo"] is None or row["speedup_hi"] is None:
+        return None
+    return Score(speedup=row["speedup"], speedup_lo=row["speedup_lo"], speedup_hi=row["speedup_hi"])

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from kcoral.protocol.models import Score
 from kcoral.tasks.harness.schema import Outcome
 
 
@@ -127,6 +128,15 @@ class EvalReport(Document):
     def ok(self) -> bool:
         """The evaluation passed: the holdout (a check has none), every workload, and no flag."""
         return self.correct and not self.inconclusive
+
+    @property
+    def score(self) -> Score | None:
+        """The summary as the job's score (kept with it for its history); None without one (a check,
+        an evaluation that did not time every workload)."""
+        s = self.summary
+        if s is None or self.check:
+            return None
+        return Score(speedup=s.speedup, speedup_lo=s.speedup_lo, speedup_hi=s.speedup_hi)
 
     @property
     def correct(self) -> bool:

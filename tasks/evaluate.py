@@ -377,6 +377,7 @@ class _Evaluation:
             reason,
             documents={EvalReport.FILE: report.document(), Receipt.FILE: receipt.document()},
             log_lines=report.lines,
+            score=report.score,
         )
 
 

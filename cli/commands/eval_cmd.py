@@ -85,6 +85,8 @@ class EvalRun(PythonRun):
                 "job_exit_code": view.exit_code,  # the container's
                 "reason": view.reason,
                 "image": view.image.digest if view.image is not None else None,
+                "label": getattr(view.spec, "label", ""),
+                "submission_digest": view.submission_digest,
                 "output_dir": str(output_dir) if output_dir is not None else None,
             }
         )
@@ -96,10 +98,19 @@ class EvalRun(PythonRun):
         return doc
 
 
-def build_eval_spec(task: str, timeout: float | None, check: bool = False, gpu_type: str = "any") -> EvalSpec:
+def build_eval_spec(
+    task: str, timeout: float | None, check: bool = False, gpu_type: str = "any", label: str = ""
+) -> EvalSpec:
     if not task.strip():
         raise UsageError("say which task: kcoral tasks lists them")
-    fields = {"kind": "eval", "task": task, "timeout_s": timeout or 0.0, "check": check, "gpu_type": gpu_type}
+    fields = {
+        "kind": "eval",
+        "task": task,
+        "timeout_s": timeout or 0.0,
+        "check": check,
+        "gpu_type": gpu_type,
+        "label": label,
+    }
     spec = job_spec(fields, None, None)
     assert isinstance(spec, EvalSpec)
     return spec
@@ -133,6 +144,16 @@ def evaluate(
         ),
     ] = False,
     gpu_type: GpuTypeOption = "any",
+    label: Annotated[
+        str,
+        typer.Option(
+            "--label",
+            "-l",
+            help="the candidate's name in kcoral history, compare and best [default: the folder's name and "
+            "the start of its files' digest, e.g. softmax_v2-1a2b3c4d]",
+            show_default=False,
+        ),
+    ] = "",
     detach: Annotated[bool, typer.Option("--detach", "-d", help="exit after the upload; print the job id")] = False,
     json: JsonOption = False,
     remote: RemoteOption = None,
@@ -149,7 +170,7 @@ def evaluate(
         raise UsageError(f"{submission}: not a directory")
     if not (submission / SOLUTION_FILE).is_file():
         raise UsageError(f"{submission} has no {SOLUTION_FILE}: the submission must define it")
-    spec = build_eval_spec(task, timeout, check, gpu_type)
+    spec = build_eval_spec(task, timeout, check, gpu_type, label)
     options = RunOptions(spec=spec, send_dir=submission, output_dir=output_dir, json=json, detach=detach)
     with connect(remote, token) as client:
         code = EvalRun(client, options).run()

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Literal, TypeVar, Union
 
+from kcoral.protocol.printable import is_control
+
 _T = TypeVar("_T")
 
 
@@ -144,6 +146,8 @@ class PythonSpec(SpecBase):
 
 #: the cores a timed evaluation needs: the judge's and the candidate's kept apart (tasks.harness.cores)
 EVAL_CORES = 2
+#: the most characters of an evaluation's label
+LABEL_CHARS = 100
 
 
 @dataclass(kw_only=True)
@@ -162,11 +166,22 @@ class EvalSpec(SpecBase):
     #: an A/A request (tasks.calibration): the task's template as the candidate. Set by the server
     #: alone (POST /v1/calibrations, a warm-up); a client's spec with it is refused
     calibration: bool = False
+    #: the candidate's name in the history (``kcoral eval --label``; the CLI's default: the submission
+    #: folder's name and the start of its digest, kcoral.protocol.submission.default_label)
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.label) > LABEL_CHARS:
+            raise DataError("label", f"must be at most {LABEL_CHARS} characters")
+        if any(is_control(c) for c in self.label):
+            raise DataError("label", "must hold no control characters (tabs, newlines, escapes)")
 
     def title(self) -> str:
         if self.calibration:
             return f"calibrate {self.task}"
-        return f"eval {'--check ' if self.check else ''}{self.task}"
+        label = f" --label {shlex.quote(self.label)}" if self.label else ""
+        return f"eval {'--check ' if self.check else ''}{self.task}{label}"
 
     def cores(self) -> int:
         """A timed evaluation keeps the candidate off the judge's cores (tasks.harness.cores); a check
@@ -286,6 +301,16 @@ class JobTimes:
 
 
 @dataclass(kw_only=True)
+class Score:
+    """An evaluation's score: the geometric mean of its timed workloads' speedups over the baseline
+    (report.json's ``summary``), with its 95% interval."""
+
+    speedup: float
+    speedup_lo: float
+    speedup_hi: float
+
+
+@dataclass(kw_only=True)
 class JobView:
     """A job as the API shows it (GET /v1/jobs/{id}): what its owner may see. The server keeps its
     own record (runner.store.JobRecord); environment values never come back, only their names."""
@@ -310,6 +335,11 @@ class JobView:
     log_bytes: int = 0
     times: JobTimes
     outputs: list[OutputFile] = field(default_factory=list)
+    #: an evaluation's submission: sha256 over the files the server received, whatever their order
+    #: (kcoral.protocol.submission; input_sha256 is the tar's own, as sent); "" for other jobs
+    submission_digest: str = ""
+    #: a timed evaluation's score, once it has one
+    score: Score | None = None
 
 
 #: the most A/A requests one POST /v1/calibrations asks for

@@ -1,6 +1,7 @@
 """The web page ``kcoral serve`` serves at ``/ui``: jobs (a live list, each job's live log, outputs,
-receipt and image), evaluations (the per-workload table, the timing samples as a plot, telemetry, two
-side by side) and the host (GPUs, leases, drains, the queue per token, images, profilers).
+receipt and image), evaluations (the per-workload table, the timing samples as a plot, telemetry, the
+submission's source; two compared, runner.web.candidates), each task's board of best evaluations and
+the host (GPUs, leases, drains, the queue per token, images, profilers).
 
 Server-rendered Jinja2 templates (autoescaped: every job-chosen text is escaped), htmx for the live
 parts and uPlot for the sample plot, both vendored in ``static/`` (no build step). Auth: the login
@@ -34,8 +35,10 @@ from kcoral.protocol.errors import BadRequest, NotFound, Unauthorized
 from kcoral.protocol.models import JobState
 from kcoral.protocol.printable import printable
 from kcoral.runner.archive import safe_output_path
+from kcoral.runner.evaluations import board, known_task
 from kcoral.runner.jobfs import read_file
 from kcoral.runner.store import JobRecord
+from kcoral.runner.web import candidates
 
 HERE = Path(__file__).resolve().parent
 COOKIE = "kcoral_token"
@@ -50,6 +53,8 @@ KINDS = ("python", "eval", "ncu", "iket")
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+#: ``{{ text|printable }}``: text a job or a submission chose, its control characters escaped
+templates.filters["printable"] = printable
 static = StaticFiles(directory=HERE / "static")
 #: the CSRF tokens' key: a new one per process (a page from before a restart is refused once)
 _CSRF_KEY = secrets.token_bytes(32)
@@ -250,10 +255,11 @@ def _row(session: _Session, job: JobRecord, task: str) -> dict[str, Any]:
     times = job.times
     ran = (times.finished or time.time()) - times.started if times.started else None
     summary = _summary(session, job) if task else {}
+    label = getattr(job.spec, "label", "")
     return {
         "job": job,
         "kind": job.spec.kind.value,
-        "what": task or " ".join(job.spec.words())[:120],
+        "what": f"{task} ({printable(label)})" if task and label else task or " ".join(job.spec.words())[:120],
         "outcome": job.verdict.value if job.verdict else job.state.value,
         "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(times.created)),
         "ran": f"{ran:.1f} s" if ran is not None else "",
@@ -278,6 +284,8 @@ def job_page(request: Request, job_id: str) -> Response:
         plot=json.dumps(_plot_series(receipt)),
         row=_row(session, job, getattr(job.spec, "task", "") or ""),
         pictures=[o.path for o in job.outputs if o.path.endswith(".png")],
+        source=candidates.source_view(session.svc, job),
+        links=candidates.compare_links(session.svc, job),
     )
 
 
@@ -406,15 +414,38 @@ def _plot_series(receipt: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
 
 
 @router.get("/compare")
-def compare(request: Request, a: str = Query(...), b: str = Query(...)) -> Response:
+def compare(request: Request, a: str = Query(..., max_length=200), b: str = Query(..., max_length=200)) -> Response:
+    """Evaluation B against evaluation A (ids, their starts, or labels): runner.comparison's view."""
     session = _session(request)
     if session is None:
         return _login_needed()
-    sides = []
-    for job_id in (a, b):
-        job = session.job(job_id)
-        sides.append({"job": job, "report": _report(session, job)})
-    return _page("compare.html", session, sides=sides)
+    owner = None if session.operator else session.owner
+    return _page("compare.html", session, **candidates.compare_values(session.svc, a, b, owner))
+
+
+@router.get("/tasks")
+def tasks_page(request: Request) -> Response:
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+
+    session = _session(request)
+    if session is None:
+        return _login_needed()
+    found = all_tasks(session.svc.settings.tasks_dir or DEFAULT_TASKS_DIR)
+    return _page("tasks.html", session, tasks=[t.public() for t in found])
+
+
+@router.get("/tasks/{task_id:path}")
+def task_board(request: Request, task_id: str) -> Response:
+    """The task's board: the best verified evaluation of each token this session may see."""
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR
+
+    session = _session(request)
+    if session is None:
+        return _login_needed()
+    svc, task_id = session.svc, task_id[:200]
+    known_task(svc.store, svc.settings.tasks_dir or DEFAULT_TASKS_DIR, task_id, session.owner)
+    found = board(svc.store, task_id, session.owner, session.operator, svc.settings.public_board)
+    return _page("board.html", session, board=found)
 
 
 # --- the host -----------------------------------------------------------------------------------

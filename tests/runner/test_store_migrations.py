@@ -3,15 +3,21 @@ keeps its jobs and gets the current schema version; one made by a newer kcoral i
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from kcoral.protocol.errors import InfrastructureError
-from kcoral.protocol.models import EvalSpec, NcuSpec, PythonSpec
+from kcoral.protocol.models import EvalSpec, NcuSpec, PythonSpec, Verdict
+from kcoral.protocol.submission import tar_digest
+from kcoral.runner.evaluations import backfill, history
 from kcoral.runner.store import MIGRATIONS, JobStore
 from kcoral.tasks.calibration import AaRun
+from tests.conftest import make_tar
+from tests.tasks.test_documents import REPORT
 
 #: the schema kcoral 0.1 created (no user_version), copied from runner/store.py as it stood then
 V0_SCHEMA = """
@@ -137,7 +143,7 @@ def test_version_4_gains_the_calibrations_table(tmp_path: Path) -> None:
     finally:
         store.close()
     db = sqlite3.connect(tmp_path / "kcoral.sqlite3")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 6
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "calibrations_key" in indexes
 
@@ -159,5 +165,47 @@ def test_version_5_calibrations_are_kept_without_their_own_intervals(tmp_path: P
         new = AaRun("standard", "j2", 6.0, 1.0, 2.0, 2.0, 0.99, 1.02)
         store.add_calibration("s", "t", "h", [new])
         assert store.calibration_runs("s", "t", "h") == [new, AaRun("standard", "j1", 5.0, 0.95, 2.0, 2.1)]
+    finally:
+        store.close()
+
+
+def test_version_6_evaluations_read_back_and_get_their_digest_and_score(tmp_path: Path) -> None:
+    """Migration 7: evaluations finished before the store kept their submission digest and score read
+    back in a history (no label: their specs had none), and get both from the files kept with them
+    (runner.evaluations.backfill: the input tar, report.json); one without its files keeps none."""
+    make_v0(tmp_path)
+    db = sqlite3.connect(tmp_path / "kcoral.sqlite3", isolation_level=None)
+    for number in range(6):
+        db.executescript(f"BEGIN; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
+    spec = '{"kind": "eval", "task": "demo/softmax", "image": null, "timeout_s": 300.0, "gpus": 1, "check": false}'
+    report = json.dumps({**REPORT, "passed": 2}).encode()
+    outputs = json.dumps([{"path": "report.json", "size": len(report), "sha256": hashlib.sha256(report).hexdigest()}])
+    for job_id, at in (("20261130-000001-aaaaaaa1", 3.0), ("20261130-000002-aaaaaaa2", 4.0)):
+        db.execute(
+            "INSERT INTO jobs (id, owner, state, spec, verdict, exit_code, input_sha256, input_bytes, outputs, "
+            "created, queued, started, finished) VALUES (?, 'local', 'finished', ?, 'ok', 0, 'ab', 10, ?, ?, ?, ?, ?)",
+            (job_id, spec, outputs, at, at, at, at),
+        )
+    db.close()
+    kept = tmp_path / "jobs" / "20261130-000001-aaaaaaa1"
+    (kept / "outputs").mkdir(parents=True)
+    (kept / "outputs" / "report.json").write_bytes(report)
+    (kept / "input.tar").write_bytes(make_tar({"solution.py": "def setup(data): ...\n"}))
+    store = JobStore(tmp_path)
+    try:
+        old = history(store, "local", "demo/softmax", 10)
+        assert [(e.id, e.label, e.submission_digest, e.score) for e in old.evaluations] == [
+            ("20261130-000002-aaaaaaa2", "", "", None),
+            ("20261130-000001-aaaaaaa1", "", "", None),
+        ]
+        assert old.best is None and old.evaluations[0].verdict is Verdict.ok
+        assert backfill(store) == 2
+        new = history(store, "local", "demo/softmax", 10)
+        gone, whole = new.evaluations
+        assert (gone.submission_digest, gone.score) == ("", None)  # its files are not kept
+        assert whole.submission_digest == tar_digest(kept / "input.tar") and whole.score is not None
+        assert (whole.score.speedup, whole.score.speedup_lo, whole.score.speedup_hi) == (2.0, 1.9, 2.1)
+        assert new.best is not None and new.best.id == whole.id and whole.best
+        assert backfill(store) == 1  # the one without its files is looked at again; the other is done
     finally:
         store.close()

@@ -121,12 +121,17 @@ def test_an_evaluation_shows_its_workloads_and_its_samples_plot(server_factory: 
     assert len(rows) >= 5 and "speedup" in browser.find_element(By.ID, "score").text
     until(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "#plots .plot canvas"))  # uPlot drew
     assert browser.find_element(By.ID, "receipt").text.count("sha256") >= 1
+    assert "def setup" in browser.find_element(By.ID, "source").text  # the submission's source
     shot(browser, "evaluation")
     browser.execute_script("document.getElementById('plots').scrollIntoView()")
     shot(browser, "evaluation-samples")
     browser.get(f"{srv.url}/ui/compare?a={job_id}&b={job_id}")
     assert len(browser.find_elements(By.CSS_SELECTOR, ".side")) == 2
+    assert "identical submissions" in browser.find_element(By.ID, "identical").text
     shot(browser, "compare")
+    browser.get(f"{srv.url}/ui/tasks/demo/softmax")  # the task's board: this evaluation is the best
+    assert job_id in browser.find_element(By.CSS_SELECTOR, '#board tr[data-rank="1"]').text
+    shot(browser, "board")
     browser.get(f"{srv.url}/ui/host")
     assert "cpu0" in browser.find_element(By.ID, "slots").text
     assert "kcoral-job:cpu" in browser.find_element(By.ID, "images").text
