@@ -61,6 +61,9 @@ class WorkloadRow(Document):
     idle_cpu_share: float | None = None
     early_cpu_ms: float | None = None
     early_cpu_share: float | None = None
+    #: others' work on the candidate's core while its calls ran: the share of those calls' time
+    #: (tasks.harness.interference; over tasks.report.SHARED_CORE_LIMIT the workload is not scored)
+    shared_core_share: float | None = None
     #: the interval of this request alone, before the slot's noise floor widened it
     speedup_within: list[float] | None = None
     #: the slot's A/A calibration folded in (tasks.calibration.NoiseFloor.document()); None: none

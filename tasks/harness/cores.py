@@ -35,12 +35,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 #: shares of time lost to the host that differ by less than this rank the same (see the docstring)
 NOISE_STEP = 0.005
 #: where irq, softirq and steal are among /proc/stat's counters after "cpuN" (user nice system idle
-#: iowait irq softirq steal ...: iowait is idle time, not taken from anyone)
-_IRQ, _SOFTIRQ, _STEAL = 5, 6, 7
+#: iowait irq softirq steal ...: iowait is idle time, not taken from anyone); user, nice and system are
+#: the time the core ran processes (a guest's time is inside user)
+_USER, _NICE, _SYSTEM, _IRQ, _SOFTIRQ, _STEAL = 0, 1, 2, 5, 6, 7
+
+
+class CoreTicks(NamedTuple):
+    """One core's clock ticks since boot (/proc/stat)."""
+
+    #: taken by interrupts, softirqs and steal
+    lost: int
+    #: running processes, any process (user, nice, system)
+    busy: int
+    #: in all
+    total: int
 
 
 @dataclass(frozen=True)
@@ -75,9 +88,8 @@ class CoreLayout:
         return f"{self.supervisor}:{self.workers}:{self.candidate_core}"
 
 
-def cpu_ticks(stat: str) -> dict[int, tuple[int, int]]:
-    """Per core, from the text of /proc/stat: (clock ticks taken by interrupts, softirqs and steal,
-    clock ticks in all), each a counter since boot."""
+def cpu_ticks(stat: str) -> dict[int, CoreTicks]:
+    """Per core, its clock ticks from the text of /proc/stat, each a counter since boot."""
     out = {}
     for line in stat.splitlines():
         fields = line.split()
@@ -88,14 +100,15 @@ def cpu_ticks(stat: str) -> dict[int, tuple[int, int]]:
         except ValueError:
             continue
         if len(ticks) == 8:
-            out[core] = (ticks[_IRQ] + ticks[_SOFTIRQ] + ticks[_STEAL], sum(ticks))
+            lost = ticks[_IRQ] + ticks[_SOFTIRQ] + ticks[_STEAL]
+            out[core] = CoreTicks(lost, ticks[_USER] + ticks[_NICE] + ticks[_SYSTEM], sum(ticks))
     return out
 
 
 def lost_shares(stat: str) -> dict[int, float]:
     """Per core, the share of its time since boot taken by interrupts, softirqs and steal, from the
     text of /proc/stat (a core with no time yet is left out)."""
-    return {core: lost / total for core, (lost, total) in cpu_ticks(stat).items() if total > 0}
+    return {core: t.lost / t.total for core, t in cpu_ticks(stat).items() if t.total > 0}
 
 
 def split(cores: Sequence[int], lost: Mapping[int, float] | None = None) -> CoreLayout:

@@ -17,6 +17,7 @@ to learn when the supervisor reads it.
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
 
 MOUNT = Path("/kcoral-cgroups")
@@ -51,3 +52,46 @@ def for_leaf(leaf: str, version: str, mount: Path = MOUNT) -> CpuWatch:
     if version == "1":
         return CpuWatch(mount / leaf / "cpuacct.usage", 1, "ns")
     raise ValueError(f"no cgroup v{version} CPU accounting")
+
+
+def outside_calls(gaps: list[tuple[int, int]], baseline_ms: float) -> dict[str, float]:
+    """The candidate's CPU use outside its calls over a case's timed calls, from ``gaps`` (per call, ns
+    it used since its previous call, and while its inputs were being written before it began): the
+    median of each in ms, and each total as a share of ``baseline_ms``, the baseline's total call
+    time (load that would slow the baseline's calls)."""
+    between = [g[0] / 1e6 for g in gaps]
+    early = [g[1] / 1e6 for g in gaps]
+    total = max(baseline_ms, 1e-9)
+    return {
+        "idle_cpu_ms": statistics.median(between) if between else 0.0,
+        "idle_cpu_share": sum(between) / total,
+        "early_cpu_ms": statistics.median(early) if early else 0.0,
+        "early_cpu_share": sum(early) / total,
+    }
+
+
+def outside_flags(name: str, figures: dict[str, float], limit_ms: float, share: float) -> list[str]:
+    """What :func:`outside_calls`'s ``figures`` for workload ``name`` flag: a median above ``limit_ms``
+    or a total above ``share`` of the baseline's time, between calls or before them."""
+    flags = []
+    if figures["idle_cpu_ms"] > limit_ms or figures["idle_cpu_share"] > share:
+        flags.append(
+            f"{name}: the candidate's processes used CPU between its calls (median {figures['idle_cpu_ms']:.3f} ms "
+            f"per gap, {figures['idle_cpu_share']:.1%} of the baseline's time; limits {limit_ms} ms, {share:.0%}): "
+            "work outside its timed calls"
+        )
+    if figures["early_cpu_ms"] > limit_ms or figures["early_cpu_share"] > share:
+        flags.append(
+            f"{name}: the candidate's processes used CPU while their inputs were being written, before their call "
+            f"began (median {figures['early_cpu_ms']:.3f} ms, {figures['early_cpu_share']:.1%} of the baseline's "
+            "time)"
+        )
+    return flags
+
+
+def shared_core(windows: list[tuple[float, float]]) -> tuple[float, float]:
+    """Others' work on the candidate's core over its calls (tasks.harness.interference), from
+    ``windows`` (per call: ms the core ran others' work, ms the call's window lasted): (ms in all, never
+    below 0: the core's clock ticks are coarse, share of the windows' time)."""
+    ms = max(0.0, sum(w[0] for w in windows))
+    return ms, ms / max(sum(w[1] for w in windows), 1e-9)

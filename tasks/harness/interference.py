@@ -16,17 +16,29 @@ An iteration whose sum is over the method's limit is disturbed, and the estimate
 (tasks.harness.stats). Only trusted processes and judge cores count: nothing the candidate can
 raise decides which of its own samples are kept.
 
+The candidate's core can be taken the same way, by the host's other work (an unpinned process the
+scheduler moves to the lease's least busy core, which is the candidate's: the supervisor's core
+never sleeps while a case is timed), and that slows only the candidate: a false loss, or with a
+floor calibrated on a quiet host, an interval that misses. Around each candidate call the
+supervisor reads the time that core ran processes (``/proc/stat``'s user, nice and system) less the
+candidate container's own CPU time: what remains ran someone else's work on its core
+(:meth:`JudgeWatch.busy_ms`). Since the candidate can raise that too (kernel threads it sets to
+work), it decides no sample: a workload whose candidate calls shared their core over a limit is
+not scored at all (tasks.report), which gains the candidate nothing.
+
 The files are opened once and read with ``pread`` (no path lookup per read); this runs in the
 supervisor's PID namespace, where the candidate has no process (it has its own).
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from kcoral.tasks.harness.cores import cpu_ticks
+from kcoral.tasks.harness.cores import CoreTicks, cpu_ticks
 
 _TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 
@@ -41,7 +53,7 @@ class JudgeWatch:
         self._sched = {
             name: os.open(f"/proc/{pid}/schedstat", os.O_RDONLY | os.O_CLOEXEC) for name, pid in self.pids.items()
         }
-        self._stat = os.open("/proc/stat", os.O_RDONLY | os.O_CLOEXEC) if self.cores else -1
+        self._stat = os.open("/proc/stat", os.O_RDONLY | os.O_CLOEXEC)
 
     def waited_ms(self, names: Iterable[str]) -> float:
         """Milliseconds, so far, these trusted processes waited for a CPU (a counter: the difference
@@ -57,14 +69,25 @@ class JudgeWatch:
     def irq_ms(self) -> float:
         """Milliseconds, so far, the judge's cores served interrupts and softirqs or were taken by the
         hypervisor (steal: a virtual machine's core running nothing of ours), a counter."""
-        return sum(self.lost_ms().get(c, 0.0) for c in self.cores)
+        if not self.cores:
+            return 0.0
+        lost = self.lost_ms()
+        return sum(lost.get(c, 0.0) for c in self.cores)
 
     def lost_ms(self) -> dict[int, float]:
         """Per core of the host: milliseconds so far of interrupts, softirqs and steal (a counter)."""
+        return {core: t.lost * _TICK_MS for core, t in self._ticks().items()}
+
+    def busy_ms(self, core: int) -> float:
+        """Milliseconds so far that ``core`` ran processes, anyone's (a counter, in clock ticks of 10 ms:
+        over many calls a sum of differences is what counts)."""
+        ticks = self._ticks().get(core)
+        return ticks.busy * _TICK_MS if ticks is not None else 0.0
+
+    def _ticks(self) -> dict[int, CoreTicks]:
         if self._stat < 0:
             return {}
-        stat = os.pread(self._stat, 1 << 20, 0).decode(errors="replace")
-        return {core: lost * _TICK_MS for core, (lost, _) in cpu_ticks(stat).items()}
+        return cpu_ticks(os.pread(self._stat, 1 << 20, 0).decode(errors="replace"))
 
     def close(self) -> None:
         for fd in [*self._sched.values(), self._stat]:
@@ -86,3 +109,24 @@ def disturbed(
     tasks.harness.gpuclock; missing entries: it did not)."""
     marks = [w > max(limit_ms, share * c) for w, c in zip(waits_ms, calls_ms, strict=True)]
     return [m or (i < len(slowed) and slowed[i] > 0) for i, m in enumerate(marks)]
+
+
+def busy_gpu(
+    probe: Callable[[], float],
+    limit_ms: float,
+    rounds: int = 100,
+    per_round: int = 3,
+    pause: Callable[[float], None] = time.sleep,
+) -> float | None:
+    """Wait until the GPU answers as an idle one does: None once the fastest ``probe()`` (ms for one tiny
+    kernel and a device-wide synchronize) so far is under ``limit_ms``, probing ``per_round`` times a
+    round with a 2 ms pause between rounds; after ``rounds`` the fastest probe's ms (another context
+    kept it busy all along)."""
+    fastest = math.inf
+    for _ in range(rounds):
+        for _ in range(per_round):
+            fastest = min(fastest, probe())
+        if fastest < limit_ms:
+            return None
+        pause(0.002)
+    return fastest

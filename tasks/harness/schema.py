@@ -182,6 +182,10 @@ class Timing:
     idle_cpu_share: float = 0.0
     early_cpu_ms: float = 0.0
     early_cpu_share: float = 0.0
+    #: others' work on the candidate's core while its calls ran (tasks.harness.interference): ms in all,
+    #: and as a share of those calls' time (0 where the candidate has no core of its own)
+    shared_core_ms: float = 0.0
+    shared_core_share: float = 0.0
     #: a first measurement raised a flag, so these figures are a second, independent one
     remeasured: bool = False
     #: per iteration (the i-th baseline, candidate and null call), what the kernel billed to nobody on the
@@ -275,6 +279,17 @@ def _case(doc: Any) -> CaseResult:
     )
 
 
+#: a timing's figures of CPU use around the candidate's calls
+_CPU_FIGURES = (
+    "idle_cpu_ms",
+    "idle_cpu_share",
+    "early_cpu_ms",
+    "early_cpu_share",
+    "shared_core_ms",
+    "shared_core_share",
+)
+
+
 def _timing(doc: Any, nested: bool = False) -> Timing:
     """A timed case's figures; ``nested``: a batch's per-call check, which holds no check of its own."""
     obj = _obj(doc, "timing")
@@ -291,7 +306,7 @@ def _timing(doc: Any, nested: bool = False) -> Timing:
         null_ms=samples("null_ms"),
         stopped_by=_text(obj.get("stopped_by", ""), "stopped_by"),
         warmup_calls=int(_num(obj.get("warmup_calls", 0), "warmup_calls")),
-        **{k: _num(obj.get(k, 0.0), k) for k in ("idle_cpu_ms", "idle_cpu_share", "early_cpu_ms", "early_cpu_share")},
+        **{k: _num(obj.get(k, 0.0), k) for k in _CPU_FIGURES},
         remeasured=obj.get("remeasured") is True,
         judge_wait_ms=[_num(x, "wait") for x in _list(obj.get("judge_wait_ms", []), "judge_wait_ms", MAX_SAMPLES)],
         disturbed=[x is True for x in _list(obj.get("disturbed", []), "disturbed", MAX_SAMPLES)],

@@ -28,27 +28,27 @@ import hmac
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 
-from kcoral.tasks.harness import autotune, checks, pinning, schema, shared
+from kcoral.tasks.harness import autotune, checks, cpuwatch, pinning, sampling, schema, shared
 from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen
 from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cores import parse as parse_cores
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
 from kcoral.tasks.harness.gpuclock import GpuClock, open_clock, reasons_text
-from kcoral.tasks.harness.interference import JudgeWatch, disturbed
+from kcoral.tasks.harness.interference import JudgeWatch, busy_gpu
+from kcoral.tasks.harness.link import CandidateGone, Worker, hello
 from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE, TRUSTED_WORKERS
+from kcoral.tasks.harness.sampling import Samples
 from kcoral.tasks.harness.schema import CaseResult, Outcome, Timing
-from kcoral.tasks.harness.stats import Speedup, estimate, too_disturbed
 from kcoral.tasks.harness.taskdef import load_task
 
 _ns = time.perf_counter_ns
@@ -79,17 +79,11 @@ def process_age() -> float:
     return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
 
 
-#: on a busy host, sampling may go on up to this many times max_reps (see TimingMethod.noisy_budget_s)
-NOISY_REPS = 10
 #: in the batch mode, the per-call measurement that follows the batches: this many iterations (20 pairs:
 #: an interval of its own, against which a batch whose calls ran together far faster than apart shows)
 PER_CALL_CHECK = 40
 #: untimed replays of each side's captured batch before sampling (TimingMethod.graph)
 GRAPH_WARMUP = 2
-
-
-class CandidateGone(Exception):
-    """The candidate's worker stopped answering: every later case is an ERROR with this reason."""
 
 
 @dataclass
@@ -109,57 +103,44 @@ class Side:
 
 
 @dataclass
-class Worker:
-    name: str
-    chan: Channel
-    trusted: bool
-    timeout: float
-    gone: str = ""
-    #: poll for its answers instead of sleeping (set while a case is timed with it on another core
-    #: than the supervisor's: :meth:`Supervisor._pin`)
-    spin: bool = False
+class TimedSides:
+    """The sides one measurement calls: the baseline's and the candidate's buffer sets (per call: taken
+    in turn; in a batch: one per call of the batch) and the empty call's."""
 
-    def ask(self, message: dict[str, Any], fds: list[int] | None = None) -> str | None:
-        """Send one operation; None when the worker answered ok, else its error text."""
-        self.send(message, fds)
-        return self.answer()
+    bases: list[Side]
+    cands: list[Side]
+    null: Side
+    #: calls per timed batch; 0: every call timed on its own
+    batch: int
+    #: each side's batch, and each call alone, is a captured CUDA graph (TimingMethod.graph)
+    graphed: bool = False
 
-    def send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
-        """Send one operation without waiting: :meth:`answer` collects what the worker says to it."""
-        if self.gone:
-            self._raise_gone()
-        try:
-            self.chan.send(message, fds)
-        except ChannelError as exc:
-            self._lost(exc)
+    def calls(self, i: int, per: int) -> list[tuple[str, list[Side]]]:
+        """Iteration ``i``'s calls in order: the baseline ("b") and the candidate ("c") in the order of
+        ``i``, then the empty call ("n"); each the sides of one call (``per`` 0) or of a batch."""
+        if per:
+            b, c = self.bases, self.cands
+        else:
+            b = [self.bases[sampling.buffer_set(i, len(self.bases))]]
+            c = [self.cands[sampling.buffer_set(i, len(self.cands))]]
+        return [*sampling.order(i, ("b", b), ("c", c)), ("n", [self.null] * max(per, 1))]
 
-    def answer(self) -> str | None:
-        """The worker's answer to the oldest operation not yet answered: None for ok, else its error."""
-        if self.gone:
-            self._raise_gone()
-        try:
-            answer = self.chan.recv(self.timeout, spin=self.spin)
-        except ChannelError as exc:
-            self._lost(exc)
-        if answer.get("ok") is True:
-            return None
-        error = answer.get("error")
-        text = error if isinstance(error, str) else f"a malformed answer {str(answer)[:200]!r}"
-        if self.trusted:
-            raise RuntimeError(f"the {self.name} failed: {text}")
-        return text[: schema.MAX_TEXT]
 
-    def _lost(self, exc: ChannelError) -> NoReturn:
-        self.gone = f"the {self.name}'s worker stopped answering: {exc}"
-        self._raise_gone()
+@dataclass
+class Measurement:
+    """One measurement of a timed case as it goes."""
 
-    def _raise_gone(self) -> NoReturn:
-        """The candidate's worker gone is its case's error; a trusted one gone is the judge's failure
-        (the evaluation ends without a result: the server's infrastructure error), every time it is
-        asked again too (a clean-up's question must not turn it into the candidate's)."""
-        if self.trusted:
-            raise RuntimeError(self.gone) from None
-        raise CandidateGone(self.gone) from None
+    case: schema.Case
+    #: its samples' labels' prefix (a second measurement draws other inputs)
+    label: str
+    sides: TimedSides
+    tol: checks.Tolerance
+    #: the first timed call whose outputs differed from the baseline's on the same sample ("": none)
+    mismatch: str = ""
+    #: the GPU's slow-down reasons seen in throttled iterations (for the operator's record)
+    throttles: int = 0
+    #: seconds per part of the iterations (for the operator's record)
+    spent: dict[str, float] = field(default_factory=lambda: {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0})
 
 
 def write_progress(out: Path, **where: Any) -> None:
@@ -201,6 +182,8 @@ class Supervisor:
         self.probe = torch.zeros(1, device=self.device)
         self.last_cpu = self._cpu()
         self.gaps: list[tuple[int, int]] = []
+        #: per timed candidate call: (ms its core ran others' work, ms the window lasted)
+        self.shared: list[tuple[float, float]] = []
         self.gpu_busy = False
         #: reference outputs computed ahead (:meth:`_precompute`), by case id, each used once
         self.references: dict[str, dict[str, torch.Tensor]] = {}
@@ -455,6 +438,7 @@ class Supervisor:
             shared.reset_persisting_l2()
             self._wait_quiet()
         cpu_a = self._cpu()
+        core_a = self._core_busy(side.worker)
         watched = self._watched(side.worker)
         waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
         self._sync()
@@ -472,6 +456,7 @@ class Supervisor:
         if self.judge is not None:
             self.waited += self.judge.waited_ms(watched) - waited
         cpu_c = self._cpu()
+        self._shared_core(core_a, cpu_c - cpu_a)
         if side.worker is not self.candidate:
             _poison(side.outputs)  # the baseline's answer never waits in memory for the candidate's call
         if side.worker is self.candidate:
@@ -492,6 +477,7 @@ class Supervisor:
         the worker replays the batch's captured CUDA graph (TimingMethod.graph) instead of calling."""
         worker = sides[0].worker
         cpu_a = self._cpu()
+        core_a = self._core_busy(worker)
         for side, sample in zip(sides, samples, strict=True):
             _poison(side.outputs)
             if worker is not self.null:
@@ -512,6 +498,7 @@ class Supervisor:
         if self.judge is not None:
             self.waited += self.judge.waited_ms(watched) - waited
         cpu_c = self._cpu()
+        self._shared_core(core_a, cpu_c - cpu_a)
         for side in {id(side): side for side in sides}.values():  # the empty call's batch repeats one side
             for name, t in side.outputs.items():
                 side.snapshot[name].copy_(t)
@@ -522,6 +509,24 @@ class Supervisor:
             self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
             self.last_cpu = cpu_c
         return elapsed / len(sides), [side.snapshot for side in sides], error
+
+    def _core_busy(self, worker: Worker) -> tuple[int, float] | None:
+        """Before a call to the candidate on a core of its own: (now in ns, ms its core has run
+        processes so far); None for any other call."""
+        core = self.cores.candidate_core
+        if worker is not self.candidate or self.judge is None or core is None:
+            return None
+        return _ns(), self.judge.busy_ms(core)
+
+    def _shared_core(self, before: tuple[int, float] | None, own_ns: int) -> None:
+        """After a call to the candidate: what else its core ran since ``before`` (:meth:`_core_busy`),
+        its time less the candidate container's own ``own_ns``, goes to ``self.shared`` with the
+        window's length (tasks.harness.interference)."""
+        if before is None or self.judge is None or self.cores.candidate_core is None:
+            return
+        window = (_ns() - before[0]) / 1e6
+        busy = self.judge.busy_ms(self.cores.candidate_core) - before[1]
+        self.shared.append((busy - own_ns / 1e6, window))
 
     def _watched(self, worker: Worker) -> list[str]:
         """The trusted processes whose waits for a CPU during a call to ``worker`` disturb its time: the
@@ -575,7 +580,8 @@ class Supervisor:
         label: str = "",
     ) -> tuple[Timing, str]:
         """Baseline, candidate and null calls interleaved on fresh inputs until the speedup is as precise
-        as the method asks (``label``: another measurement's sample labels, so its inputs are new ones).
+        as the method asks (``label``: another measurement's sample labels, so its inputs are new ones;
+        when to stop: tasks.harness.sampling).
 
         Each iteration is baseline, candidate, null or candidate, baseline, null, and each of the three
         runs in a process of its own: every call follows a call made by another process. (With the null
@@ -593,198 +599,202 @@ class Supervisor:
         (``Timing.per_call``): the report holds the batch's speedup against it. With TimingMethod.graph
         each side's batch is captured in a CUDA graph once, after the warm-up, and every timed batch is
         a replay of it on that batch's fresh inputs: not even the first call's launch is timed."""
-        params = case.params
         assert self.baseline is not None, "a timed case without the baseline's worker"
         assert self.null is not None, "a timed case without the empty call's worker"
         batch = self.cfg.batch if self.cfg.batch > 1 else 0
+        sides, error = self._timed_sides(case, cand, inputs, specs, batch, label)
+        if sides is None:
+            return Timing([], [], [], "setup", 0), error
+        m = Measurement(case, label, sides, tol)
+        cooled = self._cool()
+        warmup = self._warm_up_sides(m)
+        if batch and self.cfg.graph and (failed := self._capture(m)):
+            return Timing([], [], [], "setup", 0), f"capturing its batch of calls in a CUDA graph: {failed}"
+        self.gaps, self.shared = [], []  # only the measured calls count
+        lost = self.judge.lost_ms() if self.judge is not None else {}
+        samples, check = Samples(), Samples()
+        stopped = sampling.sample(
+            lambda i: self._iteration(m, i, samples, batch, "sample"), samples, self.cfg, lambda: bool(m.mismatch)
+        )
+        if batch and not m.mismatch:  # the same sides one call at a time: what the batch is held against
+            for i in range(PER_CALL_CHECK):
+                self._iteration(m, i, check, 0, "per-call")
+        self._log_measurement(m, samples, check, stopped, lost)
+        timing = samples.timing(self.cfg, batch, stopped, warmup * max(batch, 1), cooled)
+        baseline_total = sum(samples.baseline) * max(batch, 1) + sum(check.baseline)
+        cpu = cpuwatch.outside_calls(self.gaps, baseline_total)
+        self._flag_outside_cpu(case.workload, cpu)
+        timing.idle_cpu_ms, timing.idle_cpu_share = cpu["idle_cpu_ms"], cpu["idle_cpu_share"]
+        timing.early_cpu_ms, timing.early_cpu_share = cpu["early_cpu_ms"], cpu["early_cpu_share"]
+        if self.shared:
+            timing.shared_core_ms, timing.shared_core_share = cpuwatch.shared_core(self.shared)
+            print(
+                f"{case.workload}: others' work on the candidate's core during its calls: "
+                f"{timing.shared_core_ms:.0f} ms, {timing.shared_core_share:.1%} of their time",
+                file=sys.stderr,
+            )
+        if batch and check.candidate:
+            timing.per_call = check.timing(self.cfg, 0, "per-call check", 0, 0.0)
+        return timing, m.mismatch
+
+    def _timed_sides(
+        self,
+        case: schema.Case,
+        cand: Side,
+        inputs: dict[str, Any],
+        specs: dict[str, tuple[tuple[int, ...], str]],
+        batch: int,
+        label: str,
+    ) -> tuple[TimedSides | None, str]:
+        """Every side a measurement calls, set up: per call, buffer_sets sets of buffers per side, a pair
+        of iterations on each in turn (where a side's buffers happen to lie in memory is not one draw
+        for the whole request: see TimingMethod); in a batch, one set per call of the batch. (None, why)
+        when the candidate's setup of one failed."""
+        assert self.baseline is not None and self.null is not None
         null = self._side(self.null, case, inputs, specs, null=True)
-        self._setup(null, params, case, null=True)
-        # per call: buffer_sets sets of buffers per side, a pair of iterations on each in turn (where a
-        # side's buffers happen to lie in memory is not one draw for the whole request: see
-        # TimingMethod); in a batch: one set per call of the batch
+        self._setup(null, case.params, case, null=True)
         bases, cands = [], [cand]
         for k in range(batch or max(1, self.cfg.buffer_sets)):
             bases.append(self._side(self.baseline, case, inputs, specs, label=f"/{label}set{k}"))
-            self._setup(bases[-1], params, case)
+            self._setup(bases[-1], case.params, case)
             if k:
                 cands.append(self._side(self._candidate(), case, inputs, specs, label=f"/{label}set{k}"))
-                error = self._setup(cands[-1], params, case)
+                error = self._setup(cands[-1], case.params, case)
                 if error:
-                    return Timing([], [], [], "setup", 0), f"the setup of buffer set {k + 1}: {error}"
-        times, check = _new_times(), _new_times()
-        mismatch = ""
-        cooled = self._cool()
-        throttles = 0  # the reasons' bits seen in throttled iterations (for the operator's record)
-        spent = {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0}  # for the operator's record
+                    return None, f"the setup of buffer set {k + 1}: {error}"
+        return TimedSides(bases, cands, null, batch), ""
 
-        def draw(what: str, count: int) -> list[dict[str, Any]]:
-            """One call's fresh sample (``count`` 0), or one per call of a batch of ``count``."""
-            labels = [f"{label}{what}/{j}" for j in range(count)] if count else [f"{label}{what}"]
-            return [self.mod.make_inputs(params, self._seed(case.id, name), self.device) for name in labels]
+    def _draw(self, m: Measurement, what: str, count: int) -> list[dict[str, Any]]:
+        """One call's fresh sample (``count`` 0), or one per call of a batch of ``count``."""
+        labels = [f"{m.label}{what}/{j}" for j in range(count)] if count else [f"{m.label}{what}"]
+        return [self.mod.make_inputs(m.case.params, self._seed(m.case.id, name), self.device) for name in labels]
 
-        def iteration(i: int, into: dict[str, list[float]], per: int, what: str) -> None:
-            """Iteration ``i``: the baseline, the candidate (in the order of ``i``) and the empty call, each
-            one call (``per`` 0) or a batch of ``per`` calls, its figures appended to ``into``."""
-            nonlocal mismatch, throttles
-            t0 = time.monotonic()
-            drawn = draw(f"{what}/{i}", per)
-            t1 = time.monotonic()
-            if per:
-                pair = [("b", bases), ("c", cands)]
-            else:
-                pair = [("b", [bases[i // 2 % len(bases)]]), ("c", [cands[i // 2 % len(cands)]])]
-            order = [*(pair if i % 2 == 0 else pair[::-1]), ("n", [null] * max(per, 1))]
-            outs: dict[str, list[dict[str, torch.Tensor]]] = {}
-            self.waited = 0.0
-            irq = self.judge.irq_ms() if self.judge is not None else 0.0
-            before = self.clock.read() if self.clock is not None else None
-            for key, sides in order:
-                if per or graphed:  # graphed: the per-call check replays each call's graph of its own
-                    ms, outs[key], error = self.call_batch(sides, drawn, graphed)
-                else:
-                    ms, one, error = self.call(sides[0], drawn[0])
-                    outs[key] = [one]
-                into[key].append(ms)
-                if error and not mismatch:
-                    mismatch = f"timed sample {i}: {error}"
-            into["w"].append(self.waited + (self.judge.irq_ms() - irq if self.judge is not None else 0.0))
-            after = self.clock.read() if self.clock is not None else None
-            if before is not None and after is not None:
-                into["mhz"].append(min(before.sm_mhz, after.sm_mhz))
-                into["temp"].append(max(before.temp_c, after.temp_c))
-                into["thr"].append(float(before.throttled or after.throttled))
-                if before.throttled or after.throttled:
-                    throttles |= before.reasons | after.reasons
-            t2 = time.monotonic()
-            for j, (got, want) in enumerate(zip(outs["c"], outs["b"], strict=True)):
-                if mismatch:
-                    break
-                problem, _ = _compare(got, want, tol)
-                if problem:
-                    mismatch = f"timed sample {i}" + (f", call {j + 1} of its batch" if per else "") + f": {problem}"
-            spent["drawing inputs"] += t1 - t0
-            spent["the calls"] += t2 - t1
-            spent["comparing"] += time.monotonic() - t2
-
+    def _warm_up_sides(self, m: Measurement) -> int:
+        """Untimed iterations of every side for warmup_s (at least 3, or one per buffer set); their
+        number."""
+        batch, sides = m.sides.batch, m.sides
         warmup = 0
-        end_warmup = time.monotonic() + self.cfg.warmup_s
-        while time.monotonic() < end_warmup or warmup < max(3, 1 if batch else len(bases)):
-            drawn = draw(f"warmup/{warmup}", batch)
+        end = time.monotonic() + self.cfg.warmup_s
+        while time.monotonic() < end or warmup < max(3, 1 if batch else len(sides.bases)):
+            drawn = self._draw(m, f"warmup/{warmup}", batch)
             if batch:
-                for sides in (bases, cands, [null] * batch):
-                    self.call_batch(sides, drawn)
+                for group in (sides.bases, sides.cands, [sides.null] * batch):
+                    self.call_batch(group, drawn)
             else:
-                for side in (bases[warmup % len(bases)], cands[warmup % len(cands)], null):
+                for side in (
+                    sides.bases[warmup % len(sides.bases)],
+                    sides.cands[warmup % len(sides.cands)],
+                    sides.null,
+                ):
                     self.call(side, drawn[0])
             warmup += 1
-        graphed = False
-        if batch and self.cfg.graph:  # each side's batch, and each call alone, captured once, then only replayed
-            for sides in [bases, cands, [null] * batch, *([side] for side in (*bases, *cands, null))]:
-                error = sides[0].worker.ask({"op": "capture", "cases": [side.case for side in sides]})
-                if error:
-                    return Timing([], [], [], "setup", 0), f"capturing its batch of calls in a CUDA graph: {error}"
-            graphed = True
-            for k in range(GRAPH_WARMUP):  # a graph's first replays also upload it to the device
-                drawn = draw(f"warmup/graph{k}", batch)
-                for sides in (bases, cands, [null] * batch):
-                    self.call_batch(sides, drawn, graphed)
-        deadline = time.monotonic() + self.cfg.budget_s
-        stopped = "max_reps"
-        self.gaps = []  # only the measured calls count
-        lost = self.judge.lost_ms() if self.judge is not None else {}
+        return warmup
 
-        for i in range(self.cfg.max_reps):
-            iteration(i, times, batch, "sample")
-            if i + 1 >= self.cfg.min_reps and _enough(times, self.cfg):
-                if _estimate(times, self.cfg).relative_half_width <= self.cfg.interval_target:
-                    stopped = "stable"
-                    break
-                if time.monotonic() > deadline:
-                    stopped = "budget"
-                    break
-        if stopped != "stable" and not mismatch and not _scorable(times, self.cfg):
-            # A busy host: the speedup cannot be given this precisely yet. Sample on (the interval
-            # narrows with more samples) until it can, or until noisy_budget_s more have passed.
-            stopped = "noisy"
-            limit = time.monotonic() + self.cfg.noisy_budget_s
-            i = len(times["c"])
-            while i < NOISY_REPS * self.cfg.max_reps and time.monotonic() < limit and not mismatch:
-                iteration(i, times, batch, "sample")
-                i += 1
-                if i % 10 == 0 and _scorable(times, self.cfg):
-                    stopped = "noisy, then settled"
-                    break
-        if batch and not mismatch:  # the same sides one call at a time: what the batch is held against
-            for i in range(PER_CALL_CHECK):
-                iteration(i, check, 0, "per-call")
+    def _capture(self, m: Measurement) -> str | None:
+        """Each side's batch, and each call alone, captured once in a CUDA graph, then replayed a few
+        times untimed (a graph's first replays also upload it to the device); the worker's error, if any."""
+        sides, batch = m.sides, m.sides.batch
+        for group in [
+            sides.bases,
+            sides.cands,
+            [sides.null] * batch,
+            *([s] for s in (*sides.bases, *sides.cands, sides.null)),
+        ]:
+            error = group[0].worker.ask({"op": "capture", "cases": [side.case for side in group]})
+            if error:
+                return error
+        sides.graphed = True
+        for k in range(GRAPH_WARMUP):
+            drawn = self._draw(m, f"warmup/graph{k}", batch)
+            for group in (sides.bases, sides.cands, [sides.null] * batch):
+                self.call_batch(group, drawn, graph=True)
+        return None
+
+    def _iteration(self, m: Measurement, i: int, into: Samples, per: int, what: str) -> None:
+        """Iteration ``i``: the baseline, the candidate (in the order of ``i``) and the empty call, each
+        one call (``per`` 0) or a batch of ``per`` calls, its figures appended to ``into``; the first
+        output that differs from the baseline's on the same sample goes to ``m.mismatch``."""
+        t0 = time.monotonic()
+        drawn = self._draw(m, f"{what}/{i}", per)
+        t1 = time.monotonic()
+        outs: dict[str, list[dict[str, torch.Tensor]]] = {}
+        times: dict[str, float] = {}
+        self.waited = 0.0
+        irq = self.judge.irq_ms() if self.judge is not None else 0.0
+        before = self.clock.read() if self.clock is not None else None
+        for key, sides in m.sides.calls(i, per):
+            if per or m.sides.graphed:  # graphed: the per-call check replays each call's graph of its own
+                times[key], outs[key], error = self.call_batch(sides, drawn, m.sides.graphed)
+            else:
+                times[key], one, error = self.call(sides[0], drawn[0])
+                outs[key] = [one]
+            if error and not m.mismatch:
+                m.mismatch = f"timed sample {i}: {error}"
+        into.baseline.append(times["b"])
+        into.candidate.append(times["c"])
+        into.null.append(times["n"])
+        into.waits.append(self.waited + (self.judge.irq_ms() - irq if self.judge is not None else 0.0))
+        after = self.clock.read() if self.clock is not None else None
+        if before is not None and after is not None:
+            into.mhz.append(min(before.sm_mhz, after.sm_mhz))
+            into.temp.append(max(before.temp_c, after.temp_c))
+            into.throttled.append(bool(before.throttled or after.throttled))
+            if before.throttled or after.throttled:
+                m.throttles |= before.reasons | after.reasons
+        t2 = time.monotonic()
+        for j, (got, want) in enumerate(zip(outs["c"], outs["b"], strict=True)):
+            if m.mismatch:
+                break
+            problem, _ = _compare(got, want, m.tol)
+            if problem:
+                m.mismatch = f"timed sample {i}" + (f", call {j + 1} of its batch" if per else "") + f": {problem}"
+        m.spent["drawing inputs"] += t1 - t0
+        m.spent["the calls"] += t2 - t1
+        m.spent["comparing"] += time.monotonic() - t2
+
+    def _log_measurement(
+        self, m: Measurement, samples: Samples, check: Samples, stopped: str, lost: dict[int, float]
+    ) -> None:
+        """The operator's record of a measurement (the judge's log): what it took, where the time went,
+        the GPU's slow-downs, what the host took from each core of the lease since ``lost``."""
+        batch, name = m.sides.batch, m.case.workload
         print(
-            f"{case.workload}: {len(times['c'])} {'batches of ' + str(batch) if batch else 'samples'}"
-            + (" replayed as CUDA graphs" if graphed else "")
+            f"{name}: {len(samples)} {'batches of ' + str(batch) if batch else 'samples'}"
+            + (" replayed as CUDA graphs" if m.sides.graphed else "")
             + f" ({stopped})"
-            + (f" and {len(check['c'])} single calls" if batch else "")
+            + (f" and {len(check)} single calls" if batch else "")
             + ": "
-            + ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
-            + f"; on the clock {sum(sum(times[k]) for k in 'bcn') * max(batch, 1) / 1000:.2f} s"
-            + f"; judge's unbilled wait {sum(times['w']):.2f} ms",
+            + ", ".join(f"{k} {v:.2f} s" for k, v in m.spent.items())
+            + f"; on the clock {samples.clock_ms() * max(batch, 1) / 1000:.2f} s"
+            + f"; judge's unbilled wait {sum(samples.waits):.2f} ms",
             file=sys.stderr,
         )
-        if times["thr"] and any(times["thr"]):
+        if any(samples.throttled):
             print(
-                f"{case.workload}: {int(sum(times['thr']))} iterations with the GPU slowed "
-                f"({reasons_text(throttles)}), left out",
+                f"{name}: {sum(samples.throttled)} iterations with the GPU slowed "
+                f"({reasons_text(m.throttles)}), left out",
                 file=sys.stderr,
             )
-        if self.judge is not None:  # the operator's record: each core of the lease, what the host took from it
+        if self.judge is not None:  # each core of the lease, what the host took from it
             now = self.judge.lost_ms()
             mine = sorted({*self.cores.judge, *self.cores.candidate})
             print(
-                f"{case.workload}: irq, softirq and steal ms per core while timed: "
+                f"{name}: irq, softirq and steal ms per core while timed: "
                 + ", ".join(f"{c}: {now.get(c, 0.0) - lost.get(c, 0.0):.0f}" for c in mine)
                 + f" (judge {sorted(self.cores.judge)}, candidate {list(self.cores.candidate)})",
                 file=sys.stderr,
             )
-        baseline_total = sum(times["b"]) * max(batch, 1) + sum(check["b"])
-        cpu = self._outside_cpu(case.workload, baseline_total)
-        timing = _timing(times, self.cfg, batch, stopped, warmup * max(batch, 1), cooled)
-        timing.idle_cpu_ms, timing.idle_cpu_share = cpu["idle_cpu_ms"], cpu["idle_cpu_share"]
-        timing.early_cpu_ms, timing.early_cpu_share = cpu["early_cpu_ms"], cpu["early_cpu_share"]
-        if batch and check["c"]:
-            timing.per_call = _timing(check, self.cfg, 0, "per-call check", 0, 0.0)
-        return timing, mismatch
 
-    def _outside_cpu(self, name: str, baseline_ms: float) -> dict[str, float]:
-        """The candidate's CPU use outside its calls over this case's timed calls, and its flags: the
-        median gap between two calls (or batches: work where the clock is not), and the total against
-        the baseline's total call time, ``baseline_ms`` (load that slows the baseline's calls)."""
-        gaps = [g[0] / 1e6 for g in self.gaps]
-        early = [g[1] / 1e6 for g in self.gaps]
-        total = max(baseline_ms, 1e-9)
-        figures = {
-            "idle_cpu_ms": statistics.median(gaps) if gaps else 0.0,
-            "idle_cpu_share": sum(gaps) / total,
-            "early_cpu_ms": statistics.median(early) if early else 0.0,
-            "early_cpu_share": sum(early) / total,
-        }
+    def _flag_outside_cpu(self, name: str, figures: dict[str, float]) -> None:
+        """The candidate's CPU use outside its calls (tasks.harness.cpuwatch): flagged over the method's
+        limits where it is watched, and in the judge's log."""
         if self.watch is None:
-            return figures
-        limit, share = self.cfg.idle_cpu_ms, self.cfg.idle_cpu_share
-        if figures["idle_cpu_ms"] > limit or figures["idle_cpu_share"] > share:
-            self.interference.append(
-                f"{name}: the candidate's processes used CPU between its calls (median {figures['idle_cpu_ms']:.3f} ms "
-                f"per gap, {figures['idle_cpu_share']:.1%} of the baseline's time; limits {limit} ms, {share:.0%}): "
-                "work outside its timed calls"
-            )
-        if figures["early_cpu_ms"] > limit or figures["early_cpu_share"] > share:
-            self.interference.append(
-                f"{name}: the candidate's processes used CPU while their inputs were being written, before their call "
-                f"began (median {figures['early_cpu_ms']:.3f} ms, {figures['early_cpu_share']:.1%} of the baseline's "
-                "time)"
-            )
+            return
+        self.interference += cpuwatch.outside_flags(name, figures, self.cfg.idle_cpu_ms, self.cfg.idle_cpu_share)
         print(
             f"{name}: candidate CPU outside calls: {json.dumps({k: round(v, 4) for k, v in figures.items()})}",
             file=sys.stderr,
         )
-        return figures
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -825,77 +835,21 @@ class Supervisor:
         flagged, later calls do not wait again."""
         if self.gpu_busy:
             return
-        fastest = math.inf
-        for _ in range(100):
-            for _ in range(3):
-                t = _ns()
-                self.probe.add_(1.0)
-                torch.cuda.synchronize()
-                fastest = min(fastest, (_ns() - t) / 1e6)
-            if fastest < self.cfg.quiet_probe_ms:
-                return
-            time.sleep(0.002)
+
+        def probe() -> float:
+            t = _ns()
+            self.probe.add_(1.0)
+            torch.cuda.synchronize()
+            return (_ns() - t) / 1e6
+
+        fastest = busy_gpu(probe, self.cfg.quiet_probe_ms)
+        if fastest is None:
+            return
         self.gpu_busy = True
         self.interference.append(
             f"the GPU stayed busy with work the supervisor did not start (the fastest probe "
             f"kernel took {fastest:.3f} ms; limit {self.cfg.quiet_probe_ms} ms)"
         )
-
-
-def _disturbed(times: dict[str, list[float]], cfg: schema.TimingMethod, batch: int = 0) -> list[bool]:
-    """Per iteration: whether the judge's side waited too long for it to count (tasks.harness.interference),
-    or the GPU slowed itself while it ran (tasks.harness.gpuclock). ``batch``: the times are per call of
-    batches this long, the waits the whole iteration's."""
-    shorter = [min(b, c) * max(batch, 1) for b, c in zip(times["b"], times["c"], strict=True)]
-    return disturbed(times["w"], shorter, cfg.disturbed_ms, cfg.disturbed_share, times.get("thr", []))
-
-
-def _new_times() -> dict[str, list[float]]:
-    """A measurement's figures as they are taken: raw ms per call of the baseline ("b"), the candidate
-    ("c") and the empty call ("n"); "w": the judge's unbilled wait per iteration; per iteration on a GPU:
-    "mhz" its lowest SM clock, "temp" its highest temperature, "thr" 1 if it slowed itself
-    (tasks.harness.gpuclock) at either end of the iteration."""
-    return {"b": [], "c": [], "n": [], "w": [], "mhz": [], "temp": [], "thr": []}
-
-
-def _timing(
-    times: dict[str, list[float]], cfg: schema.TimingMethod, batch: int, stopped: str, warmup: int, cooled: float
-) -> Timing:
-    """The supervisor's record of one measurement (CPU figures are added by the caller)."""
-    return Timing(
-        baseline_ms=times["b"],
-        kernel_ms=times["c"],
-        null_ms=times["n"],
-        stopped_by=stopped,
-        warmup_calls=warmup,
-        judge_wait_ms=times["w"],
-        disturbed=_disturbed(times, cfg, batch),
-        sm_clock_mhz=times["mhz"],
-        temperature_c=times["temp"],
-        throttled=[t > 0 for t in times["thr"]],
-        cooled_s=cooled,
-        batch=batch,
-        graph=bool(batch) and cfg.graph,
-    )
-
-
-def _estimate(times: dict[str, list[float]], cfg: schema.TimingMethod) -> Speedup:
-    """The speedup and its interval so far, as the report will compute them (tasks.report)."""
-    return estimate(times["b"], times["c"], times["n"], _disturbed(times, cfg, cfg.batch))
-
-
-def _enough(times: dict[str, list[float]], cfg: schema.TimingMethod) -> bool:
-    """Whether min_reps iterations were not disturbed, and not too many of them all were
-    (stats.too_disturbed: the report's rule too)."""
-    marks = _disturbed(times, cfg, cfg.batch)
-    return len(marks) - sum(marks) >= cfg.min_reps and not too_disturbed(marks)
-
-
-def _scorable(times: dict[str, list[float]], cfg: schema.TimingMethod) -> bool:
-    """Whether the speedup's interval is narrow enough to be scored (hi / lo at most scorable_ratio), from
-    enough iterations that were not disturbed."""
-    est = _estimate(times, cfg)
-    return _enough(times, cfg) and est.lo > 0 and est.hi <= cfg.scorable_ratio * est.lo
 
 
 def _gpu_clock() -> GpuClock | None:
@@ -920,24 +874,6 @@ def _compare(
         if problem:
             return problem, stats
     return None, stats
-
-
-def _hello(worker: Worker) -> str | None:
-    """The worker's first message: ok, or why it cannot serve (the submission did not import)."""
-    try:
-        answer = worker.chan.recv(worker.timeout)
-    except ChannelError as exc:
-        worker.gone = f"the {worker.name}'s worker did not start: {exc}"
-        if worker.trusted:
-            raise RuntimeError(worker.gone) from None
-        return worker.gone
-    if answer.get("ok") is True:
-        return None
-    error = answer.get("error")
-    worker.gone = (error if isinstance(error, str) else "the worker did not start")[: schema.MAX_TEXT]
-    if worker.trusted:
-        raise RuntimeError(worker.gone)
-    return worker.gone
 
 
 def candidate_cgroup(channel: Path) -> str:
@@ -968,7 +904,7 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
     ]
     procs = [proc for _, proc in started]
     for worker in trusted:
-        _hello(worker)
+        hello(worker)
     laps.lap("trusted workers")
     baseline, null = (trusted[0], trusted[1]) if trusted else (None, None)
     sup = Supervisor(task_dir, doc, baseline, null, out, cores=cores)
@@ -1002,7 +938,7 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
     write_progress(out, phase="start", step="the candidate's worker imports solution.py")
     with contextlib.suppress(ChannelError):  # gone: its hello says so
         candidate.chan.send({"op": "go"})  # only now may the submission run (tasks.harness.worker)
-    error = _hello(candidate)
+    error = hello(candidate)
     laps.lap("candidate hello")
     if error:
         print(f"start took: {laps.line()}", file=sys.stderr)

@@ -70,3 +70,10 @@ def test_the_judge_and_the_candidate_get_the_quietest_cores() -> None:
     assert set(layout.trusted) == {0, 1, 2}
     two = cores.split((0, 1), cores.lost_shares(STAT))
     assert (two.supervisor, two.workers, two.candidate) == (1, 1, (0,))
+
+
+def test_core_ticks_split_lost_busy_and_all() -> None:
+    """Busy is user, nice and system (processes, anyone's); lost is irq, softirq and steal; iowait is idle."""
+    ticks = cores.cpu_ticks("cpu0 5 1 2 100 7 3 4 6 9 9\ncpu1 1 2 3 4 5 6 7 8\n")
+    assert ticks[0] == cores.CoreTicks(lost=13, busy=8, total=128)  # the 9s past steal are guest time, in user
+    assert ticks[1] == (21, 6, 36)

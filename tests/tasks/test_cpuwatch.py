@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kcoral.tasks.harness import cpuwatch
 from kcoral.tasks.harness.cpuwatch import MOUNT, CpuWatch, for_leaf
 
 
@@ -62,3 +63,37 @@ def test_the_longest_plain_name_is_taken() -> None:
 def test_an_unknown_cgroup_version_is_refused(version: str) -> None:
     with pytest.raises(ValueError, match=f"^no cgroup v{version} CPU accounting$"):
         for_leaf("leaf", version)
+
+
+def test_cpu_outside_calls_is_each_gaps_median_and_its_total_over_the_baselines_time() -> None:
+    gaps = [(1_000_000, 0), (3_000_000, 500_000), (2_000_000, 0)]  # ns between calls, ns before a call began
+    figures = cpuwatch.outside_calls(gaps, baseline_ms=60.0)
+    assert figures == {"idle_cpu_ms": 2.0, "idle_cpu_share": 0.1, "early_cpu_ms": 0.0, "early_cpu_share": 0.5 / 60}
+    assert cpuwatch.outside_calls([], 0.0) == dict.fromkeys(figures, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("figures", "flagged"),
+    [
+        ({"idle_cpu_ms": 0.5, "idle_cpu_share": 0.01, "early_cpu_ms": 0.5, "early_cpu_share": 0.01}, []),
+        ({"idle_cpu_ms": 0.51, "idle_cpu_share": 0.0, "early_cpu_ms": 0.0, "early_cpu_share": 0.0}, ["between"]),
+        ({"idle_cpu_ms": 0.0, "idle_cpu_share": 0.06, "early_cpu_ms": 0.0, "early_cpu_share": 0.0}, ["between"]),
+        ({"idle_cpu_ms": 0.0, "idle_cpu_share": 0.0, "early_cpu_ms": 0.6, "early_cpu_share": 0.0}, ["before"]),
+        (
+            {"idle_cpu_ms": 1.0, "idle_cpu_share": 0.0, "early_cpu_ms": 0.0, "early_cpu_share": 0.2},
+            ["between", "before"],
+        ),
+    ],
+)
+def test_cpu_outside_calls_is_flagged_past_either_limit(figures: dict[str, float], flagged: list[str]) -> None:
+    """Limits 0.5 ms per gap (median) and 5% of the baseline's time (total): at a limit is not over it."""
+    flags = cpuwatch.outside_flags("w", figures, 0.5, 0.05)
+    assert [("between" if "between its calls" in f else "before") for f in flags] == flagged
+    assert all(f.startswith("w: the candidate's processes used CPU") for f in flags)
+
+
+def test_a_shared_core_is_others_work_over_the_calls_time_never_below_zero() -> None:
+    assert cpuwatch.shared_core([(10.0, 100.0), (-5.0, 100.0), (25.0, 50.0)]) == (30.0, 0.12)
+    # the core's ticks are 10 ms: a short window may show less than the candidate's own time
+    assert cpuwatch.shared_core([(-10.0, 20.0)]) == (0.0, 0.0)
+    assert cpuwatch.shared_core([]) == (0.0, 0.0)

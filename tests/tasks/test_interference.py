@@ -56,3 +56,39 @@ def test_an_idle_process_waits_next_to_nothing() -> None:
 def test_an_iteration_with_the_gpu_slowed_is_disturbed() -> None:
     marks = interference.disturbed([0.0, 0.0, 0.5], [10.0, 10.0, 10.0], 0.1, 0.02, slowed=[0.0, 1.0])
     assert marks == [False, True, True]
+
+
+def test_a_core_running_a_process_is_seen_busy() -> None:
+    """``busy_ms`` counts what a core ran (user and system time, anyone's): this process spinning 300 ms
+    pinned to one core shows there (clock ticks of 10 ms), and the supervisor subtracts the
+    candidate's own share of it to find others' work on the candidate's core."""
+    core = min(os.sched_getaffinity(0))
+    watch = JudgeWatch({}, frozenset())
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {core})
+        start = watch.busy_ms(core)
+        stop = time.monotonic() + 0.3
+        while time.monotonic() < stop:
+            pass
+        busy = watch.busy_ms(core) - start
+    finally:
+        os.sched_setaffinity(0, before)
+        watch.close()
+    assert 250.0 <= busy <= 400.0, busy
+    assert JudgeWatch({}, frozenset()).busy_ms(10**6) == 0.0  # no such core
+
+
+def test_the_gpu_is_quiet_once_a_probe_answers_under_the_limit() -> None:
+    """The fastest probe so far counts (three a round): a context switch's ~0.35 ms, then 0.1 ms."""
+    probes = iter([0.4, 0.35, 0.5, 0.36, 0.09, 0.5])
+    pauses: list[float] = []
+    assert interference.busy_gpu(lambda: next(probes), 0.2, pause=pauses.append) is None
+    assert pauses == [0.002]  # one round over the limit, one pause
+
+
+def test_a_gpu_busy_through_every_round_gives_its_fastest_probe() -> None:
+    probes = iter([0.5, 0.4, 0.45] * 4)
+    pauses: list[float] = []
+    assert interference.busy_gpu(lambda: next(probes), 0.2, rounds=4, pause=pauses.append) == 0.4
+    assert len(pauses) == 4

@@ -272,6 +272,7 @@ def test_timing_row_values() -> None:
         "idle_cpu_share": 0.125,
         "early_cpu_ms": 0.75,
         "early_cpu_share": 0.0625,
+        "shared_core_share": 0.0,
         "speedup_within": [2.0, 2.0],
         "calibration": None,
     }
@@ -655,6 +656,31 @@ def test_more_than_half_the_iterations_disturbed_leaves_the_workload_unmeasured(
         "small: 5 of 8 timed iterations were disturbed, more than 50%: the host was too busy to time it "
         "(evaluate again)"
     ]
+
+
+def test_a_candidate_core_shared_with_others_work_leaves_the_workload_unmeasured() -> None:
+    """One busy loop beside the CPU demo on a 2-core host ran on the candidate's core (the scheduler's
+    least busy one) and slowed only the candidate: A/A requests gave 0.77-0.81x with intervals below
+    1.0. Over SHARED_CORE_LIMIT of its calls' time the workload is not scored; at the limit it is."""
+    limit = report_module.SHARED_CORE_LIMIT
+    busy = build_report(
+        {}, two_timed(), all_pass(t0=const_timing(4.0, 1.0, shared_core_ms=900.0, shared_core_share=0.6))
+    )
+    assert "speedup" not in busy["workloads"][0] and busy["workloads"][0]["shared_core_share"] == 0.6
+    assert busy["inconclusive"] == [
+        "small: other work on the host ran on the submission's core during 60% of its timed calls (900 ms), more "
+        f"than {limit:.0%}: its times are not its own (evaluate again on a quieter host)"
+    ]
+    report = EvalReport.model_validate(busy)
+    assert "summary" not in busy and report.correct and not report.ok
+    quiet = build_report({}, two_timed(), all_pass(t0=const_timing(4.0, 1.0, shared_core_share=limit)))
+    assert quiet["inconclusive"] == [] and quiet["workloads"][0]["shared_core_share"] == limit and passed(quiet)
+    # a few of the core's 10 ms clock ticks over a short measurement: not enough to tell
+    few = const_timing(4.0, 1.0, shared_core_ms=report_module.SHARED_CORE_MIN_MS - 10.0, shared_core_share=0.3)
+    short = build_report({}, two_timed(), all_pass(t0=few))
+    assert short["inconclusive"] == [] and passed(short)
+    enough = const_timing(4.0, 1.0, shared_core_ms=report_module.SHARED_CORE_MIN_MS, shared_core_share=0.3)
+    assert build_report({}, two_timed(), all_pass(t0=enough))["inconclusive"]
 
 
 def test_a_report_written_before_the_basis_and_disturbed_fields_still_parses() -> None:

@@ -2,17 +2,14 @@
 a trusted one (the baseline's, the empty call's) as the judge's own failure, which ends the
 evaluation as an infrastructure error. Asked again (a clean-up's question, as unpinning after a
 timing that failed), a trusted worker must not turn into the candidate's fault: killing the empty
-call's worker mid-timing once gave the submission a rejection. Needs torch (run inside the CPU job
-image by test_torch_tests_in_image)."""
+call's worker mid-timing once gave the submission a rejection (tasks.harness.link: no torch)."""
 
 from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("torch")
-
-from kcoral.tasks.harness.channel import pair  # noqa: E402
-from kcoral.tasks.harness.supervisor import CandidateGone, Worker  # noqa: E402
+from kcoral.tasks.harness.channel import pair
+from kcoral.tasks.harness.link import CandidateGone, Worker
 
 
 @pytest.mark.parametrize(("trusted", "raised"), [(True, RuntimeError), (False, CandidateGone)])

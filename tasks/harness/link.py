@@ -1,0 +1,91 @@
+"""The supervisor's link to one worker process (tasks.harness.worker): its channel, whether it is trusted,
+and what its silence means.
+
+A trusted worker (the baseline's, the empty call's) that fails or stops answering is the judge's failure:
+the evaluation ends without a result (the server's infrastructure error). The candidate's is the
+candidate's: its case is an ERROR with the reason (:class:`CandidateGone`), and so is every later one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from kcoral.tasks.harness import schema
+from kcoral.tasks.harness.channel import Channel, ChannelError
+
+
+class CandidateGone(Exception):
+    """The candidate's worker stopped answering: every later case is an ERROR with this reason."""
+
+
+@dataclass
+class Worker:
+    name: str
+    chan: Channel
+    trusted: bool
+    timeout: float
+    gone: str = ""
+    #: poll for its answers instead of sleeping (set while a case is timed with it on another core
+    #: than the supervisor's: :meth:`Supervisor._pin`)
+    spin: bool = False
+
+    def ask(self, message: dict[str, Any], fds: list[int] | None = None) -> str | None:
+        """Send one operation; None when the worker answered ok, else its error text."""
+        self.send(message, fds)
+        return self.answer()
+
+    def send(self, message: dict[str, Any], fds: list[int] | None = None) -> None:
+        """Send one operation without waiting: :meth:`answer` collects what the worker says to it."""
+        if self.gone:
+            self._raise_gone()
+        try:
+            self.chan.send(message, fds)
+        except ChannelError as exc:
+            self._lost(exc)
+
+    def answer(self) -> str | None:
+        """The worker's answer to the oldest operation not yet answered: None for ok, else its error."""
+        if self.gone:
+            self._raise_gone()
+        try:
+            answer = self.chan.recv(self.timeout, spin=self.spin)
+        except ChannelError as exc:
+            self._lost(exc)
+        if answer.get("ok") is True:
+            return None
+        error = answer.get("error")
+        text = error if isinstance(error, str) else f"a malformed answer {str(answer)[:200]!r}"
+        if self.trusted:
+            raise RuntimeError(f"the {self.name} failed: {text}")
+        return text[: schema.MAX_TEXT]
+
+    def _lost(self, exc: ChannelError) -> NoReturn:
+        self.gone = f"the {self.name}'s worker stopped answering: {exc}"
+        self._raise_gone()
+
+    def _raise_gone(self) -> NoReturn:
+        """The candidate's worker gone is its case's error; a trusted one gone is the judge's failure
+        (the evaluation ends without a result: the server's infrastructure error), every time it is
+        asked again too (a clean-up's question must not turn it into the candidate's)."""
+        if self.trusted:
+            raise RuntimeError(self.gone) from None
+        raise CandidateGone(self.gone) from None
+
+
+def hello(worker: Worker) -> str | None:
+    """The worker's first message: ok, or why it cannot serve (the submission did not import)."""
+    try:
+        answer = worker.chan.recv(worker.timeout)
+    except ChannelError as exc:
+        worker.gone = f"the {worker.name}'s worker did not start: {exc}"
+        if worker.trusted:
+            raise RuntimeError(worker.gone) from None
+        return worker.gone
+    if answer.get("ok") is True:
+        return None
+    error = answer.get("error")
+    worker.gone = (error if isinstance(error, str) else "the worker did not start")[: schema.MAX_TEXT]
+    if worker.trusted:
+        raise RuntimeError(worker.gone)
+    return worker.gone

@@ -1,0 +1,117 @@
+"""tasks.harness.sampling: when the supervisor stops sampling a timed case, and the iteration order (pure,
+on simulated timings and a simulated clock: no torch, no sleep)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+
+import pytest
+
+from kcoral.tasks.harness import sampling, stats
+from kcoral.tasks.harness.sampling import Samples
+from kcoral.tasks.harness.schema import TimingMethod
+
+METHOD = TimingMethod(min_reps=10, max_reps=60, budget_s=5.0, noisy_budget_s=20.0, interval_target=0.01)
+
+
+class Clock:
+    """Simulated seconds: each iteration takes ``step``."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def simulate(
+    cfg: TimingMethod, noise: float, step: float = 0.01, wait: float = 0.0, failed_at: int | None = None
+) -> tuple[str, Samples]:
+    """Baseline 2 ms and candidate 1 ms per call, each times (1 + uniform noise), a null of 0.1 ms; the
+    judge waits ``wait`` ms in every iteration (over its limit: every iteration disturbed)."""
+    rng = random.Random(7)
+    samples, clock = Samples(), Clock(step)
+    failed = [False]
+
+    def iteration(i: int) -> None:
+        samples.baseline.append(2.0 * (1 + noise * rng.uniform(-1, 1)))
+        samples.candidate.append(1.0 * (1 + noise * rng.uniform(-1, 1)))
+        samples.null.append(0.1)
+        samples.waits.append(wait)
+        clock.now += clock.step
+        failed[0] = failed_at is not None and i >= failed_at
+
+    stopped = sampling.sample(iteration, samples, cfg, lambda: failed[0], clock)
+    return stopped, samples
+
+
+def test_a_steady_measurement_stops_once_its_interval_is_within_the_target() -> None:
+    stopped, samples = simulate(METHOD, noise=0.001)
+    # an interval needs min_samples pairs of consecutive iterations (tasks.harness.stats): 12, past min_reps
+    assert stopped == "stable" and len(samples) == 2 * stats.min_samples() > METHOD.min_reps
+    assert samples.estimate(METHOD).relative_half_width <= METHOD.interval_target
+
+
+def test_a_measurement_short_of_the_target_samples_to_max_reps_within_its_budget() -> None:
+    stopped, samples = simulate(METHOD, noise=0.2)
+    assert stopped == "max_reps" and len(samples) == METHOD.max_reps
+
+
+def test_past_its_budget_a_scorable_measurement_stops_there() -> None:
+    stopped, samples = simulate(METHOD, noise=0.2, step=0.25)  # 0.25 s an iteration, a 5 s budget
+    assert stopped == "budget" and len(samples) == 21 and samples.scorable(METHOD)
+
+
+def test_a_disturbed_host_samples_on_until_the_noisy_budget() -> None:
+    """Every iteration disturbed (the judge waited 5 ms each, over its limit): never enough to score,
+    so sampling goes on past max_reps for noisy_budget_s more."""
+    stopped, samples = simulate(METHOD, noise=0.001, step=0.1, wait=5.0)
+    assert stopped == "noisy"
+    # max_reps at 0.1 s each (6 s), then 20 s more: 200 iterations
+    assert len(samples) == METHOD.max_reps + int(METHOD.noisy_budget_s / 0.1)
+
+
+def test_an_unscorable_interval_settles_once_it_narrows() -> None:
+    """Noisy but not disturbed: at max_reps the interval spans more than scorable_ratio, then narrows
+    with more samples; checked every ten iterations."""
+    cfg = dataclasses.replace(METHOD, scorable_ratio=1.3, interval_target=0.0)
+    stopped, samples = simulate(cfg, noise=0.5, step=0.001)
+    assert stopped == "noisy, then settled" and len(samples) % 10 == 0 and len(samples) > cfg.max_reps
+    assert samples.scorable(cfg)
+
+
+def test_a_failed_check_ends_the_noisy_sampling() -> None:
+    stopped, samples = simulate(METHOD, noise=0.001, step=0.1, wait=5.0, failed_at=3)
+    assert stopped == "max_reps" and len(samples) == METHOD.max_reps
+
+
+def test_the_order_alternates_and_buffer_sets_go_a_pair_at_a_time() -> None:
+    assert [sampling.order(i, "b", "c") for i in range(4)] == [("b", "c"), ("c", "b")] * 2
+    assert [sampling.buffer_set(i, 3) for i in range(8)] == [0, 0, 1, 1, 2, 2, 0, 0]
+    assert {sampling.buffer_set(i, 0) for i in range(4)} == {0}
+
+
+@pytest.mark.parametrize(("batch", "marked"), [(0, [False, True]), (8, [False, False])])
+def test_a_batch_holds_its_wait_against_the_whole_batch(batch: int, marked: list[bool]) -> None:
+    """A 0.5 ms wait is over 2% of a 10 ms call but not of a batch of 8 such calls (80 ms)."""
+    cfg = dataclasses.replace(METHOD, disturbed_ms=0.1, disturbed_share=0.02)
+    samples = Samples(baseline=[10.0, 10.0], candidate=[10.0, 10.0], null=[0.1, 0.1], waits=[0.05, 0.5])
+    assert samples.disturbed(cfg, batch) == marked
+
+
+def test_a_throttled_iteration_is_disturbed_and_the_record_keeps_every_figure() -> None:
+    samples = Samples(
+        baseline=[2.0] * 3, candidate=[1.0] * 3, null=[0.1] * 3, waits=[0.0] * 3, mhz=[1980, 1755, 1980],
+        temp=[40, 41, 42], throttled=[False, True, False],
+    )  # fmt: skip
+    assert samples.disturbed(METHOD) == [False, True, False]
+    timing = samples.timing(METHOD, 8, "stable", 24, 1.5)
+    assert (timing.kernel_ms, timing.disturbed, timing.throttled) == (
+        [1.0] * 3,
+        [False, True, False],
+        samples.throttled,
+    )
+    assert (timing.batch, timing.graph, timing.warmup_calls, timing.cooled_s) == (8, METHOD.graph, 24, 1.5)
+    assert samples.clock_ms() == pytest.approx(9.3) and list(itertools.chain(timing.sm_clock_mhz)) == samples.mhz
