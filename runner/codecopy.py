@@ -23,7 +23,8 @@ from pathlib import Path
 from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobfs import remove_tree
 
-#: the kcoral package's root folder (holding runner/, tasks/, profiling/)
+#: the folder holding kcoral's part folders (runner/, tasks/, profiling/...): site-packages/kcoral in an
+#: install, the checkout in an editable one (pyproject's package-dir maps them side by side in both)
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 #: the packages a job's containers may mount, relative to PACKAGE_ROOT
 PACKAGES = ("tasks/harness", "profiling")

@@ -16,7 +16,7 @@ for pkg in httpx httpcore h11 anyio sniffio certifi idna click typer; do
   PYTHONPATH=/tmp/site /tmp/kcv/bin/python3 -c "import $pkg" 2>/dev/null && continue
   src=$(python3 -c "import $pkg, os; print(os.path.dirname($pkg.__file__))" 2>/dev/null) && cp -r "$src" "$venv_site/"
 done
-/tmp/kcv/bin/python3 -m compileall -q "$venv_site" /tmp/site "$PWD/kcoral" >/dev/null
+/tmp/kcv/bin/python3 -m compileall -q "$venv_site" /tmp/site "$PWD"/{kcoral,cli,runner,tasks,profiling,images} >/dev/null
 mounts=""; for d in /usr /lib /lib64 /bin /sbin /opt /etc; do [ -d $d ] && mounts+=" -v $d:$d:ro"; done
 devs=""; for d in /dev/nvidia0 /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia-uvm-tools; do [ -e $d ] && devs+=" --device $d"; done
 python3 bench/overhead.py --remote http://127.0.0.1:8901 --image kcoral-toolchain:latest --python "$(command -v python3)" \

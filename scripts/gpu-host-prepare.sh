@@ -11,6 +11,13 @@ if ! { [ -x /tmp/docker-bundle/bin/dockerd ] && PATH=/tmp/docker-bundle/bin:$PAT
 else  # a warm machine: the engine and the wheels are there from an earlier call
   export PATH=/tmp/docker-bundle/bin:$PATH PYTHONPATH=/tmp/site:$PWD
 fi
+# kcoral: this checkout, installed editable into /tmp/site (each call: the checkout is a new copy) by the
+# setuptools of SERVER_WHEELS. pyproject's package-dir makes runner/ kcoral.runner, ... through an import
+# hook that a .pth file starts; /tmp/site is on PYTHONPATH, not a site dir, so its sitecustomize reads its
+# .pth files. Jobs see none of it (/tmp is not mounted, and their PYTHONPATH is job_opts')
+PYTHONPATH=/tmp/site python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile \
+  --upgrade --target /tmp/site -e . || exit 1
+echo 'import site; site.addsitedir("/tmp/site")' > /tmp/site/sitecustomize.py
 py=$(command -v python3)
 python3 -m kcoral images build toolchain
 # shellcheck disable=SC2034  # for the script that sources this one

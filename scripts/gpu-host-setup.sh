@@ -1,7 +1,7 @@
 #!/bin/bash
 # Prepares a GPU host that has no Docker engine and no registry (the H200 reference host) to run
 # kcoral: unpacks the Docker bundle made by ../shared/gpu-host/make-docker-bundle.sh, starts
-# dockerd, and installs the server's Python wheels into /tmp/site.
+# dockerd, and installs the server's Python wheels into /tmp/site (kcoral itself: gpu-host-prepare.sh).
 # Usage: source scripts/gpu-host-setup.sh BUNDLE.tar.xz WHEEL_DIR
 set -u
 bundle=${1:?usage: gpu-host-setup.sh BUNDLE.tar.xz WHEEL_DIR}

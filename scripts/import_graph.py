@@ -17,16 +17,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-#: the folders that are kcoral's packages, by their import name
-PARTS = {
-    "kcoral.runner": ROOT / "runner",
-    "kcoral.cli": ROOT / "cli",
-    "kcoral.tasks": ROOT / "tasks",
-    "kcoral.profiling": ROOT / "profiling",
-    "kcoral.images": ROOT / "images",
-    "kcoral.protocol": ROOT / "kcoral" / "protocol",
-}
+from layout import ROOT, package_dirs
+
+#: the folders that are kcoral's packages, by their import name: the part folders pyproject's package-dir
+#: maps (runner/ is kcoral.runner, ...) and kcoral/protocol
+PARTS = {name: folder for name, folder in package_dirs().items() if name != "kcoral"}
+PARTS["kcoral.protocol"] = ROOT / "kcoral" / "protocol"
 #: task folders are data (a task's own reference code), not kcoral's modules
 SKIP = ("tasks/kda/", "tasks/demo/")
 

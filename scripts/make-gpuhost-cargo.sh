@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds what a GPU host without Docker, registry or network needs, into DEST (default .gpuhost,
 # git-ignored): the Docker engine bundle (xz -9e, ~38 MB), the server's wheels for the host's
-# Python 3.12 (whl/), the task reference packages jobs import (jobwhl/: fla-core), and the IKET
+# Python 3.12 (whl/, with the setuptools that installs this checkout there: scripts/gpu-host-prepare.sh),
+# the task reference packages jobs import (jobwhl/: fla-core), and the IKET
 # layer: nvidia-cutlass-dsl 4.8.1 with its cu13 libs and nvdisasm installed for Python 3.12, run-iket's
 # shebang made `/usr/bin/env python3`, as one xz'd tar (~68 MiB) split into 20 MiB parts, so
 # that they travel in two calls beside the rest (a call carries at most 64 MiB): p1/ holds the first
@@ -28,7 +29,8 @@ get() {  # get DIR NAME==VERSION...: manylinux/py3 wheels for CPython 3.12 on x8
 }
 get "$dest/whl" fastapi==0.165.0 starlette==1.10.0 pydantic==2.13.4 pydantic-core==2.46.4 uvicorn==0.54.0 \
   docker==7.1.0 annotated-types==0.7.0 typing-inspection==0.4.2 annotated-doc==0.0.7 \
-  typing-extensions==4.16.0 opentelemetry-api==1.45.2 httptools==0.9.0 uvloop==0.23.0 typer==0.28.0 shellingham==1.5.4
+  typing-extensions==4.16.0 opentelemetry-api==1.45.2 httptools==0.9.0 uvloop==0.23.0 typer==0.28.0 shellingham==1.5.4 \
+  setuptools==80.9.0
 get "$dest/jobwhl" fla-core==0.6.0
 if [ ! -f "$dest/p1/cdsl-site.tar.xz.partaa" ]; then
   tmp=$(mktemp -d)

@@ -14,6 +14,8 @@ ruff format --check .
 # content is unchanged is not checked again (~20 s cold, ~1 s warm here); each entry is checked
 # against its file's hash, so an edit (or a new mypy) is always checked
 export MYPY_CACHE_DIR="${MYPY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcoral-mypy}"
+# mypy reads kcoral as installed (runner/ as kcoral/runner, ...) through links made here (pyproject's mypy_path)
+python3 scripts/layout.py --view build/mypy
 mypy
 # the slowest tests named at the end: where CI time goes
 python3 -m pytest -q -p no:cacheprovider --durations=25 "$@"

@@ -6,6 +6,7 @@ SQLite file in a temporary data dir). Containers a test leaves are removed by la
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import subprocess
@@ -25,13 +26,30 @@ import uvicorn
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
+
+def _check_the_install_is_this_checkout() -> None:
+    """kcoral.runner & co. come from the folders of the checkout that the editable install was made from
+    (pyproject's package-dir), while kcoral/ itself comes from this one: another checkout's install would
+    have these tests run its code."""
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.find_spec("kcoral.runner")
+    where = Path(spec.origin).parent if spec is not None and spec.origin else None
+    if where is None or not where.samefile(root / "runner"):
+        raise pytest.UsageError(
+            f"kcoral.runner is {where or 'not found'}, not {root / 'runner'}: install this checkout "
+            f"(python3 -m pip install -e {root}, as scripts/install.sh does)"
+        )
+
+
+_check_the_install_is_this_checkout()
+
 from kcoral.runner.app import create_app, server_config  # noqa: E402
 from kcoral.runner.limits import Limits  # noqa: E402
 from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB  # noqa: E402
 from kcoral.runner.services import Services  # noqa: E402
 from kcoral.runner.settings import Settings  # noqa: E402
 from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY  # noqa: E402
-from tests.serverproc import free_port
+from tests.serverproc import free_port  # noqa: E402
 
 JOB_IMAGE = os.environ.get("KCORAL_TEST_IMAGE", "kcoral-job:cpu")
 

@@ -4,10 +4,12 @@ packages, and the server behind the ``server`` extra."""
 from __future__ import annotations
 
 import ast
+import csv
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("runner", "cli", "tasks", "profiling", "images")
-#: where kcoral's own code is written (the kcoral/ folder links to the parts)
+#: where kcoral's own code is written (an install maps the parts into kcoral: runner/ is kcoral.runner)
 SOURCES = [*PARTS, "tests", "bench", "scripts", "examples"]
 
 
@@ -38,6 +40,33 @@ def test_no_code_imports_a_part_by_its_bare_name() -> None:
         if name.split(".")[0] in PARTS
     ]
     assert not bare, "import kcoral.<part>, not <part>:\n" + "\n".join(bare)
+
+
+def _package_folders() -> dict[str, Path]:
+    """The folder of each package pyproject lists, package-dir applied (kcoral.runner.web is runner/web)."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    mapped = {"kcoral": ROOT / "kcoral", **{name: ROOT / folder for name, folder in setuptools["package-dir"].items()}}
+    assert sorted(mapped) == sorted(["kcoral", *(f"kcoral.{p}" for p in PARTS)]), mapped
+    folders = {}
+    for package in setuptools["packages"]:
+        base = max((m for m in mapped if package == m or package.startswith(m + ".")), key=len)
+        folders[package] = mapped[base].joinpath(*package.removeprefix(base).split(".")[1:])
+    return folders
+
+
+def test_every_folder_of_kcoral_and_its_parts_that_holds_a_file_is_a_listed_package() -> None:
+    """setuptools installs the packages pyproject lists and finds none itself: a folder left off the list
+    (a new subpackage, a new task) would be missing from the wheel and from the editable install."""
+    listed = _package_folders()
+    missing = [f"{p} does not exist" for p, folder in listed.items() if not folder.is_dir()]
+    holding = {
+        folder
+        for top in [ROOT / "kcoral", *(ROOT / p for p in PARTS)]
+        for folder in [top, *top.rglob("*")]
+        if folder.is_dir() and "__pycache__" not in folder.parts and any(f.is_file() for f in folder.iterdir())
+    }
+    unlisted = sorted(str(f.relative_to(ROOT)) for f in holding - set(listed.values()))
+    assert not missing and not unlisted, f"not a folder: {missing}; not in pyproject's packages: {unlisted}"
 
 
 def test_every_imported_package_is_declared() -> None:
@@ -129,6 +158,21 @@ def test_the_wheel_carries_the_task_manifests(client_venv: Path) -> None:
     # the web page's templates and vendored scripts (runner.web)
     for name in ("templates/job.html", "static/htmx-2.0.4.min.js", "static/uPlot-1.6.31.iife.min.js"):
         assert (site / "kcoral" / "runner" / "web" / name).is_file(), name
+
+
+def test_the_install_is_every_module_under_kcoral_and_nothing_beside(client_venv: Path) -> None:
+    """What pip recorded for kcoral-bench: each module of kcoral/ and of the parts at its import path
+    (runner/x.py at kcoral/runner/x.py), and no top-level name but kcoral (and the command)."""
+    site = next((client_venv / "lib").glob("python3*/site-packages"))
+    record = next(site.glob("kcoral_bench-*.dist-info")) / "RECORD"
+    installed = {row[0] for row in csv.reader(record.read_text().splitlines())}
+    command = [f for f in installed if f.startswith("../") and f.endswith("/bin/kcoral")]
+    beside = sorted(f for f in set(installed) - set(command) if f.split("/")[0] not in ("kcoral", record.parent.name))
+    assert len(command) == 1 and not beside, (command, beside)
+    wanted = {f"kcoral/{p.relative_to(ROOT / 'kcoral').as_posix()}" for p in (ROOT / "kcoral").rglob("*.py")} | {
+        f"kcoral/{p.relative_to(ROOT).as_posix()}" for part in PARTS for p in (ROOT / part).rglob("*.py")
+    }
+    assert not sorted(wanted - installed), sorted(wanted - installed)
 
 
 def test_the_distribution_is_kcoral_bench_and_its_command_kcoral(client_venv: Path) -> None:

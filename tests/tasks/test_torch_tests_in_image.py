@@ -1,7 +1,7 @@
 """Test files that need torch (which the test environment does not install) run here, with pytest,
 inside the CPU job image, which has it: as the job user, without network, on a read-only copy of the
-repository, with the host's own pure-Python pytest mounted beside it. A failure or a skip there fails
-this test."""
+repository (kcoral in it as installed: tests/package_copy.py), with the host's own pure-Python pytest
+mounted beside it. A failure or a skip there fails this test."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import importlib.util
 from pathlib import Path
 
 import docker
+
+from tests.package_copy import package_copy
 
 REPO = Path(__file__).resolve().parents[2]
 #: they import torch (pytest.importorskip here, so they are skipped outside the image)
@@ -28,8 +30,11 @@ def _source(name: str) -> Path:
     return origin.parent if origin.name == "__init__.py" else origin
 
 
-def test_the_torch_tests_pass_in_the_job_image(docker_client: docker.DockerClient, job_image: str) -> None:
-    volumes = {str(REPO): {"bind": "/w", "mode": "ro"}}
+def test_the_torch_tests_pass_in_the_job_image(
+    docker_client: docker.DockerClient, job_image: str, tmp_path: Path
+) -> None:
+    package = package_copy(tmp_path)
+    volumes = {str(REPO): {"bind": "/w", "mode": "ro"}, str(package): {"bind": "/w/kcoral", "mode": "ro"}}
     for name in PYTEST_PARTS:
         src = _source(name)
         volumes[str(src)] = {"bind": f"/deps/{src.name}", "mode": "ro"}
