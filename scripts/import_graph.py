@@ -99,7 +99,6 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     on: set[str] = set()
     out: list[list[str]] = []
     counter = [0]
-    sys.setrecursionlimit(10000)
 
     def visit(v: str) -> None:
         index[v] = low[v] = counter[0]
@@ -123,9 +122,14 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
             if len(comp) > 1:
                 out.append(sorted(comp))
 
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10000))  # one frame per module on the deepest path; given back after
+    try:
+        for v in sorted(edges):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
     return sorted(out, key=len, reverse=True)
 
 
