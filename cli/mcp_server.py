@@ -32,6 +32,7 @@ from pydantic import Field
 from kcoral import __version__
 from kcoral.cli.library import Client, JobResult
 from kcoral.protocol.errors import KcoralError, UsageError
+from kcoral.protocol.evaluations import Board, Comparison, History
 from kcoral.protocol.models import JobView, to_data
 
 #: the most log bytes one tool result carries (an agent's context is not a log viewer)
@@ -66,6 +67,17 @@ OutputDir = Annotated[
     ),
 ]
 JobId = Annotated[str, Field(description="a job id as a result gave it (a unique piece of one will do)")]
+Label = Annotated[
+    str,
+    Field(
+        description="the candidate's name in the task's history (default: the folder's name, or 'submission' for "
+        "files, and the start of the sent files' sha256)"
+    ),
+]
+Evaluation = Annotated[
+    str, Field(description="an evaluation: its job id (a unique piece of one will do) or its label (the newest)")
+]
+HistoryLimit = Annotated[int, Field(description="how many of the newest evaluations to list (1-1000)")]
 Argv = Annotated[
     list[str],
     Field(
@@ -120,6 +132,9 @@ class KcoralTools:
         "job_log",
         "download_outputs",
         "cancel",
+        "history",
+        "compare",
+        "best",
         "ncu",
         "iket",
     )
@@ -187,12 +202,13 @@ class KcoralTools:
         files: Files = None,
         timeout_s: TimeoutS = None,
         output_dir: OutputDir = None,
+        label: Label = "",
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """The official score of a submission: ``directory`` (a folder with solution.py) or ``files``
         (file name -> text). Returns the verdict, each workload's line, the speedup with its 95%
         interval, the first failure's reason, and the job id."""
-        return await self._evaluate(task, directory, files, timeout_s, False, output_dir, ctx)
+        return await self._evaluate(task, directory, files, timeout_s, False, output_dir, label, ctx)
 
     async def check(
         self,
@@ -200,11 +216,12 @@ class KcoralTools:
         directory: Directory = None,
         files: Files = None,
         output_dir: OutputDir = None,
+        label: Label = "",
         ctx: Context | None = None,
     ) -> dict[str, Any]:
         """The fast correctness mode: the public workloads only, with full tracebacks, no timing, no
         holdout, no score (seconds, not minutes). Same arguments and result as evaluate."""
-        return await self._evaluate(task, directory, files, None, True, output_dir, ctx)
+        return await self._evaluate(task, directory, files, None, True, output_dir, label, ctx)
 
     async def _evaluate(
         self,
@@ -214,6 +231,7 @@ class KcoralTools:
         timeout_s: float | None,
         checking: bool,
         output_dir: str | None,
+        label: str,
         ctx: Context | None,
     ) -> dict[str, Any]:
         if not directory and not files:
@@ -222,7 +240,7 @@ class KcoralTools:
                 "relative to its working folder) or files (file name -> text, e.g. {'solution.py': '...'})"
             )
         with _sent(directory, files) as folder:
-            view = await self.call(self.client.evaluate, task, folder, timeout_s, checking, output_dir, False)
+            view = await self.call(self.client.evaluate, task, folder, timeout_s, checking, output_dir, False, label)
         done = await self.follow(view, ctx, output_dir)
         return _evaluation(done)
 
@@ -283,6 +301,27 @@ class KcoralTools:
     async def cancel(self, job_id: JobId) -> dict[str, Any]:
         """Cancel a queued or running job; its view afterwards."""
         return _view(await self.call(self.client.cancel, job_id))
+
+    # --- the candidates of a task -----------------------------------------------------------------
+
+    async def history(self, task: Task, limit: HistoryLimit = 20) -> History:
+        """Your newest evaluations of ``task``, newest first: label, submission digest, verdict, speedup
+        with its 95% interval, GPU, time; the best so far marked (the highest speedup of a passing
+        timed evaluation; checks and failed or inconclusive ones never count)."""
+        if not 1 <= limit <= 1000:
+            raise ToolError("limit must be 1 to 1000")
+        return await self.call(self.client.history, task, limit)
+
+    async def compare(self, a: Evaluation, b: Evaluation) -> Comparison:
+        """Evaluation ``b`` against ``a``: per workload both speedups with their intervals and B against A
+        as faster / slower / same / ambiguous (decided from the intervals, never from the point values),
+        whether the submissions are identical, and the unified diff of their sources."""
+        return await self.call(self.client.compare, a, b)
+
+    async def best(self, task: Task) -> Board:
+        """The best evaluation so far of each token on ``task`` that you may see (your own, and the
+        others' anonymised ranks where the server shows its board), with their receipts."""
+        return await self.call(self.client.best, task)
 
     # --- profilers ------------------------------------------------------------------------------
 
@@ -371,7 +410,8 @@ class _sent:
         if self.files is None:
             return self.directory
         self._scratch = tempfile.TemporaryDirectory(prefix="kcoral-mcp-")
-        root = Path(self._scratch.name)
+        root = Path(self._scratch.name) / "submission"  # the default label's name (cli.runflow.labelled)
+        root.mkdir()
         for name, text in self.files.items():
             target = (root / name).resolve()
             if root.resolve() not in target.parents:

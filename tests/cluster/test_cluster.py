@@ -135,7 +135,10 @@ def test_an_evaluation_runs_on_a_host_and_kcoral_gpus_shows_every_host(cluster: 
         receipt = http.get(f"/v1/jobs/{job_id}/outputs/receipt.json").json()
         assert receipt["image"] == job["image"]["digest"] and receipt["task_version"]
         rerun = wait(http, http.post(f"/v1/jobs/{job_id}/rerun").json()["id"], timeout=300)
-        assert rerun["verdict"] == "ok", rerun
+        # three Ray nodes on a 2-core host keep its cores busy: a timing that the host's work disturbed,
+        # or whose core it shared, is inconclusive by design (no score; never a failure or a gain)
+        assert rerun["verdict"] in ("ok", "inconclusive") and rerun["slot"] == "hostB/cpu0", rerun
+        assert rerun["image"]["digest"] == job["image"]["digest"], (rerun, job)
     assert cluster.front is not None
     cli = [sys.executable, "-m", "kcoral", "gpus", "--remote", cluster.front.url]
     rows = json.loads(subprocess.run([*cli, "--json"], capture_output=True, check=True).stdout)["cluster_slots"]

@@ -21,7 +21,7 @@ from tests.serverproc import ROOT
 
 TRANSCRIPT = Path(os.environ.get("KCORAL_MCP_TRANSCRIPT") or Path(__file__).parent / "artifacts" / "transcript.json")
 TOOLS = {"list_tasks", "show_task", "evaluate", "check", "run_python", "job_status", "job_log",
-         "download_outputs", "ncu", "iket", "cancel"}  # fmt: skip
+         "download_outputs", "ncu", "iket", "cancel", "history", "compare", "best"}  # fmt: skip
 
 
 def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_path: Path) -> None:
@@ -69,11 +69,29 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
             assert any(m.startswith(f"job {passed['job_id']}: ") for m in progress)  # progress was told
 
             wrong = good.replace("return", "return 2 *", 1) if "return" in good else "def setup(*a):\n    return None\n"
-            failed = await tool("check", task="demo/softmax", files={"solution.py": wrong}, output_dir="wrong")
+            failed = await tool(
+                "check", task="demo/softmax", files={"solution.py": wrong}, output_dir="wrong", label="wrong-check"
+            )
             assert not failed["ok"] and failed["failure"] and failed["exit_code"] == 1, failed
             rejected = await tool("evaluate", task="demo/softmax", files={"solution.py": wrong}, output_dir="wrong2")
             assert not rejected["ok"] and rejected["exit_code"] == 1 and rejected["failure"], rejected
             assert "summary" not in rejected  # no score for a wrong candidate
+
+            # the loop: the candidates by name, the two compared, the best so far
+            loop = ("history", "compare", "best")
+            typed = {t.name: (t.output_schema or {}).get("properties") for t in listed if t.name in loop}
+            assert all(typed.values()), typed  # each result's own fields, not {"type": "object"}
+            hist = await tool("history", task="demo/softmax", limit=5)
+            named = {e["id"]: e["label"] for e in hist["evaluations"]}
+            assert named[passed["job_id"]].startswith("submission-"), named  # files: 'submission' and the digest
+            assert named[rejected["job_id"]] != named[passed["job_id"]] and named[failed["job_id"]] == "wrong-check"
+            assert hist["best"]["id"] == passed["job_id"], hist["best"]
+            pair = await tool("compare", a=passed["job_id"], b=rejected["job_id"])
+            assert not pair["identical"] and "solution.py" in pair["diff"]["changed"], pair
+            board = await tool("best", task="demo/softmax")
+            assert [e["evaluation"]["id"] for e in board["entries"]] == [passed["job_id"]], board
+            too_many = await tool("history", task="demo/softmax", limit=0)
+            assert "limit must be" in too_many, too_many
 
             # a plain job that also writes a passing report of its own: a file like any other, never a score
             forged = json.dumps({"task": "demo/softmax", "holdout": "PASS", "holdout_probes": 4, "workloads": [],
