@@ -3,7 +3,8 @@
 submission's digest (:mod:`~kcoral.protocol.submission`), how a log travels
 (:mod:`~kcoral.protocol.framing`), job ids (:mod:`~kcoral.protocol.jobids`), what a job sees of its
 environment and the names a client may set (:mod:`~kcoral.protocol.jobenv`), the printable rule for
-text a job chose (:mod:`~kcoral.protocol.printable`), output paths (:mod:`~kcoral.protocol.relpath`)
-and the transfer spool (:mod:`~kcoral.protocol.spool`). Stdlib and pydantic only; no module here
-imports kcoral.runner, kcoral.cli or kcoral.tasks (tests/test_protocol_boundary.py checks it).
+text a job chose (:mod:`~kcoral.protocol.printable`), output paths (:mod:`~kcoral.protocol.relpath`),
+the transfer spool (:mod:`~kcoral.protocol.spool`) and signed receipts, checked by anyone
+(:mod:`~kcoral.protocol.receipts`). Stdlib and pydantic only, and ``cryptography`` in receipts; no
+module here imports kcoral.runner, kcoral.cli or kcoral.tasks (tests/test_protocol_boundary.py checks it).
 """
