@@ -25,6 +25,7 @@ from kcoral.runner.bodylimit import BodyLimit
 from kcoral.runner.connections import guarded_protocol
 from kcoral.runner.evaluations import backfill
 from kcoral.runner.evaluations_api import router as evaluations_router
+from kcoral.runner.keys_api import router as keys_router
 from kcoral.runner.services import Services
 from kcoral.runner.settings import Settings
 from kcoral.runner.warmup import submit_warm_ups
@@ -75,6 +76,7 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     app.add_middleware(BodyLimit)  # every body bounded before a route reads it (runner.bodylimit)
     app.include_router(router)
     app.include_router(evaluations_router)
+    app.include_router(keys_router)
     from kcoral.runner import web
 
     app.include_router(web.router)

@@ -31,12 +31,23 @@ PACKAGES = ("tasks/harness", "profiling")
 FOLDER = "code"
 
 _lock = threading.Lock()
-_made: dict[Path, Path] = {}
+#: data dir -> (its copy, the sha256 of the copy's contents)
+_made: dict[Path, tuple[Path, str]] = {}
 
 
 def code_root(data_dir: Path) -> Path:
     """The copy of :data:`PACKAGES` in ``data_dir`` (made on first use); ``root / package`` is a
     package's folder."""
+    return _copy(data_dir)[0]
+
+
+def code_digest(data_dir: Path) -> str:
+    """The sha256 over the copy's files (paths, sizes and bytes) that jobs of ``data_dir`` mount: the
+    trusted code an evaluation's judge runs, as its receipt names it (the copy's name is its start)."""
+    return _copy(data_dir)[1]
+
+
+def _copy(data_dir: Path) -> tuple[Path, str]:
     data_dir = data_dir.resolve()
     with _lock:
         if data_dir not in _made:
@@ -53,14 +64,15 @@ def _files() -> list[Path]:
     )
 
 
-def _make(parent: Path) -> Path:
+def _make(parent: Path) -> tuple[Path, str]:
     files = _files()
     digest = hashlib.sha256()
     for path in files:
         data = path.read_bytes()
         digest.update(f"{path.relative_to(PACKAGE_ROOT)}\0{len(data)}\0".encode())
         digest.update(data)
-    name = digest.hexdigest()[:16]
+    full = digest.hexdigest()
+    name = full[:16]
     target = parent / name
     with disk_writes("cannot copy kcoral's job code into the data dir"):
         parent.mkdir(exist_ok=True)
@@ -78,4 +90,4 @@ def _make(parent: Path) -> Path:
             for folder, _dirs, _names in os.walk(partial):
                 os.chmod(folder, 0o755)
             os.rename(partial, target)
-    return target
+    return target, full

@@ -21,6 +21,8 @@ from kcoral.runner.jobkinds import python_step
 from kcoral.runner.leases import Lease, Placement
 from kcoral.runner.logsetup import job_thread
 from kcoral.runner.plan import Executor, RunResult
+from kcoral.runner.receipt_keys import KeyRing
+from kcoral.runner.receipts import seal
 from kcoral.runner.remotejobs import RemoteJobs
 from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings
@@ -86,10 +88,13 @@ class Scheduler:
         nvml: GpuProbe,
         settings: Settings,
         remote: RemoteJobs | None = None,
+        keys: KeyRing | None = None,
     ) -> None:
         self.store = store
         #: the jobs on cluster hosts (runner.remotejobs); None on a single server
         self.remote = remote
+        #: what signs evaluations' receipts (runner.receipts); None: they stay unsigned
+        self.keys = keys
         self.settings = settings
         self.placement = placement
         self.executor = executor
@@ -309,7 +314,7 @@ class Scheduler:
         finally:
             try:
                 if result is not None:
-                    self._record(job.id, result)
+                    self._record(job.id, self._seal(job.id, result))
             finally:
                 self._let_go(job.id, lease)
 
@@ -341,7 +346,7 @@ class Scheduler:
                 try:
                     if job.id in self._interrupted and result.verdict == Verdict.cancelled:
                         result = replace(result, verdict=Verdict.interrupted, reason=INTERRUPTED)
-                    self._record(job.id, result)
+                    self._record(job.id, self._seal(job.id, result))
                 finally:  # after the result (not on the job's critical path), before the lease is free
                     self.executor.remove_exited(job.id)
                 self._check_gpus_clean(lease, baseline)
@@ -355,6 +360,10 @@ class Scheduler:
             self._cancels.pop(job_id, None)
             self._workers.pop(job_id, None)
         self.wake()
+
+    def _seal(self, job_id: str, result: RunResult) -> RunResult:
+        """An evaluation's receipt signed by this server before its result is recorded (runner.receipts)."""
+        return seal(self.store, self.keys, job_id, result) if self.keys is not None else result
 
     def _record(self, job_id: str, result: RunResult) -> None:
         """Store how the job ended; when the store cannot (a full disk), keep it and retry from the loop."""

@@ -15,6 +15,7 @@ from kcoral.runner.gpus import Nvml, select_gpus
 from kcoral.runner.imageprobe import ImageProbe
 from kcoral.runner.leases import LeasePool, Placement
 from kcoral.runner.pycache import ToolchainBytecode
+from kcoral.runner.receipt_keys import KeyRing, keys_dir
 from kcoral.runner.scheduler import Scheduler
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobStore
@@ -51,6 +52,8 @@ class Services:
     executor: DockerExecutor
     scheduler: Scheduler
     auth: Authenticator
+    #: the keys that sign evaluations' receipts (runner.receipt_keys): GET /v1/keys lists their public halves
+    keys: KeyRing
     uploads: Uploads = field(default_factory=Uploads)
     image_probe: ImageProbe = field(init=False)
     #: toolchain mode: the host Python's bytecode, compiled at the start for every job (runner.pycache)
@@ -79,8 +82,9 @@ class Services:
             gpus = select_gpus(nvml.list(), settings.gpus)
             placement = LeasePool(gpus, settings.cpu_slots)
         executor = DockerExecutor(settings)
-        scheduler = Scheduler(store, placement, executor, nvml, settings, remote)
+        keys = KeyRing.open(keys_dir(settings.data_dir))
+        scheduler = Scheduler(store, placement, executor, nvml, settings, remote, keys)
         tokens = load_tokens(settings.tokens_file) if settings.tokens_file else None
         operators = load_operators(settings.tokens_file) if settings.tokens_file else frozenset()
         auth = Authenticator(tokens, operators)
-        return cls(settings, store, nvml, gpus, placement, executor, scheduler, auth)
+        return cls(settings, store, nvml, gpus, placement, executor, scheduler, auth, keys)

@@ -489,6 +489,15 @@ class JobStore:
             args.append(owner)
         return self._select(f"WHERE {where} ORDER BY seq", tuple(args))
 
+    def same_submission(self, task: str, owner: str, digest: str, check: bool) -> builtins.list[JobRecord]:
+        """``owner``'s evaluations of ``task`` whose submission digest is ``digest``, checks or timed ones
+        as ``check`` says (a signed receipt counts them: runner.receipts), oldest first."""
+        return self._select(
+            f"WHERE {_EVALUATIONS} AND owner = ? AND submission_digest = ? "
+            "AND COALESCE(json_extract(spec, '$.check'), 0) = ? ORDER BY seq",
+            (task, owner, digest, int(check)),
+        )
+
     def find_evaluations(self, owner: str | None, label: str = "", id_piece: str = "") -> builtins.list[JobRecord]:
         """The evaluations (of ``owner``; None: anyone's) named ``label``, or whose id or id's random
         last part starts with ``id_piece`` (hex digits and '-' only), newest first, at most 50."""

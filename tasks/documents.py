@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from kcoral.protocol.models import Score
+from kcoral.protocol.models import JobState, Score, Verdict
 from kcoral.tasks.harness.schema import Outcome
 
 
@@ -157,23 +157,76 @@ class SampleTimes(Document):
     judge_wait_ms: list[float] | None = None
 
 
+class WorkloadScore(Document):
+    """One workload's verdict in a receipt and, timed and passed, its speedup with its 95% interval."""
+
+    verdict: Outcome
+    speedup: float | None = None
+    speedup_lo: float | None = None
+    speedup_hi: float | None = None
+
+
+class Repeat(Document):
+    """One evaluation of the same submission, in a receipt's ``same_submission``."""
+
+    job: str
+    state: JobState
+    verdict: Verdict | None = None
+    score: Score | None = None
+    finished: float | None = None
+
+
+class SameSubmission(Document):
+    """Every evaluation of a receipt's submission digest by the same token on the same task (timed ones
+    for a timed evaluation, checks for a check), this one among them, as the server knew them when it
+    signed: ``count`` of them, the newest ``evaluations`` listed oldest first."""
+
+    count: int
+    evaluations: list[Repeat] = []
+
+
 class Receipt(Document):
-    """receipt.json: what a rerun pins and a reader needs to trust or redo the score."""
+    """receipt.json: what a rerun pins and a reader needs to trust or redo the score. The judge writes it
+    (tasks.evaluate); the server that ran the job adds its own facts and signs it (runner.receipts):
+    everything but ``signature`` is the signed statement (kcoral.protocol.receipts). The fields added
+    since receipts were signed default to None, so an older receipt reads and writes back as it was."""
 
     FILE: ClassVar[str] = "receipt.json"
 
     job: str
     task: str
     task_version: str = ""
+    #: sha256 over the task's files (names and bytes), and of its manifest.json alone
     task_sha256: str
+    manifest_sha256: str | None = None
     image: str
+    #: sha256 of the tar as the server received it (submission_digest: of the files, however packed)
     submission_sha256: str
     harness_version: str
+    #: sha256 over the trusted code the judge's container ran (runner.codecopy's copy of kcoral's code)
+    judge_code_sha256: str | None = None
+    #: a check (--check): correctness only, no score
+    check: bool | None = None
     gpus: list[dict[str, Any]] = []
     telemetry: dict[str, Any] = {}
     seed_hashes: dict[str, str] = {}
     timings: dict[str, SampleTimes] = {}
+    #: each workload's verdict and speedup with its interval (report.json's rows)
+    workloads: dict[str, WorkloadScore] | None = None
     finished: float
+    # --- what the server adds as it signs (runner.receipts); None in a receipt from before ---
+    #: the signing server's id (GET /v1/keys names it)
+    server: str | None = None
+    label: str | None = None
+    submission_digest: str | None = None
+    verdict: Verdict | None = None
+    #: the evaluation's score (report.json's summary) with its 95% interval
+    score: Score | None = None
+    #: Unix seconds: created, queued, started (the job), finished (the judge)
+    times: dict[str, float] | None = None
+    same_submission: SameSubmission | None = None
+    #: algorithm, key_id and value (base64): kcoral.protocol.receipts.signature_member
+    signature: dict[str, str] | None = None
 
 
 class TensorSpec(Document):

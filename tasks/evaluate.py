@@ -34,6 +34,7 @@ from kcoral.protocol.jobenv import INPUT_MOUNT, OUTPUT_MOUNT
 from kcoral.protocol.models import EvalSpec, JobKindName, SpecBase, Verdict, to_data
 from kcoral.protocol.printable import printable
 from kcoral.runner import jobfs
+from kcoral.runner.codecopy import code_digest
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.jobkinds import CODE_MOUNT, code_mounts, spec_as, with_code_path
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
@@ -42,7 +43,7 @@ from kcoral.runner.warmup import template_tar
 from kcoral.tasks import calibration
 from kcoral.tasks import cases as case_builder
 from kcoral.tasks.contract import template_path
-from kcoral.tasks.documents import EvalReport, Receipt
+from kcoral.tasks.documents import EvalReport, Receipt, WorkloadRow, WorkloadScore
 from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.cores import CoreLayout, lost_shares
 from kcoral.tasks.harness.cores import split as split_cores
@@ -356,13 +357,17 @@ class _Evaluation:
             task=task.id,
             task_version=str(task.manifest.get("version", "")),
             task_sha256=task_sha256,
+            manifest_sha256=_sha256(task.root / "manifest.json"),
             image=outcomes.image.digest,
             submission_sha256=ctx.job.input_sha256,
             harness_version=harness_version(),
+            judge_code_sha256=code_digest(ctx.settings.data_dir),
+            check=self.check,
             gpus=to_data(ctx.lease.gpus),
             telemetry=telemetry,
             seed_hashes=case_builder.seed_hashes(doc),
             timings=sample_times(doc, result),
+            workloads={row.id: _workload_score(row) for row in report.workloads},
             finished=time.time(),
         )
         if report.ok:
@@ -379,6 +384,14 @@ class _Evaluation:
             log_lines=report.lines,
             score=report.score,
         )
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _workload_score(row: WorkloadRow) -> WorkloadScore:
+    return WorkloadScore(verdict=row.verdict, speedup=row.speedup, speedup_lo=row.speedup_lo, speedup_hi=row.speedup_hi)
 
 
 @functools.cache

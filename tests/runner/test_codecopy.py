@@ -34,12 +34,12 @@ def test_other_contents_and_partial_copies_go_and_the_name_follows_the_content(t
     code = tmp_path / "code"
     (code / "0123456789abcdef" / "tasks").mkdir(parents=True)  # an older server's copy
     (code / ".partial-1" / "x").mkdir(parents=True)  # a copy a crash cut off
-    first = codecopy._make(code)
-    assert [p.name for p in code.iterdir()] == [first.name]
-    assert codecopy._make(code) == first  # the same content: the same copy, reused
+    first, digest = codecopy._make(code)
+    assert [p.name for p in code.iterdir()] == [first.name] and first.name == digest[:16]
+    assert codecopy._make(code) == (first, digest)  # the same content: the same copy, reused
     changed = codecopy._files()[0]
     monkeypatch.setattr(
         Path, "read_bytes", lambda self, _r=Path.read_bytes: _r(self) + (b"#" if self == changed else b"")
     )
-    second = codecopy._make(code)
+    second, _ = codecopy._make(code)
     assert second.name != first.name and [p.name for p in code.iterdir()] == [second.name]
