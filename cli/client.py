@@ -51,6 +51,7 @@ from kcoral.protocol.models import (
 )
 
 if TYPE_CHECKING:
+    from kcoral.protocol.receipts import ServerKeys
     from kcoral.tasks.documents import TaskContract
 
 #: what a piece of a job id may be (a prefix the user typed)
@@ -302,6 +303,12 @@ class KcoralClient:
     def best(self, task: str) -> Board:
         """GET /v1/evaluations/best: the best so far of each token on ``task`` that the caller may see."""
         return _parse(Board, self._call("GET", "/v1/evaluations/best", "best", params={"task": task}), "best")
+
+    def keys(self) -> ServerKeys:
+        """GET /v1/keys: the server's id and every public key it signs receipts with (no token needed)."""
+        from kcoral.protocol.receipts import ServerKeys  # cryptography: only for the commands that verify
+
+        return _parse(ServerKeys, self._call("GET", "/v1/keys", "keys"), "keys")
 
     def tasks(self) -> list[dict[str, Any]]:
         """GET /v1/tasks: the evaluation tasks, entries as the server sends them."""

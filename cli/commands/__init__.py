@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "history": ("history_cmd", "history", False),
     "compare": ("compare_cmd", "compare", False),
     "best": ("best_cmd", "best", False),
+    "verify": ("verify_cmd", "verify", False),
     "wait": ("wait_cmd", "wait", False),
     "download": ("wait_cmd", "download", False),
     "doctor": ("doctor", "doctor", False),

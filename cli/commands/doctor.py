@@ -1,6 +1,7 @@
 """``kcoral doctor``: is everything in place to run jobs? The client's side (its server, its token, the
-versions, the clocks), then the server's (its engine, GPUs, images, profilers, disk), one line each:
-ok, warn or fail, and what to do about it. ``--json`` for agents; exit status 1 when a check fails."""
+versions, the clocks), then the server's (its engine, GPUs, images, profilers, disk, the key that signs
+its receipts), one line each: ok, warn or fail, and what to do about it. ``--json`` for agents; exit
+status 1 when a check fails."""
 
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ def run_checks(remote: str | None, token: str | None) -> list[Check]:
     checks += _images(health.get("images") or [])
     checks += _profilers(health.get("profiling") or {})
     checks.append(_disk(health.get("data_dir_free_bytes")))
+    checks.append(_receipts(health.get("receipts")))
     checks += _calibrations(health.get("calibration"))
     return checks
 
@@ -190,6 +192,19 @@ def _calibrations(rows: object) -> list[Check]:
             checks.append(Check("calibration", "warn", f"{where}: too few recent A/A requests for a floor "
                                 f"({row.get('requests')})", f"run kcoral calibrate {row['task']}"))  # fmt: skip
     return checks
+
+
+def _receipts(signing: object) -> Check:
+    """Who signs the evaluations' receipts, with which public key (kcoral verify checks them)."""
+    if not isinstance(signing, dict) or not signing.get("key_id"):
+        return Check("receipts", "warn", "the server does not sign its receipts", "update the server")
+    return Check(
+        "receipts",
+        "ok",
+        f"signed by server {signing.get('server')} with key {signing.get('key_id')} ({signing.get('algorithm')} "
+        f"public key {signing.get('public_key')}); {signing.get('keys')} key(s) at GET /v1/keys: kcoral verify "
+        "RECEIPT --remote URL",
+    )
 
 
 def _disk(free: object) -> Check:

@@ -63,6 +63,15 @@ def _timings(timings: dict[str, SampleTimes]) -> list[str]:
     ] or ["-"]
 
 
+def _signed(receipt: Receipt) -> str:
+    """Who signed the receipt, and how many evaluations of its submission it counts (kcoral verify checks it)."""
+    if not receipt.signature:
+        return "no (a server from before receipts were signed)"
+    same = receipt.same_submission
+    counted = f"; {same.count} evaluation(s) of this submission by this token when signed" if same else ""
+    return f"by key {receipt.signature.get('key_id', '?')} of server {receipt.server or '?'}{counted}"
+
+
 def receipt_view(view: JobView, receipt: Receipt | None, report: EvalReport | None) -> RenderableType:
     """The receipt as ``key  value`` rows (full digests), then the report lines."""
     table = Table(box=None, show_header=False, pad_edge=False)
@@ -88,6 +97,7 @@ def receipt_view(view: JobView, receipt: Receipt | None, report: EvalReport | No
             ("telemetry", _telemetry(receipt.telemetry)),
             ("seed hashes", [f"{k}: {v}" for k, v in receipt.seed_hashes.items()] or ["-"]),
             ("timings", _timings(receipt.timings)),
+            ("signed", [_signed(receipt)]),
         ]
     for key, values in rows:
         for i, value in enumerate(values):

@@ -5,6 +5,7 @@ escaped (protocol.printable), never written to the terminal as it is. Pure rende
 from __future__ import annotations
 
 import io
+import json
 
 from rich.console import Console, RenderableType
 
@@ -96,3 +97,19 @@ def test_the_jobs_table_shows_an_evaluations_score() -> None:
     )
     text = shown(jobs_table([scored]))
     assert "SCORE" in text and "1.2000x [1.1900, 1.2100]" in text and "eval demo/softmax --label v2" in text
+
+
+def test_show_says_who_signed_the_receipt_and_how_many_evaluations_it_counts() -> None:
+    from kcoral.cli.commands.show_cmd import receipt_view
+    from kcoral.tasks.documents import parse_receipt
+
+    view = JobView(id="j", owner="o", state=JobState.finished, spec=EvalSpec(task="t"), times=JobTimes(created=1.0))
+    pins = {"job": "j", "task": "t", "task_sha256": "a", "image": "i", "submission_sha256": "s",
+            "harness_version": "1", "finished": 2.0}  # fmt: skip
+    assert "no (a server from before receipts were signed)" in shown(
+        receipt_view(view, parse_receipt(json.dumps(pins)), None)
+    )
+    signed = {**pins, "server": "kcoral-1", "same_submission": {"count": 3, "evaluations": []},
+              "signature": {"algorithm": "ed25519", "key_id": "0123456789abcdef", "value": ""}}  # fmt: skip
+    text = shown(receipt_view(view, parse_receipt(json.dumps(signed)), None))
+    assert "by key 0123456789abcdef of server kcoral-1; 3 evaluation(s) of this submission by this token" in text
