@@ -1,6 +1,7 @@
 """Candidates end to end: two labelled evaluations of demo/softmax through ``kcoral eval`` against a real
 server (real containers, real SQLite, real HTTP), then ``kcoral history``, ``compare`` and ``best``
-through the CLI, and the web page's compare view and task board.
+through the CLI, the web page's compare view and task board, and the signed receipt of a third evaluation
+of the first submission, verified against the server's keys and offline.
 
 The host's noise decides the scores (an evaluation may be inconclusive on a busy 2-core host), so
 what depends on them is checked against what the server says, never assumed."""
@@ -95,6 +96,26 @@ def test_two_labelled_candidates_through_history_compare_and_best(
     assert 'id="source"' in job_page and "# the second try" in job_page and "compare-previous" in job_page
     board_page = remote.http.get(f"/ui/tasks/{TASK}").text
     assert 'id="board"' in board_page and (best is None or best["id"] in board_page)
+
+    # 7. the first submission again: its signed receipt counts both evaluations of the same files, verifies
+    # against the server's keys and offline, and a changed byte (a better score) does not
+    out = tmp_path / "again"
+    assert run(["eval", TASK, str(first), "--output-dir", str(out)]) in (0, 1, 3)
+    capfd.readouterr()
+    receipt = json.loads((out / "receipt.json").read_text())
+    assert receipt["submission_digest"] == digest and receipt["same_submission"]["count"] == 2, receipt
+    assert [r["job"] for r in receipt["same_submission"]["evaluations"]][0] == older["id"]
+    assert run(["verify", str(out / "receipt.json"), "--remote", remote.url]) == 0
+    assert "proves" in capfd.readouterr().out
+    keys = tmp_path / "keys.json"
+    keys.write_text(remote.http.get("/v1/keys").text)
+    assert run(["verify", str(out / "receipt.json"), "--key", str(keys)]) == 0
+    capfd.readouterr()
+    forged = json.dumps(receipt).replace(f'"label": "{default}"', '"label": "forged"')
+    assert forged != json.dumps(receipt)
+    (tmp_path / "forged.json").write_text(forged)
+    assert run(["verify", str(tmp_path / "forged.json"), "--key", str(keys)]) == 1
+    assert capfd.readouterr().err.count("\n") <= 1
 
 
 def tar_digest_of(folder: Path, tmp_path: Path) -> str:
