@@ -490,7 +490,7 @@ def main(remote: str | None, token: str | None, http: str | None = None) -> None
     except UsageError as err:
         raise SystemExit(f"kcoral mcp: {err.message}") from None
     if http is None:
-        server.run("stdio")
+        anyio.run(_serve_stdio, server)
         return
     host, _, port = http.rpartition(":")
     if host not in ("127.0.0.1", "localhost", "::1") or not port.isdigit() or not 0 < int(port) < 65536:
@@ -498,3 +498,31 @@ def main(remote: str | None, token: str | None, http: str | None = None) -> None
     from kcoral.cli.mcp_http import serve  # every request must carry this start's secret (cli.mcp_http)
 
     serve(server, host, int(port))
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    """``server.run("stdio")``, but a line that is not a JSON-RPC message (not JSON, not UTF-8, a lone
+    surrogate, not a message) is answered with JSON-RPC's parse error (-32700, id null): the SDK's stdio
+    transport hands such a line to the session as an exception, which drops it, and the client waits."""
+    from mcp import types
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, as it does
+    async with stdio_server() as (read_stream, write_stream):
+        sifted_send, sifted_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def sift() -> None:
+            async with sifted_send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        why = (str(item).splitlines() or ["not a JSON-RPC message"])[0][:200]
+                        error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {why}")
+                        await write_stream.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+                    else:
+                        await sifted_send.send(item)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sift)
+            await lowlevel.run(sifted_recv, write_stream, lowlevel.create_initialization_options())
+            tg.cancel_scope.cancel()

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +198,38 @@ def test_the_http_transport_answers_only_with_this_starts_secret(tmp_path: Path)
         _, err = proc.communicate(timeout=30)
     assert err.count(secret) == 1 and "Authorization: Bearer" in err, err  # printed once
     assert not secret_file.exists()  # gone with the server that used it
+
+
+def test_the_stdio_transport_answers_every_unparsable_line_with_a_parse_error() -> None:
+    """Not JSON, a lone surrogate, not a JSON-RPC message: each gets JSON-RPC's parse error (id null), and
+    the session goes on (the SDK's transport alone drops such a line, and the client waits for ever)."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    surrogate = '{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"x": "\\ud800"}}'
+    lines = [
+        json.dumps(initialize),
+        "not json",
+        surrogate,
+        '{"hello": 1}',
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kcoral", "mcp", "--remote", "http://127.0.0.1:9"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    deadline = threading.Timer(60, proc.kill)  # a line never answered ends the wait (EOF), not the test run
+    deadline.start()
+    try:
+        proc.stdin.write("".join(line + "\n" for line in lines).encode())
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(5)]  # the server stays open: no EOF race
+    finally:
+        deadline.cancel()
+        proc.kill()
+        proc.communicate()  # waits, and closes the pipes
+    assert answers[0]["id"] == 1 and "result" in answers[0]
+    errors = answers[1:4]
+    assert all(a["id"] is None and a["error"]["code"] == -32700 for a in errors), errors
+    assert answers[4] == {"jsonrpc": "2.0", "id": 3, "result": {}}
