@@ -143,12 +143,18 @@ def read_keys(data: bytes) -> list[PublicKey]:
 
 
 def _raw(b64: str) -> bytes:
+    return _decoded(b64, 32, "a public key that is not base64", "an Ed25519 public key")
+
+
+def _decoded(b64: str, size: int, not_base64: str, sized: str) -> bytes:
+    """``b64``'s bytes, which must be ``size`` of them; ReceiptError ``not_base64``, or naming ``sized``
+    with the wrong length, otherwise."""
     try:
         raw = base64.b64decode(b64, validate=True)
     except (binascii.Error, ValueError):
-        raise ReceiptError("a public key that is not base64") from None
-    if len(raw) != 32:
-        raise ReceiptError(f"an Ed25519 public key is 32 bytes, not {len(raw)}")
+        raise ReceiptError(not_base64) from None
+    if len(raw) != size:
+        raise ReceiptError(f"{sized} is {size} bytes, not {len(raw)}")
     return raw
 
 
@@ -222,13 +228,7 @@ def _signature(member: object) -> tuple[str, bytes]:
     kid, value = member.get("key_id"), member.get("value")
     if not isinstance(kid, str) or not isinstance(value, str):
         raise ReceiptError("the signature needs a key_id and a value (text)")
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise ReceiptError("the signature's value is not base64") from None
-    if len(raw) != 64:
-        raise ReceiptError(f"an Ed25519 signature is 64 bytes, not {len(raw)}")
-    return kid, raw
+    return kid, _decoded(value, 64, "the signature's value is not base64", "an Ed25519 signature")
 
 
 def signature_member(kid: str, value: bytes) -> dict[str, str]:
