@@ -16,6 +16,9 @@ else
     ${KCORAL_WARM_UP:+--warm-up "$KCORAL_WARM_UP"} >"$out/server.log" 2>&1 &
 fi
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:8901/v1/health >/dev/null && break; sleep 0.2; done
+if ! curl -sf http://127.0.0.1:8901/v1/health >/dev/null; then  # say why at once: the rest would wait for nothing
+  echo "the server did not start:"; tail -n 20 "$out/server.log"; exit 1
+fi
 export KCORAL_REMOTE=http://127.0.0.1:8901
 # the host Python's bytecode for the jobs (runner.pycache): the first evaluation waits for it
 t0=$SECONDS

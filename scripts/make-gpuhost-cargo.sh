@@ -30,7 +30,7 @@ get() {  # get DIR NAME==VERSION...: manylinux/py3 wheels for CPython 3.12 on x8
 get "$dest/whl" fastapi==0.165.0 starlette==1.10.0 pydantic==2.13.4 pydantic-core==2.46.4 uvicorn==0.54.0 \
   docker==7.1.0 annotated-types==0.7.0 typing-inspection==0.4.2 annotated-doc==0.0.7 \
   typing-extensions==4.16.0 opentelemetry-api==1.45.2 httptools==0.9.0 uvloop==0.23.0 typer==0.28.0 shellingham==1.5.4 \
-  setuptools==80.9.0
+  setuptools==80.9.0 cryptography==48.0.0 cffi==2.0.0 pycparser==3.12
 get "$dest/jobwhl" fla-core==0.6.0
 if [ ! -f "$dest/p1/cdsl-site.tar.xz.partaa" ]; then
   tmp=$(mktemp -d)
