@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kcoral.protocol.printable import printable
@@ -24,6 +25,7 @@ from kcoral.tasks.documents import EvalReport, SampleTimes, WorkloadRow
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
 from kcoral.tasks.harness.stats import (
     DISTURBED_LIMIT,
+    Speedup,
     compare_intervals,
     estimate,
     geomean_ci,
@@ -73,26 +75,12 @@ def _report(
         report["holdout_failure"] = next(
             r.outcome.value for c in holdout if (r := _result(by_id, c)).outcome is not Outcome.PASS
         )
-    cis = []
     unmeasured: list[str] = []
     for case in workloads:
-        res = _result(by_id, case)
-        row: dict[str, Any] = {
-            "id": case.workload,
-            "params": case.params,
-            "timed": case.timed,
-            "verdict": res.outcome.value,
-            "reason": printable(res.reason, newlines=True),
-            "stats": res.stats,
-        }
-        if case.timed and not holdout_pass:
-            row["note"] = "not timed: the holdout failed"
-        elif case.timed and res.timing is not None and res.outcome is Outcome.PASS:
-            floor = floors.get(case.workload)
-            row.update(timing_row(case.workload, res.timing, task_manifest, report["flags"], unmeasured, floor))
-            if "speedup" in row:
-                cis.append((row["speedup"], row["speedup_lo"], row["speedup_hi"]))
-        report["workloads"].append(row)
+        res, floor = _result(by_id, case), floors.get(case.workload)
+        report["workloads"].append(
+            _workload_row(case, res, holdout_pass, task_manifest, report["flags"], unmeasured, floor)
+        )
     report["passed"] = sum(1 for r in report["workloads"] if r["verdict"] == "PASS")
     report["total"] = len(workloads)
     report["inconclusive"] = unmeasured + [
@@ -100,19 +88,52 @@ def _report(
         for r in report["workloads"]
         if "speedup" in r and r["speedup_hi"] > INCONCLUSIVE_RATIO * r["speedup_lo"]
     ]
-    if cis and not report["inconclusive"]:
-        g, lo, hi = geomean_ci(cis)
-        timed_rows = [r for r in report["workloads"] if "speedup" in r]
-        report["summary"] = {
-            "speedup": g,
-            "speedup_lo": lo,
-            "speedup_hi": hi,
-            "baseline_ms": statistics.fmean(r["baseline_ms"] for r in timed_rows),
-            "kernel_ms": statistics.fmean(r["kernel_ms"] for r in timed_rows),
-            "min_speedup": min(c[0] for c in cis),
-            "max_speedup": max(c[0] for c in cis),
-        }
+    timed_rows = [r for r in report["workloads"] if "speedup" in r]
+    if timed_rows and not report["inconclusive"]:
+        report["summary"] = _summary(timed_rows)
     return report
+
+
+def _workload_row(
+    case: Case,
+    res: CaseResult,
+    holdout_pass: bool,
+    manifest: dict[str, Any],
+    flags: list[str],
+    unmeasured: list[str],
+    floor: NoiseFloor | None,
+) -> dict[str, Any]:
+    """A public workload's row: its verdict and checks, and its figures if it was timed and passed
+    (:func:`timing_row`)."""
+    row: dict[str, Any] = {
+        "id": case.workload,
+        "params": case.params,
+        "timed": case.timed,
+        "verdict": res.outcome.value,
+        "reason": printable(res.reason, newlines=True),
+        "stats": res.stats,
+    }
+    if case.timed and not holdout_pass:
+        row["note"] = "not timed: the holdout failed"
+    elif case.timed and res.timing is not None and res.outcome is Outcome.PASS:
+        row.update(timing_row(case.workload, res.timing, manifest, flags, unmeasured, floor))
+    return row
+
+
+def _summary(timed_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The evaluation's score over its scored workloads: the geometric mean of their speedups with its
+    interval, the mean times, the least and greatest speedup."""
+    cis = [(r["speedup"], r["speedup_lo"], r["speedup_hi"]) for r in timed_rows]
+    g, lo, hi = geomean_ci(cis)
+    return {
+        "speedup": g,
+        "speedup_lo": lo,
+        "speedup_hi": hi,
+        "baseline_ms": statistics.fmean(r["baseline_ms"] for r in timed_rows),
+        "kernel_ms": statistics.fmean(r["kernel_ms"] for r in timed_rows),
+        "min_speedup": min(c[0] for c in cis),
+        "max_speedup": max(c[0] for c in cis),
+    }
 
 
 def too_uncertain(row: dict[str, Any]) -> str:
@@ -159,62 +180,105 @@ def timing_row(
     (its A/A calibration), the candidate's calls are less its position's cost and the interval is
     widened by the spread between requests (tasks.calibration)."""
     iterations = min(len(timing.baseline_ms), len(timing.kernel_ms), len(timing.null_ms))
-    if iterations < 3:
-        unmeasured.append(f"{name}: too few timing samples ({iterations})")
-        return {}
     marks = [i < len(timing.disturbed) and timing.disturbed[i] for i in range(iterations)]
-    kept = [i for i in range(iterations) if not marks[i]]
-    dropped = iterations - len(kept)
+    measured = _host_refusal(name, timing, marks) or _measure(name, timing, marks, floor)
+    if isinstance(measured, Refusal):
+        unmeasured.append(measured.reason)
+        return measured.row
+    row = _scored_row(timing, measured, floor, iterations)
+    row.update(batch_figures(name, timing, (measured.est.lo, measured.est.hi), flags))
+    flags.extend(_beyond_the_task(name, row, manifest))
+    return row
+
+
+@dataclass
+class Refusal:
+    """Why a timed workload gets no speedup (the evaluation's ``inconclusive`` line), and the figures
+    its row still shows."""
+
+    reason: str
+    row: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Measured:
+    """A timed workload's estimate over its undisturbed iterations, with the medians it rests on."""
+
+    est: Speedup
+    base: list[float]
+    kern: list[float]
+    protocol: float
+
+
+def _host_refusal(name: str, timing: Timing, marks: list[bool]) -> Refusal | None:
+    """The host's reasons, read before any estimate: too few iterations, too many disturbed on the
+    judge's side, others' work on the submission's core."""
+    iterations = len(marks)
+    if iterations < 3:
+        return Refusal(f"{name}: too few timing samples ({iterations})")
     if too_disturbed(marks):
+        dropped = sum(marks)
         waits = [w for w, m in zip(timing.judge_wait_ms, marks, strict=False) if m]
         lost = (
             f" (the judge's side lost a median {median(waits):.3f} ms each to waiting for a CPU or to interrupts)"
             if waits
             else ""
         )
-        unmeasured.append(
+        return Refusal(
             f"{name}: {dropped} of {iterations} timed iterations were disturbed{lost}, more "
-            f"than {DISTURBED_LIMIT:.0%}: the host was too busy to time it (evaluate again)"
+            f"than {DISTURBED_LIMIT:.0%}: the host was too busy to time it (evaluate again)",
+            {"protocol_ms": median(timing.null_ms[:iterations]), "disturbed": dropped},
         )
-        return {"protocol_ms": median(timing.null_ms[:iterations]), "disturbed": dropped}
     if timing.shared_core_share > SHARED_CORE_LIMIT and timing.shared_core_ms >= SHARED_CORE_MIN_MS:
-        unmeasured.append(
+        return Refusal(
             f"{name}: other work on the host ran on the submission's core during {timing.shared_core_share:.0%} of "
             f"its timed calls ({timing.shared_core_ms:.0f} ms), more than {SHARED_CORE_LIMIT:.0%}: its times are not "
-            "its own (evaluate again on a quieter host)"
+            "its own (evaluate again on a quieter host)",
+            {"shared_core_share": timing.shared_core_share},
         )
-        return {"shared_core_share": timing.shared_core_share}
-    protocol = median([timing.null_ms[i] for i in kept])
-    base = net_samples([timing.baseline_ms[i] for i in kept], [timing.null_ms[i] for i in kept])
+    return None
+
+
+def _measure(name: str, timing: Timing, marks: list[bool], floor: NoiseFloor | None) -> Measured | Refusal:
+    """The estimate over the undisturbed iterations, or why the times cannot give one (calls not clear
+    of the protocol's fixed cost, too few pairs left)."""
+    kept = [i for i, m in enumerate(marks) if not m]
+    nulls = [timing.null_ms[i] for i in kept]
+    protocol = median(nulls)
+    base = net_samples([timing.baseline_ms[i] for i in kept], nulls)
     position = floor.position_ms if floor is not None else 0.0
-    kern = [k - position for k in net_samples([timing.kernel_ms[i] for i in kept], [timing.null_ms[i] for i in kept])]
+    kern = [k - position for k in net_samples([timing.kernel_ms[i] for i in kept], nulls)]
     if median(base) <= 0 or median(kern) <= 0:
-        unmeasured.append(
+        return Refusal(
             f"{name}: a median call time is not above the protocol's fixed cost ({protocol:.4f} ms): "
-            "the call is too short to measure this way"
+            "the call is too short to measure this way",
+            {"protocol_ms": protocol},
         )
-        return {"protocol_ms": protocol}
     est = estimate(timing.baseline_ms, timing.kernel_ms, timing.null_ms, marks, position_ms=position)
     if est.blocks < min_samples():
-        unmeasured.append(
+        return Refusal(
             f"{name}: too few timing samples ({est.blocks} pairs of consecutive iterations left; "
-            f"an interval needs {min_samples()})"
+            f"an interval needs {min_samples()})",
+            {"protocol_ms": protocol, "disturbed": est.disturbed},
         )
-        return {"protocol_ms": protocol, "disturbed": est.disturbed}
-    s, lo, hi = est.speedup, est.lo, est.hi
-    if lo <= 0 or not math.isfinite(hi):
-        unmeasured.append(
+    if est.lo <= 0 or not math.isfinite(est.hi):
+        return Refusal(
             f"{name}: the call times do not stand clear of the protocol's fixed cost ({protocol:.4f} ms): "
-            "no speedup can be given"
+            "no speedup can be given",
+            {"protocol_ms": protocol},
         )
-        return {"protocol_ms": protocol}
-    within = (lo, hi)
-    if floor is not None:
-        lo, hi = widen(s, lo, hi, floor)
-    row = {
-        "baseline_ms": median(base),
-        "kernel_ms": median(kern),
-        "speedup": s,
+    return Measured(est, base, kern, protocol)
+
+
+def _scored_row(timing: Timing, m: Measured, floor: NoiseFloor | None, iterations: int) -> dict[str, Any]:
+    """A scored workload's figures: the estimate's interval widened by the slot's ``floor``, the
+    medians, the watches' figures (its own interval kept as ``speedup_within``)."""
+    est = m.est
+    lo, hi = widen(est.speedup, est.lo, est.hi, floor) if floor is not None else (est.lo, est.hi)
+    return {
+        "baseline_ms": median(m.base),
+        "kernel_ms": median(m.kern),
+        "speedup": est.speedup,
         "speedup_lo": lo,
         "speedup_hi": hi,
         "samples": iterations,
@@ -223,27 +287,32 @@ def timing_row(
         "basis": est.basis,
         "protocol_share": est.protocol_share,
         "disturbed": est.disturbed,
-        "baseline_spread": spread(base),
-        "kernel_spread": spread(kern),
+        "baseline_spread": spread(m.base),
+        "kernel_spread": spread(m.kern),
         "stopped_by": timing.stopped_by + (", measured twice" if timing.remeasured else ""),
-        "protocol_ms": protocol,
+        "protocol_ms": m.protocol,
         "idle_cpu_ms": timing.idle_cpu_ms,
         "idle_cpu_share": timing.idle_cpu_share,
         "early_cpu_ms": timing.early_cpu_ms,
         "early_cpu_share": timing.early_cpu_share,
         "shared_core_share": timing.shared_core_share,
-        "speedup_within": list(within),
+        "speedup_within": [est.lo, est.hi],
         "calibration": floor.document() if floor is not None else None,
         **gpu_figures(timing),
-        **batch_figures(name, timing, within, flags),
     }
+
+
+def _beyond_the_task(name: str, row: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
+    """The flags of a score the task says cannot be: a kernel time below its physical floor, a speedup
+    above its limit (the evaluation fails)."""
+    flags = []
     floor = manifest.get("floor_ms")
     if floor and row["kernel_ms"] < floor:
         flags.append(f"{name}: kernel time {row['kernel_ms']:.4f} ms is below the physical floor {floor} ms")
     limit = manifest.get("max_speedup")
-    if limit and s > limit:
-        flags.append(f"{name}: speedup {s:.2f}x is above this task's limit of {limit}x")
-    return row
+    if limit and row["speedup"] > limit:
+        flags.append(f"{name}: speedup {row['speedup']:.2f}x is above this task's limit of {limit}x")
+    return flags
 
 
 def sample_times(cases: CaseFile, result: SupervisorResult) -> dict[str, SampleTimes]:
@@ -315,56 +384,11 @@ def time_line(phases: dict[str, float]) -> str:
 
 
 def report_lines(report: EvalReport) -> list[str]:
+    """The printed report: the holdout, each workload, the flags and reasons, the summary."""
     lines = [holdout_line(report)]
     shown: dict[str, str] = {}  # a failure's text -> the workload it was first printed for
     for row in report.workloads:
-        head = f"workload {row.id:<20} {'timed' if row.timed else 'check':<5} {row.verdict}"
-        if row.note:
-            head += f" ({row.note})"
-        elif row.verdict is Outcome.PASS and row.timed and (row.stopped_by or "").startswith("noisy"):
-            head += " (a busy host: measured longer)"
-        elif row.verdict is Outcome.PASS and row.timed:
-            head += " (STABLE)"
-        errs = [
-            f"{n} rms={s.get('rms_ratio', 0):.2e} max={s.get('max_abs_err', 0):.3g}" for n, s in row.stats.items() if s
-        ]
-        if errs:
-            head += "  " + "  ".join(errs)
-        lines.append(head)
-        if row.speedup is not None:
-            protocol = (
-                f", {row.protocol_share or 0:.0%} of a call: raw ratio"
-                if row.basis == "raw"
-                else " per call subtracted"
-            )
-            left_out = f"; {row.disturbed} disturbed left out" if row.disturbed else ""
-            count = f"n={row.samples} batches of {row.batch} calls" if row.batch else f"n={row.samples}"
-            lines.append(
-                f"    baseline {row.baseline_ms:.6f} ms  kernel {row.kernel_ms:.6f} ms  "
-                f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]"
-                f"  {count} ({row.stopped_by}{left_out}; protocol {row.protocol_ms:.4f} ms{protocol})"
-            )
-            if row.batch:
-                lines.append("    " + batch_line(row))
-        if row.drifted and row.speedup_halves:
-            first, second = row.speedup_halves
-            lines.append(
-                f"    the host's speed changed while it was timed: the first half of the samples gave "
-                f"{first:.4f}x, the second {second:.4f}x (the interval covers both)"
-            )
-        if row.calibration is not None:
-            lines.append("    " + calibration_line(row))
-        if row.gpu_clock_mhz is not None:
-            lines.append("    " + gpu_line(row))
-        if row.reason and row.reason in shown:
-            lines.append(f"    the same failure as workload {shown[row.reason]}")
-        elif row.reason:
-            shown[row.reason] = row.id
-            text = row.reason.splitlines()
-            lines.append(f"    first failure: {text[0]}")
-            lines += [f"    {line}" for line in text[1:REASON_LINES]]
-            if len(text) > REASON_LINES:
-                lines.append(f"    ({len(text) - REASON_LINES} more lines in report.json)")
+        lines += workload_lines(row, shown)
     for flag in report.flags:
         lines.append(f"flagged: {flag}")
     lines += [f"inconclusive: {why}" for why in report.inconclusive]
@@ -387,6 +411,61 @@ def report_lines(report: EvalReport) -> list[str]:
         else " (the holdout failed: no score)"
     )
     lines.append(f"passed: {report.passed}/{report.total}{tail}")
+    return lines
+
+
+def workload_lines(row: WorkloadRow, shown: dict[str, str]) -> list[str]:
+    """One workload's lines: its verdict and errors, its times, and its first failure unless an earlier
+    workload printed the same (``shown``: a failure's text -> that workload, added to)."""
+    head = f"workload {row.id:<20} {'timed' if row.timed else 'check':<5} {row.verdict}"
+    if row.note:
+        head += f" ({row.note})"
+    elif row.verdict is Outcome.PASS and row.timed and (row.stopped_by or "").startswith("noisy"):
+        head += " (a busy host: measured longer)"
+    elif row.verdict is Outcome.PASS and row.timed:
+        head += " (STABLE)"
+    errs = [f"{n} rms={s.get('rms_ratio', 0):.2e} max={s.get('max_abs_err', 0):.3g}" for n, s in row.stats.items() if s]
+    if errs:
+        head += "  " + "  ".join(errs)
+    lines = [head, *time_lines(row)]
+    if row.reason and row.reason in shown:
+        lines.append(f"    the same failure as workload {shown[row.reason]}")
+    elif row.reason:
+        shown[row.reason] = row.id
+        text = row.reason.splitlines()
+        lines.append(f"    first failure: {text[0]}")
+        lines += [f"    {line}" for line in text[1:REASON_LINES]]
+        if len(text) > REASON_LINES:
+            lines.append(f"    ({len(text) - REASON_LINES} more lines in report.json)")
+    return lines
+
+
+def time_lines(row: WorkloadRow) -> list[str]:
+    """A timed workload's figures: times and speedup, its batches, a drift, the floor, the GPU."""
+    lines = []
+    if row.speedup is not None:
+        protocol = (
+            f", {row.protocol_share or 0:.0%} of a call: raw ratio" if row.basis == "raw" else " per call subtracted"
+        )
+        left_out = f"; {row.disturbed} disturbed left out" if row.disturbed else ""
+        count = f"n={row.samples} batches of {row.batch} calls" if row.batch else f"n={row.samples}"
+        lines.append(
+            f"    baseline {row.baseline_ms:.6f} ms  kernel {row.kernel_ms:.6f} ms  "
+            f"speedup {row.speedup:.4f}x [95% CI {row.speedup_lo:.4f}, {row.speedup_hi:.4f}]"
+            f"  {count} ({row.stopped_by}{left_out}; protocol {row.protocol_ms:.4f} ms{protocol})"
+        )
+        if row.batch:
+            lines.append("    " + batch_line(row))
+    if row.drifted and row.speedup_halves:
+        first, second = row.speedup_halves
+        lines.append(
+            f"    the host's speed changed while it was timed: the first half of the samples gave "
+            f"{first:.4f}x, the second {second:.4f}x (the interval covers both)"
+        )
+    if row.calibration is not None:
+        lines.append("    " + calibration_line(row))
+    if row.gpu_clock_mhz is not None:
+        lines.append("    " + gpu_line(row))
     return lines
 
 

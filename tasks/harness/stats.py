@@ -134,13 +134,13 @@ def estimate(
        than :func:`min_samples` the interval is [0, inf] (it could not reach the level). A host whose
        speed changed for one side in the middle of a measurement moves the time-ordered halves of the
        blocks apart: the interval always covers both halves' own speedups, and when the halves'
-       intervals do not even meet, both halves' intervals whole (each half needs MIN_HALF blocks).
-
-    Why per iteration, then per block: on the H200 the calls of one iteration share most of their
-    noise (the baseline's and the candidate's times correlate 0.5-0.85, and each drifts: lag-1
-    autocorrelation 0.3-0.7), which a ratio cancels, while the ratios of one iteration to the next are
-    independent (lag-1 within +-0.2) but for their order: the two orders measured apart by up to 2%
-    within a request, either way, and a median over the two modes spans the gap between them."""
+       intervals do not even meet, both halves' intervals whole (:func:`covering_halves`).
+    """
+    # Why per iteration, then per block: on the H200 the calls of one iteration share most of their
+    # noise (the baseline's and the candidate's times correlate 0.5-0.85, and each drifts: lag-1
+    # autocorrelation 0.3-0.7), which a ratio cancels, while the ratios of one iteration to the next are
+    # independent (lag-1 within +-0.2) but for their order: the two orders measured apart by up to 2%
+    # within a request, either way, and a median over the two modes spans the gap between them.
     n = min(len(baseline_ms), len(kernel_ms), len(null_ms))
     marks = list(disturbed or ())
     out = [i < len(marks) and bool(marks[i]) for i in range(n)]
@@ -163,11 +163,18 @@ def estimate(
     s, lo, hi = median_interval(blocks, level)
     if len(blocks) < min_samples(level):  # no interval yet: unbounded (never "stable", never scored)
         lo, hi = 0.0, math.inf
-    pooled = Speedup(s, lo, hi, None, basis, len(blocks), dropped, share)
+    return covering_halves(Speedup(s, lo, hi, None, basis, len(blocks), dropped, share), blocks, level)
+
+
+def covering_halves(pooled: Speedup, blocks: list[float], level: float) -> Speedup:
+    """``pooled`` (the estimate over every block, in time order) with its interval made to cover the
+    time-ordered halves' own speedups, and, when the halves' intervals do not even meet, both halves'
+    intervals whole; unchanged from fewer than 2 x MIN_HALF blocks."""
     if len(blocks) < 2 * MIN_HALF:
         return pooled
     k = len(blocks) // 2
     first, second = median_interval(blocks[:k], level), median_interval(blocks[k:], level)
+    lo, hi = pooled.lo, pooled.hi
     if first[2] < second[1] or second[2] < first[1]:
         lo, hi = min(lo, first[1], second[1]), max(hi, first[2], second[2])
     else:
