@@ -46,6 +46,18 @@ def _pick(trace: Trace, launch: int | None, kernel: str | None) -> Launch:
     raise ValueError(f"no launch {launch} (there are {len(trace.launches)})")
 
 
+def _rows(la: Launch, max_ctas: int, max_rows: int) -> list[tuple[tuple[int, int, int], int]]:
+    """The plot's rows: (CTA, warp) of the launch's events, the first ``max_ctas`` CTAs' warps, in order,
+    at most ``max_rows``."""
+    keys = {
+        loc
+        for loc in (*(r.loc for r in la.ranges), *(m.loc for m in la.markers), *(w.loc for w in la.lifetimes))
+        if loc is not None
+    }
+    ctas = set(sorted({k.cta for k in keys})[:max_ctas])
+    return sorted({(k.cta, k.warp) for k in keys if k.cta in ctas})[:max_rows]
+
+
 def plot(
     trace: Trace | str | os.PathLike[str],
     out_png: str | os.PathLike[str],
@@ -59,13 +71,7 @@ def plot(
     if not isinstance(trace, Trace):
         trace = load(trace)
     la = _pick(trace, launch, kernel)
-    keys = {
-        loc
-        for loc in (*(r.loc for r in la.ranges), *(m.loc for m in la.markers), *(w.loc for w in la.lifetimes))
-        if loc is not None
-    }
-    ctas = sorted({k.cta for k in keys})[:max_ctas]
-    rows = sorted({(k.cta, k.warp) for k in keys if k.cta in set(ctas)})[:max_rows]
+    rows = _rows(la, max_ctas, max_rows)
     row_of = {key: i for i, key in enumerate(rows)}
     times = (
         [t for r in la.ranges for t in (r.start, r.end)]

@@ -425,24 +425,27 @@ _FOLLOW_MAX_S = 0.05
 DELETED = "the job was deleted: its upload was refused or cut off; submit it again"
 
 
+#: GET /v1/jobs/{id}/log's parameters, as its schema describes them
+_FRAMES_DOC = (
+    "each piece framed as Docker frames an attach stream (an 8-byte header: the stream, "
+    "1 stdout, 2 stderr, 3 both; three zero bytes; the length, 32-bit big-endian), so stdout and "
+    "stderr can be told apart; offsets count the log's bytes, not the headers"
+)
+_STATUS_DOC = (
+    "with frames: also frames of stream 16, each the job's view (as GET /v1/jobs/{id} "
+    "answers it), sent when its state, queue position or what it waits for changes and after the last byte of a "
+    "finished job's log, so the stream's last frame says how the job ended"
+)
+
+
 @router.get("/jobs/{job_id}/log", response_class=StreamingResponse, responses={**BYTES, **errors(404)})
 async def job_log(
     job_id: str,
     request: Request,
     offset: int = Query(0, ge=0, le=1 << 62, description="the byte of the log to start at"),
     follow: bool = False,
-    frames: bool = Query(
-        False,
-        description="each piece framed as Docker frames an attach stream (an 8-byte header: the stream, "
-        "1 stdout, 2 stderr, 3 both; three zero bytes; the length, 32-bit big-endian), so stdout and "
-        "stderr can be told apart; offsets count the log's bytes, not the headers",
-    ),
-    status: bool = Query(
-        False,
-        description="with frames: also frames of stream 16, each the job's view (as GET /v1/jobs/{id} "
-        "answers it), sent when its state, queue position or what it waits for changes and after the last byte of a "
-        "finished job's log, so the stream's last frame says how the job ended",
-    ),
+    frames: bool = Query(False, description=_FRAMES_DOC),
+    status: bool = Query(False, description=_STATUS_DOC),
     who: str = Depends(owner),
 ) -> StreamingResponse:
     svc = services(request)

@@ -103,6 +103,15 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
 
         return Response(render(svc), media_type=CONTENT_TYPE)
 
+    _error_handlers(app)
+    return app
+
+
+def _error_handlers(app: FastAPI) -> None:
+    """Every error answered in the API's one shape (:func:`error_response`): ours, a malformed request,
+    Starlette's own (no such route, wrong method), and anything unexpected as a 500 that names only its
+    type."""
+
     @app.exception_handler(KcoralError)
     async def kcoral_error(_: Request, exc: KcoralError) -> Response:
         return error_response(exc.status, exc.code, exc.message, exc.retry_after)
@@ -127,8 +136,6 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     async def unexpected(_: Request, exc: Exception) -> Response:
         log.exception("unexpected error")
         return error_response(500, "internal", f"internal server error: {type(exc).__name__}")
-
-    return app
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

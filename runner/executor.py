@@ -279,47 +279,67 @@ class DockerExecutor:
                     logs[path] = _open_log(path)
                 options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode())
                 fits = self.standbys.fit(job_id, options) if self.standbys is not None and len(steps) == 1 else None
-                taken = self.standbys.take(job_id, lease, fits, options) if self.standbys and fits else None
-                if fits is not None and taken is not None:
-                    member = _Member(step, taken[0].container, logs[path], standby=(fits, taken[0]), output=taken[1])
-                    started.append(member)
-                else:
-                    if step.output_dir is not None:
-                        prepare_output_dir(step.output_dir, step.uid)
-                    member = _Member(step, self._create(options), logs[path])
-                    started.append(member)
-                    if step.cgroup_file is not None:
-                        _write_cgroup_file(step.cgroup_file, self.cgroup_leaf(member.container.id))
-                    member.output = ContainerOutput(member.container)  # before the start: it has every byte
-                    member.container.start()
+                self._start_member(job_id, step, options, lease, fits, logs[path], started)
                 if fits is not None:
                     refill = (fits, options)
-                member.watch.started = time.time()
-                member.begin(self.settings.limits.log_bytes)
-                if member.standby is not None:  # it runs the job already: the job's name follows
-                    rename(member.container, f"kcoral-{job_id}")
             killed = self._watch(started, deadline, cancel)
             return [self._settle(m, killed) for m in started]
         except DOCKER_ERRORS as exc:
             raise InfrastructureError(f"Docker error: {exc}") from None
         finally:
-            exited = []
-            for member in reversed(started):
-                if member.output is not None and not member.threads:  # never read: its attach is let go
-                    member.output.close()
-                if member.watch.exited.is_set():  # nothing runs in it: removed after the result
-                    exited.append(member.container)
-                elif not remove(member.container):
-                    self.orphans_pending = True
-                if member.standby is not None and self.standbys is not None:
-                    self.standbys.give_back(*member.standby)
-            if exited:
-                with self._exited_lock:
-                    self._exited.setdefault(job_id, []).extend(exited)
+            self._release(job_id, started)
             for writer in logs.values():
                 writer.close()
             if refill is not None and self.standbys is not None:
                 self.standbys.refill(lease, *refill)
+
+    def _start_member(
+        self,
+        job_id: str,
+        step: ContainerStep,
+        options: dict[str, object],
+        lease: Lease,
+        fits: Fit | None,
+        log: LogWriter,
+        started: list[_Member],
+    ) -> None:
+        """One step's container running, added to ``started`` as soon as it exists (whatever fails after,
+        the group's clean-up finds it): a ready standby that ``fits`` taken over (renamed for the job),
+        else one created and started, its output attached before the start."""
+        taken = self.standbys.take(job_id, lease, fits, options) if self.standbys and fits else None
+        if fits is not None and taken is not None:
+            member = _Member(step, taken[0].container, log, standby=(fits, taken[0]), output=taken[1])
+            started.append(member)
+        else:
+            if step.output_dir is not None:
+                prepare_output_dir(step.output_dir, step.uid)
+            member = _Member(step, self._create(options), log)
+            started.append(member)
+            if step.cgroup_file is not None:
+                _write_cgroup_file(step.cgroup_file, self.cgroup_leaf(member.container.id))
+            member.output = ContainerOutput(member.container)  # before the start: it has every byte
+            member.container.start()
+        member.watch.started = time.time()
+        member.begin(self.settings.limits.log_bytes)
+        if member.standby is not None:  # it runs the job already: the job's name follows
+            rename(member.container, f"kcoral-{job_id}")
+
+    def _release(self, job_id: str, started: list[_Member]) -> None:
+        """After a group: each member's output let go, its container removed (an exited one after the
+        result: :meth:`remove_exited`), a taken standby given back."""
+        exited = []
+        for member in reversed(started):
+            if member.output is not None and not member.threads:  # never read: its attach is let go
+                member.output.close()
+            if member.watch.exited.is_set():  # nothing runs in it: removed after the result
+                exited.append(member.container)
+            elif not remove(member.container):
+                self.orphans_pending = True
+            if member.standby is not None and self.standbys is not None:
+                self.standbys.give_back(*member.standby)
+        if exited:
+            with self._exited_lock:
+                self._exited.setdefault(job_id, []).extend(exited)
 
     def remove_exited(self, job_id: str) -> None:
         """Remove the containers of ``job_id`` that run_group left because they had exited."""

@@ -35,18 +35,7 @@ def container_options(
 ) -> dict[str, object]:
     """Keyword arguments for ``client.containers.create`` for one step of a job."""
     limits = settings.limits
-    volumes: dict[str, dict[str, str]] = {
-        host: {"bind": inside, "mode": mode} for host, (inside, mode) in step.mounts.items()
-    }
-    if step.output_dir is not None:
-        volumes[str(step.output_dir)] = {"bind": OUTPUT_MOUNT, "mode": "rw"}
-    for path in settings.toolchain_mounts:
-        volumes[path] = {"bind": path, "mode": "ro"}
-    if settings.pycache_dir is not None:
-        volumes[str(settings.pycache_dir.resolve())] = {"bind": PYCACHE_MOUNT, "mode": "ro"}
-    if lease.gpus and gpu_mode == "devices":
-        for path in settings.driver_mounts:
-            volumes[path] = {"bind": path, "mode": "ro"}
+    volumes = step_volumes(settings, step, bool(lease.gpus) and gpu_mode == "devices")
     tmpfs = {"/tmp": f"size={limits.tmpfs_bytes},mode=1777,exec,nosuid,nodev"}
     if step.hide_cgroups:
         tmpfs["/sys/fs/cgroup"] = "ro,size=4k,mode=0555"
@@ -86,6 +75,23 @@ def container_options(
         options["cpuset_cpus"] = lease.cpuset
     options.update(gpu_options(lease, gpu_mode))
     return options
+
+
+def step_volumes(settings: Settings, step: ContainerStep, driver: bool) -> dict[str, dict[str, str]]:
+    """What a step's container mounts: the step's own folders, its output folder, the host toolchain's
+    and the job bytecode's folders read-only, and the driver's files where GPUs are passed as devices
+    (``driver``)."""
+    volumes = {host: {"bind": inside, "mode": mode} for host, (inside, mode) in step.mounts.items()}
+    if step.output_dir is not None:
+        volumes[str(step.output_dir)] = {"bind": OUTPUT_MOUNT, "mode": "rw"}
+    for path in settings.toolchain_mounts:
+        volumes[path] = {"bind": path, "mode": "ro"}
+    if settings.pycache_dir is not None:
+        volumes[str(settings.pycache_dir.resolve())] = {"bind": PYCACHE_MOUNT, "mode": "ro"}
+    if driver:
+        for path in settings.driver_mounts:
+            volumes[path] = {"bind": path, "mode": "ro"}
+    return volumes
 
 
 def gpu_options(lease: Lease, gpu_mode: str) -> dict[str, object]:

@@ -105,7 +105,15 @@ class Side:
 @dataclass
 class TimedSides:
     """The sides one measurement calls: the baseline's and the candidate's buffer sets (per call: taken
-    in turn; in a batch: one per call of the batch) and the empty call's."""
+    in turn; in a batch: one per call of the batch) and the empty call's.
+
+    Each of the three in a process of its own, so that every call follows a call made by another
+    process. With the null in the baseline's process, a baseline that came first followed its own
+    process's call, and the two orders measured apart: on the H200 the KDA template against itself gave
+    0.970-0.984x in baseline-first iterations and 0.984-1.002x in the others in five of six requests, and
+    13 of 14 requests came out below 1, 0.978-0.994x; with a process of its own, 0.992-1.004x over 15,
+    the two orders still apart by up to 2% within a request but either way, which their alternation
+    cancels (bench/receipt_samples.py on bench/results/gpu-host-issue12*)."""
 
     bases: list[Side]
     cands: list[Side]
@@ -586,13 +594,8 @@ class Supervisor:
         when to stop: tasks.harness.sampling).
 
         Each iteration is baseline, candidate, null or candidate, baseline, null, and each of the three
-        runs in a process of its own: every call follows a call made by another process. (With the null
-        in the baseline's process, a baseline that came first followed its own process's call, and the
-        two orders measured apart: on the H200 the KDA template against itself gave 0.970-0.984x in
-        baseline-first iterations and 0.984-1.002x in the others in five of six requests, and 13 of 14
-        requests came out below 1, 0.978-0.994x; with a process of its own, 0.992-1.004x over 15, the
-        two orders still apart by up to 2% within a request but either way, which their alternation
-        cancels: bench/receipt_samples.py on bench/results/gpu-host-issue12*.)
+        runs in a process of its own: every call follows a call made by another process (why:
+        :class:`TimedSides`).
 
         In the trusted batch mode (TimingMethod.batch of 2 or more) each of the three is a batch: that
         many calls back to back, the baseline's and the candidate's on as many fresh samples, each call
@@ -623,21 +626,25 @@ class Supervisor:
                 self._iteration(m, i, check, 0, "per-call")
         self._log_measurement(m, samples, check, stopped, lost)
         timing = samples.timing(self.cfg, batch, stopped, warmup * max(batch, 1), cooled)
-        baseline_total = sum(samples.baseline) * max(batch, 1) + sum(check.baseline)
+        self._watch_figures(case.workload, timing, sum(samples.baseline) * max(batch, 1) + sum(check.baseline))
+        if batch and check.candidate:
+            timing.per_call = check.timing(self.cfg, 0, "per-call check", 0, 0.0)
+        return timing, m.mismatch
+
+    def _watch_figures(self, workload: str, timing: Timing, baseline_total: float) -> None:
+        """The measurement's CPU watches into ``timing``: the candidate's CPU outside its calls (against
+        the baseline's ``baseline_total`` ms; flagged over the limits), others' work on its core."""
         cpu = cpuwatch.outside_calls(self.gaps, baseline_total)
-        self._flag_outside_cpu(case.workload, cpu)
+        self._flag_outside_cpu(workload, cpu)
         timing.idle_cpu_ms, timing.idle_cpu_share = cpu["idle_cpu_ms"], cpu["idle_cpu_share"]
         timing.early_cpu_ms, timing.early_cpu_share = cpu["early_cpu_ms"], cpu["early_cpu_share"]
         if self.shared:
             timing.shared_core_ms, timing.shared_core_share = cpuwatch.shared_core(self.shared)
             print(
-                f"{case.workload}: others' work on the candidate's core during its calls: "
+                f"{workload}: others' work on the candidate's core during its calls: "
                 f"{timing.shared_core_ms:.0f} ms, {timing.shared_core_share:.1%} of their time",
                 file=sys.stderr,
             )
-        if batch and check.candidate:
-            timing.per_call = check.timing(self.cfg, 0, "per-call check", 0, 0.0)
-        return timing, m.mismatch
 
     def _timed_sides(
         self,
@@ -892,19 +899,61 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
     laps.spent["imports"] = process_age()
     began = time.monotonic() - laps.spent["imports"]  # the interpreter's start and the imports are the start's too
     task_dir, out, sock_path, cgroup, cores = Path(argv[0]), Path(argv[2]), argv[3], argv[4], parse_cores(argv[5])
-    task = load_task(task_dir)
-    cfg = doc.timing
     torch.manual_seed(0)
-    if task.device == "cuda":
+    if load_task(task_dir).device == "cuda":
         torch.zeros(1, device="cuda")
     laps.lap("task and device")
     listener = listen(sock_path)
+    sup, trusted = _trusted_side(task_dir, doc, out, cores, started, laps)
+    procs = [proc for _, proc in started]
+
+    def finish(results: list[CaseResult], watch_note: str) -> int:
+        return _finish(out, schema.SupervisorResult(results, sup.interference, watch_note, sup.phases), trusted, procs)
+
+    write_progress(out, phase="start", step="waiting for the candidate's worker")
+    try:
+        chan, _ = accept(listener, doc.timing.connect_timeout_s)
+        listener.close()  # one candidate worker: later connections are refused, never read
+    except ChannelError as exc:
+        return finish([CaseResult(c.id, Outcome.ERROR, str(exc)) for c in doc.cases], "unavailable")
+    candidate = Worker("candidate", chan, trusted=False, timeout=doc.timing.call_timeout_s)
+    watch, watch_note = _watch_candidate(sock_path, cgroup)
+    laps.lap("candidate connects")
+    write_progress(out, phase="start", step="the candidate's worker imports solution.py")
+    with contextlib.suppress(ChannelError):  # gone: its hello says so
+        candidate.chan.send({"op": "go"})  # only now may the submission run (tasks.harness.worker)
+    error = hello(candidate)
+    laps.lap("candidate hello")
+    if error:
+        print(f"start took: {laps.line()}", file=sys.stderr)
+        return finish([CaseResult(c.id, Outcome.ERROR, error) for c in doc.cases], watch_note)
+    sup.join(candidate, watch)
+    write_progress(out, phase="start", step="the candidate's first call")
+    sup.warm_up_candidate()
+    laps.lap("candidate's first call")
+    print(f"start took: {laps.line()}", file=sys.stderr)
+    sup.phases["start"] = time.monotonic() - began
+    results = sup.run()
+    if watch is None:
+        sup.interference.append(f"the candidate's CPU time could not be watched ({watch_note})")
+    return finish(results, watch_note)
+
+
+def _trusted_side(
+    task_dir: Path,
+    doc: schema.CaseFile,
+    out: Path,
+    cores: CoreLayout,
+    started: list[tuple[Channel, subprocess.Popen[bytes]]],
+    laps: Laps,
+) -> tuple[Supervisor, list[Worker]]:
+    """The supervisor with its trusted workers said hello, watched and warmed up (the reference's and
+    the baseline's first calls), before the candidate's worker may run anything."""
     write_progress(out, phase="start", step="starting the baseline's worker")
     trusted = [
-        Worker(name, chan, trusted=True, timeout=cfg.call_timeout_s)
+        Worker(name, chan, trusted=True, timeout=doc.timing.call_timeout_s)
         for name, (chan, _) in zip(TRUSTED_WORKERS, started, strict=False)  # none when nothing is timed
     ]
-    procs = [proc for _, proc in started]
     for worker in trusted:
         hello(worker)
     laps.lap("trusted workers")
@@ -919,43 +968,20 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
     except (torch.OutOfMemoryError, RuntimeError) as exc:  # a head start only: the cases meet it again
         print(f"warm-up stopped: {str(exc)[:500]}", file=sys.stderr)
     laps.lap("warm-up")
-    write_progress(out, phase="start", step="waiting for the candidate's worker")
-    watch_note = "unavailable"
+    return sup, trusted
+
+
+def _watch_candidate(sock_path: str, cgroup: str) -> tuple[CpuWatch | None, str]:
+    """The candidate container's CPU watch (its cgroup, which the server named beside the socket), and
+    what the report says of it: its cgroup version, or why it is unavailable."""
+    if cgroup not in ("1", "2"):
+        return None, "unavailable"
     try:
-        chan, _ = accept(listener, cfg.connect_timeout_s)
-        listener.close()  # one candidate worker: later connections are refused, never read
-    except ChannelError as exc:
-        results = [CaseResult(c.id, Outcome.ERROR, str(exc)) for c in doc.cases]
-        return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), trusted, procs)
-    candidate = Worker("candidate", chan, trusted=False, timeout=cfg.call_timeout_s)
-    watch = None
-    if cgroup in ("1", "2"):
-        try:
-            watch = for_leaf(candidate_cgroup(Path(sock_path).parent), cgroup)
-            watch.ns()
-            watch_note = f"cgroup v{cgroup}"
-        except (OSError, ValueError) as exc:
-            watch_note = f"unavailable: {exc}"
-    laps.lap("candidate connects")
-    write_progress(out, phase="start", step="the candidate's worker imports solution.py")
-    with contextlib.suppress(ChannelError):  # gone: its hello says so
-        candidate.chan.send({"op": "go"})  # only now may the submission run (tasks.harness.worker)
-    error = hello(candidate)
-    laps.lap("candidate hello")
-    if error:
-        print(f"start took: {laps.line()}", file=sys.stderr)
-        results = [CaseResult(c.id, Outcome.ERROR, error) for c in doc.cases]
-        return _finish(out, schema.SupervisorResult(results, cpu_watch=watch_note), trusted, procs)
-    sup.join(candidate, watch)
-    write_progress(out, phase="start", step="the candidate's first call")
-    sup.warm_up_candidate()
-    laps.lap("candidate's first call")
-    print(f"start took: {laps.line()}", file=sys.stderr)
-    sup.phases["start"] = time.monotonic() - began
-    results = sup.run()
-    if watch is None:
-        sup.interference.append(f"the candidate's CPU time could not be watched ({watch_note})")
-    return _finish(out, schema.SupervisorResult(results, sup.interference, watch_note, sup.phases), trusted, procs)
+        watch = for_leaf(candidate_cgroup(Path(sock_path).parent), cgroup)
+        watch.ns()
+    except (OSError, ValueError) as exc:
+        return None, f"unavailable: {exc}"
+    return watch, f"cgroup v{cgroup}"
 
 
 def _finish(
