@@ -18,11 +18,12 @@ the CLI's message and exit code, never a traceback. Resources: a task's contract
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, cast, get_args
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -30,13 +31,14 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from pydantic import Field
 
 from kcoral import __version__
+from kcoral.cli import mcp_results as results
 from kcoral.cli.library import Client, JobResult
+from kcoral.cli.mcp_results import LOG_PAGE, Downloaded, EvaluationOutcome, IketOutcome, JobOutcome, LogPage, NcuOutcome
 from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.evaluations import Board, Comparison, History
-from kcoral.protocol.models import JobView, to_data
+from kcoral.protocol.models import JobView
+from kcoral.tasks.documents import TaskContract
 
-#: the most log bytes one tool result carries (an agent's context is not a log viewer)
-LOG_PAGE = 16 << 10
 LOG_PAGE_MAX = 64 << 10
 
 # --- the tools' parameters, each described once ----------------------------------------------------
@@ -112,9 +114,23 @@ def build(remote: str | None, token: str | None) -> MCPServer:
             "contract (show_task), check a candidate's correctness (check), then score it (evaluate). "
             "Every job's files come back into a local folder whose path the result gives."
         ),
+        # warnings and errors only: at INFO the SDK logs every request it serves, and httpx every call
+        # to the kcoral server, on the agent's stderr ($KCORAL_MCP_LOG_LEVEL=INFO shows them)
+        log_level=_log_level(),
     )
     KcoralTools(Client(remote, token)).register(server)
     return server
+
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+def _log_level() -> LogLevel:
+    """$KCORAL_MCP_LOG_LEVEL (default WARNING), or a usage error naming the levels."""
+    level = os.environ.get("KCORAL_MCP_LOG_LEVEL", "WARNING").upper()
+    if level not in get_args(LogLevel):
+        raise UsageError(f"KCORAL_MCP_LOG_LEVEL must be one of {', '.join(get_args(LogLevel))}, not {level!r}")
+    return cast(LogLevel, level)
 
 
 class KcoralTools:
@@ -188,10 +204,10 @@ class KcoralTools:
         """The evaluation tasks this server has (id, device, workloads, description)."""
         return list(await self.call(self.client.tasks))
 
-    async def show_task(self, task: Task) -> dict[str, Any]:
+    async def show_task(self, task: Task) -> TaskContract:
         """A task's whole contract: each public workload's inputs and outputs, tolerances, how the score
         is timed, the time limit, the image's packages and the template to start from."""
-        return dict((await self.call(self.client.task, task)).document())
+        return await self.call(self.client.task, task)
 
     # --- evaluations ----------------------------------------------------------------------------
 
@@ -204,7 +220,7 @@ class KcoralTools:
         output_dir: OutputDir = None,
         label: Label = "",
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> EvaluationOutcome:
         """The official score of a submission: ``directory`` (a folder with solution.py) or ``files``
         (file name -> text). Returns the verdict, each workload's line, the speedup with its 95%
         interval, the first failure's reason, and the job id."""
@@ -218,7 +234,7 @@ class KcoralTools:
         output_dir: OutputDir = None,
         label: Label = "",
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> EvaluationOutcome:
         """The fast correctness mode: the public workloads only, with full tracebacks, no timing, no
         holdout, no score (seconds, not minutes). Same arguments and result as evaluate."""
         return await self._evaluate(task, directory, files, None, True, output_dir, label, ctx)
@@ -233,7 +249,7 @@ class KcoralTools:
         output_dir: str | None,
         label: str,
         ctx: Context | None,
-    ) -> dict[str, Any]:
+    ) -> EvaluationOutcome:
         if not directory and not files:
             raise ToolError(
                 "give the submission: directory (a folder holding solution.py, a path on the MCP server's machine, "
@@ -241,8 +257,7 @@ class KcoralTools:
             )
         with _sent(directory, files) as folder:
             view = await self.call(self.client.evaluate, task, folder, timeout_s, checking, output_dir, False, label)
-        done = await self.follow(view, ctx, output_dir)
-        return _evaluation(done)
+        return results.evaluation(await self.follow(view, ctx, output_dir))
 
     # --- jobs -----------------------------------------------------------------------------------
 
@@ -256,18 +271,18 @@ class KcoralTools:
         gpus: Gpus = 1,
         output_dir: OutputDir = None,
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> JobOutcome:
         """``python ARGV...`` on a leased GPU next to ``directory``'s files (or ``files``: name -> text).
         Returns the exit code, the verdict, the log's tail (and how to page the rest), the outputs."""
         with _sent(directory, files) as folder:
             view = await self.call(self.client.run, argv, folder, env, timeout_s, gpus, output_dir, False)
-        return _job_result(await self.follow(view, ctx, output_dir))
+        return JobOutcome(**results.job_outcome(await self.follow(view, ctx, output_dir)))
 
-    async def job_status(self, job_id: JobId) -> dict[str, Any]:
+    async def job_status(self, job_id: JobId) -> JobView:
         """A job's view: state, verdict, exit code, reason, queue position, image, times, outputs."""
-        return _view(await self.call(self.client.status, job_id))
+        return await self.call(self.client.status, job_id)
 
-    async def job_log(self, job_id: JobId, offset: Offset = 0, limit: Limit = LOG_PAGE) -> dict[str, Any]:
+    async def job_log(self, job_id: JobId, offset: Offset = 0, limit: Limit = LOG_PAGE) -> LogPage:
         """A page of a job's log (stdout and stderr in order): ``limit`` bytes (at most 64 KiB) from
         ``offset``; ``next_offset`` continues it, ``more`` says whether there is more."""
         if offset < 0 or limit < 1:
@@ -284,23 +299,23 @@ class KcoralTools:
             return bytes(got[:limit])
 
         page = await self.call(first_bytes)
-        return {
-            "job_id": view.id,
-            "offset": offset,
-            "text": page.decode(errors="replace"),
-            "next_offset": offset + len(page),
-            "total_bytes": view.log_bytes,
-            "more": offset + len(page) < view.log_bytes,
-        }
+        return LogPage(
+            job_id=view.id,
+            offset=offset,
+            text=page.decode(errors="replace"),
+            next_offset=offset + len(page),
+            total_bytes=view.log_bytes,
+            more=offset + len(page) < view.log_bytes,
+        )
 
-    async def download_outputs(self, job_id: JobId, output_dir: OutputDir = None) -> dict[str, Any]:
+    async def download_outputs(self, job_id: JobId, output_dir: OutputDir = None) -> Downloaded:
         """Download a job's output files into ``output_dir`` (default ./kcoral-out/JOB_ID); their paths."""
         found = await self.call(self.client.download, job_id, output_dir)
-        return {"job_id": job_id, "files": [str(p) for p in found]}
+        return Downloaded(job_id=job_id, files=[str(p) for p in found])
 
-    async def cancel(self, job_id: JobId) -> dict[str, Any]:
+    async def cancel(self, job_id: JobId) -> JobView:
         """Cancel a queued or running job; its view afterwards."""
-        return _view(await self.call(self.client.cancel, job_id))
+        return await self.call(self.client.cancel, job_id)
 
     # --- the candidates of a task -----------------------------------------------------------------
 
@@ -347,17 +362,13 @@ class KcoralTools:
         files: Files = None,
         output_dir: OutputDir = None,
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> NcuOutcome:
         """Profile ``command`` with Nsight Compute (``ncu_args``: ncu's options, default --set full).
         Returns the per-kernel summary and the local path of the .ncu-rep report."""
         done = await self.profiled(
             self.client.ncu, command, ncu_args or ["--set", "full"], directory, files, output_dir, ctx
         )
-        return {
-            **_job_result(done),
-            "summary": _json_output(done, ".ncu-rep.json"),
-            "report": _path(done, ".ncu-rep"),
-        }
+        return results.ncu(done)
 
     async def iket(
         self,
@@ -367,13 +378,11 @@ class KcoralTools:
         files: Files = None,
         output_dir: OutputDir = None,
         ctx: Context | None = None,
-    ) -> dict[str, Any]:
+    ) -> IketOutcome:
         """Trace ``command`` with IKET (``iket_args``: run-iket's words, default profile --postprocess all).
         Returns the trace summary and the local paths of the trace files."""
         args = iket_args or ["profile", "--postprocess", "all"]
-        done = await self.profiled(self.client.iket, command, args, directory, files, output_dir, ctx)
-        traces = [str(p) for p in done.files if p.name.endswith((".trace.json", ".pftrace"))]
-        return {**_job_result(done), "summary": _json_output(done, "summary.json"), "traces": traces}
+        return results.iket(await self.profiled(self.client.iket, command, args, directory, files, output_dir, ctx))
 
     # --- resources ------------------------------------------------------------------------------
 
@@ -423,63 +432,6 @@ class _sent:
     def __exit__(self, *exc: object) -> None:
         if self._scratch is not None:
             self._scratch.cleanup()
-
-
-def _view(view: JobView) -> dict[str, Any]:
-    data: dict[str, Any] = to_data(view)
-    return data
-
-
-def _tail(log: str) -> tuple[str, int]:
-    """The log's end that fits a tool result, and how many bytes were left out before it."""
-    data = log.encode()
-    if len(data) <= LOG_PAGE:
-        return log, 0
-    return data[-LOG_PAGE:].decode(errors="replace"), len(data) - LOG_PAGE
-
-
-def _job_result(done: JobResult) -> dict[str, Any]:
-    tail, cut = _tail(done.log)
-    result: dict[str, Any] = {
-        "job_id": done.job.id,
-        "verdict": str(done.job.verdict),
-        "exit_code": done.exit_code,
-        "job_exit_code": done.job.exit_code,
-        "reason": done.job.reason,
-        "log_tail": tail,
-        "log_bytes_cut": cut,
-        "outputs": [str(p) for p in done.files],
-        "output_dir": str(done.output_dir) if done.output_dir else None,
-    }
-    if cut:
-        result["log_hint"] = f"the log's first {cut} bytes are not here: job_log(job_id, offset=0) pages through them"
-    return result
-
-
-def _evaluation(done: JobResult) -> dict[str, Any]:
-    result = {**_job_result(done), "ok": done.ok, "failure": done.failure}
-    report = done.report
-    if report is not None:
-        result["lines"] = list(report.lines)
-        result["passed"], result["total"] = report.passed, report.total
-        result["workloads"] = [w.document() for w in report.workloads]
-        if report.summary is not None:
-            result["summary"] = report.summary.document()
-    return result
-
-
-def _json_output(done: JobResult, suffix: str) -> Any:
-    for path in done.files:
-        if path.name.endswith(suffix):
-            try:
-                return json.loads(path.read_text())
-            except (OSError, ValueError):
-                return None
-    return None
-
-
-def _path(done: JobResult, suffix: str) -> str | None:
-    return next((str(p) for p in done.files if p.name.endswith(suffix)), None)
 
 
 def main(remote: str | None, token: str | None, http: str | None = None) -> None:
