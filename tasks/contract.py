@@ -26,6 +26,8 @@ TOLERANCE_RULE = (
     "workload fails on any failing element, any NaN or inf, or an RMS error ratio rms(out - ref) / "
     "rms(ref) of at least rms. Outputs are NaN-poisoned before every call: write all of them."
 )
+INPUTS_READ_ONLY = " Inputs are read-only: a submission that writes into one fails."
+INPUTS_WRITABLE = " A submission that writes into its inputs is told so in the report (it is judged on its outputs)."
 TIMING_METHOD = (
     "The supervisor (a separate, trusted process) times every call on its own clock: from the moment "
     "it starts writing the call's inputs (fresh ones each call, drawn from a per-request secret) until "
@@ -134,7 +136,7 @@ def task_contract(
         holdout_probes=probes,
         holdout=HOLDOUT.format(n=probes) if probes else "none",
         tolerance=default_tol,
-        tolerance_rule=TOLERANCE_RULE,
+        tolerance_rule=TOLERANCE_RULE + (INPUTS_READ_ONLY if task.inputs_read_only else INPUTS_WRITABLE),
         timing=asdict(method),
         timing_method=TIMING_METHOD.format(
             flush=method.flush_bytes,

@@ -35,6 +35,8 @@ class WorkloadRow(Document):
     reason: str = ""
     #: why a timed workload has no figures ("not timed: the holdout failed")
     note: str | None = None
+    #: what the submission did that its verdict does not hold against it (it wrote into its inputs)
+    warnings: list[str] | None = None
     stats: dict[str, dict[str, float]] = {}
     baseline_ms: float | None = None
     kernel_ms: float | None = None

@@ -113,6 +113,8 @@ def _workload_row(
         "reason": printable(res.reason, newlines=True),
         "stats": res.stats,
     }
+    if res.warnings:
+        row["warnings"] = [printable(w) for w in res.warnings]
     if case.timed and not holdout_pass:
         row["note"] = "not timed: the holdout failed"
     elif case.timed and res.timing is not None and res.outcome is Outcome.PASS:
@@ -427,7 +429,7 @@ def workload_lines(row: WorkloadRow, shown: dict[str, str]) -> list[str]:
     errs = [f"{n} rms={s.get('rms_ratio', 0):.2e} max={s.get('max_abs_err', 0):.3g}" for n, s in row.stats.items() if s]
     if errs:
         head += "  " + "  ".join(errs)
-    lines = [head, *time_lines(row)]
+    lines = [head, *time_lines(row), *(f"    warning: {w}" for w in row.warnings or [])]
     if row.reason and row.reason in shown:
         lines.append(f"    the same failure as workload {shown[row.reason]}")
     elif row.reason:

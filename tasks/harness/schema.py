@@ -219,6 +219,8 @@ class CaseResult:
     #: per output: rms_ratio, max_abs_err, failed_elements
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
     timing: Timing | None = None
+    #: what the submission did that its verdict does not hold against it (it wrote into its inputs)
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -276,6 +278,7 @@ def _case(doc: Any) -> CaseResult:
         reason=_text(obj.get("reason", ""), "reason"),
         stats=stats,
         timing=timing,
+        warnings=[_text(x, "warnings") for x in _list(obj.get("warnings", []), "warnings", 10)],
     )
 
 

@@ -183,6 +183,7 @@ class Supervisor:
     def __post_init__(self) -> None:
         task = load_task(self.task_dir)
         self.mod = task.module()
+        self.read_only = task.inputs_read_only
         self.device = task.device
         self.cfg = self.doc.timing
         self.key = bytes.fromhex(self.doc.sample_key)
@@ -354,8 +355,14 @@ class Supervisor:
         laps.lap("compare")
         if problem:
             return CaseResult(case.id, Outcome.FAIL, problem, stats)
+        warnings = []
+        if written := _written(cand.inputs, inputs):
+            what = f"the submission wrote into its input{'s' if len(written) > 1 else ''} {', '.join(written)}"
+            if self.read_only:
+                return CaseResult(case.id, Outcome.FAIL, f"{what}: this task's inputs are read-only", stats)
+            warnings.append(f"{what} (allowed by this task, but the caller's data changes)")
         if not timed:
-            return CaseResult(case.id, Outcome.PASS, "", stats)
+            return CaseResult(case.id, Outcome.PASS, "", stats, warnings=warnings)
         self._progress(phase="workload", workload=case.workload, step="timing")
         began = time.monotonic()
         flags = len(self.interference)
@@ -386,7 +393,7 @@ class Supervisor:
         _, outs, error = self.call(cand, inputs)
         after = error or _compare(outs, expected, tol)[0]
         flaky = mismatch or (f"after timing: {after}" if after else "")
-        return CaseResult(case.id, Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing)
+        return CaseResult(case.id, Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing, warnings)
 
     def _side(
         self,
@@ -867,6 +874,16 @@ def _gpu_clock() -> GpuClock | None:
         return open_clock(str(torch.cuda.get_device_properties(0).uuid))
     except (RuntimeError, AttributeError):
         return None
+
+
+def _written(given: dict[str, torch.Tensor], sample: dict[str, Any]) -> list[str]:
+    """The inputs whose buffers no longer hold the sample written into them before the call, bit for
+    bit (a NaN written stays equal to itself)."""
+    return [
+        name
+        for name, t in given.items()
+        if not torch.equal(t.reshape(-1).view(torch.uint8), sample[name].reshape(-1).view(torch.uint8))
+    ]
 
 
 def _poison(tensors: dict[str, torch.Tensor]) -> None:

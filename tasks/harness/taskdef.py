@@ -40,6 +40,12 @@ class Task:
         return self.manifest["id"]
 
     @property
+    def inputs_read_only(self) -> bool:
+        """A submission that writes into its inputs fails (manifest ``inputs_read_only``); else it is
+        told so in the report and judged on its outputs."""
+        return bool(self.manifest.get("inputs_read_only", False))
+
+    @property
     def device(self) -> str:
         return self.manifest.get("device", "cpu")
 

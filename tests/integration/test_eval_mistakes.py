@@ -175,3 +175,41 @@ def test_a_chatty_candidate_is_cut_with_a_note_not_stopped(server: RunningServer
         r"\[kcoral: the candidate printed \d+ bytes more than the 262144 kept here; they were dropped\]", log
     )
     assert log.rstrip().endswith("passed: 7/7 (a check: no score)") and kept == 262144
+
+
+def test_a_candidate_that_writes_into_its_inputs_is_told_or_failed_as_the_task_says(
+    server_factory: Any, tmp_path: Path
+) -> None:
+    """A correct candidate that also overwrites its input: by default it passes with a warning in the
+    report (its row and the printed lines); a task whose manifest says ``inputs_read_only`` fails it with
+    the reason. Checks only (untimed: quick)."""
+    import shutil
+
+    tasks = tmp_path / "tasks"
+    shutil.copytree(Path(__file__).parents[2] / "tasks" / "demo", tasks / "demo")
+    shutil.copytree(tasks / "demo", tasks / "strict")
+    manifest = json.loads((tasks / "strict" / "softmax" / "manifest.json").read_text())
+    manifest.update(id="strict/softmax", inputs_read_only=True)
+    (tasks / "strict" / "softmax" / "manifest.json").write_text(json.dumps(manifest))
+    server = server_factory(tasks_dir=tasks)
+    clobbers = (
+        "import torch\n\ndef setup(data):\n    x, y = data['x'], data['y']\n\n"
+        f"    def run():\n        {SOFTMAX}\n        x.zero_()\n\n    return run\n"
+    )
+    ids = {}
+    for task in ("demo/softmax", "strict/softmax"):
+        r = server.http.post("/v1/jobs", json={"kind": "eval", "task": task, "check": True})
+        assert r.status_code == 201, r.text
+        ids[task] = r.json()["id"]
+        put = server.http.put(f"/v1/jobs/{ids[task]}/input", content=make_tar({"solution.py": clobbers}))
+        assert put.status_code == 200, put.text
+    told = server.wait(ids["demo/softmax"], timeout=300)
+    assert told["verdict"] == "ok", told
+    report = report_of(server, told)
+    assert report.passed == report.total
+    assert all("wrote into its input x" in (w.warnings or [""])[0] for w in report.workloads), report.workloads
+    assert "    warning: the submission wrote into its input x (allowed by this task" in server.log(told["id"])
+    failed = server.wait(ids["strict/softmax"], timeout=300)
+    assert failed["verdict"] == "rejected", failed
+    reason = report_of(server, failed).workloads[0].reason
+    assert reason == "the submission wrote into its input x: this task's inputs are read-only", reason
