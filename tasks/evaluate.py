@@ -66,7 +66,9 @@ SEED_CACHE_MOUNT = f"{CODE_MOUNT}/seed-cache"
 #: bytes the supervisor may leave in its output folder (its result document)
 SUPERVISOR_OUTPUT_BYTES = 64 << 20
 #: the most bytes of the supervisor's progress.json that are read
-MAX_PROGRESS_BYTES = 4096
+#: a stopped evaluation's reason names at most this many finished cases
+MAX_DONE_SHOWN = 20
+MAX_PROGRESS_BYTES = 16384
 UNSEPARATED = (
     "this server could not give the evaluation cores of its own apart from the judge's (its CPU slots are not "
     "pinned to cores: start it with fewer --cpu-slots), so the candidate could slow the baseline's calls"
@@ -140,6 +142,7 @@ class _Evaluation:
         except ValueError as exc:  # the server's own task manifest is wrong
             raise InfrastructureError(str(exc)) from None
         self.check = spec_as(ctx.job.spec, EvalSpec).check
+        self.cases.deadline = time.time() + (spec_as(ctx.job.spec, EvalSpec).timeout_s or task.timeout_s)
         if self.check:  # correctness of the public workloads only: no probe, nothing timed
             self.cases.cases = [replace(c, timed=False) for c in self.cases.cases if c.phase is schema.Phase.WORKLOAD]
         _private_dir(self.judge_in, 0o700)
@@ -295,10 +298,10 @@ class _Evaluation:
             phase = doc.get("phase")
             after = f" after {time.monotonic() - self.began:.0f} s"
             if phase == "holdout":
-                return f"stopped{after} in holdout probe {int(doc['probe'])} of {int(doc['of'])}"
+                return f"stopped{after} in holdout probe {int(doc['probe'])} of {int(doc['of'])}" + _had(doc)
             if phase == "workload":
                 step = "timing" if doc.get("step") == "timing" else "checking"
-                return f"stopped{after} while {step} workload {printable(str(doc['workload']))[:100]}"
+                return f"stopped{after} while {step} workload {printable(str(doc['workload']))[:100]}" + _had(doc)
             if phase == "start":
                 return f"stopped{after} while starting: {printable(str(doc.get('step', '')))[:100]}"
         except (OSError, jobfs.UnsafeFile, ValueError, KeyError, TypeError):
@@ -417,6 +420,21 @@ def calibration_slot(lease: Lease, cores: CoreLayout) -> str:
     HOST/SLOT) joined with "+", then "@" and the core layout (``cpu0+cpu1@0:0:1``)."""
     names = sorted(f"{lease.host}/{s.name}" if lease.host else s.name for s in lease.slots)
     return f"{'+'.join(names)}@{cores.wire()}"
+
+
+def _had(progress: dict[str, Any]) -> str:
+    """What a stopped evaluation had by then, from the supervisor's progress.json: what its cases said
+    (the holdout by its count of probes passed) and how long the submission's last call took."""
+    done = progress.get("done")
+    said = [printable(str(d))[:100] for d in done[:MAX_DONE_SHOWN]] if isinstance(done, list) else []
+    more = f" and {len(done) - MAX_DONE_SHOWN} more" if isinstance(done, list) and len(done) > MAX_DONE_SHOWN else ""
+    last = progress.get("last_call_ms")
+    took = (
+        f"; the submission's last call took {last / 1e3:.3g} s"
+        if isinstance(last, int | float) and not isinstance(last, bool) and last > 0
+        else ""
+    )
+    return (f"; by then: {', '.join(said)}{more}" if said else "") + took
 
 
 def _private_dir(path: Path, mode: int) -> None:

@@ -112,6 +112,9 @@ class CaseFile:
     cases: list[Case]
     sample_key: str
     timing: TimingMethod
+    #: when the evaluation's time limit ends (Unix time, the host's clock; 0: not said): a measurement
+    #: the submission's calls cannot finish by then stops early, too slow (tasks.harness.supervisor)
+    deadline: float = 0.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -153,6 +156,7 @@ def parse_cases(data: bytes) -> CaseFile:
         cases=cases,
         sample_key=_text(obj.get("sample_key"), "sample_key"),
         timing=_timing_method(obj.get("timing")),
+        deadline=_num(obj.get("deadline", 0.0), "deadline"),
     )
 
 

@@ -158,6 +158,15 @@ def write_progress(out: Path, **where: Any) -> None:
     tmp.rename(out / "progress.json")
 
 
+class TooSlow(Exception):
+    """The submission's calls are too slow to be measured before the evaluation's deadline: its case
+    FAILs with this reason, at once, instead of the evaluation running out of time."""
+
+
+#: seconds before the evaluation's deadline that the supervisor keeps for ending (its result, the report)
+DEADLINE_MARGIN_S = 5.0
+
+
 @dataclass
 class Supervisor:
     task_dir: Path
@@ -179,6 +188,10 @@ class Supervisor:
     judge: JudgeWatch | None = None
     #: ms the trusted side waited for a CPU during the calls of the iteration being timed
     waited: float = 0.0
+    #: what the cases said so far (progress.json's ``done``: what a killed evaluation still shows)
+    done: list[str] = field(default_factory=list)
+    #: ms the submission's last call took (per call, in a batch)
+    last_call_ms: float = 0.0
 
     def __post_init__(self) -> None:
         task = load_task(self.task_dir)
@@ -197,6 +210,10 @@ class Supervisor:
         #: reference outputs computed ahead (:meth:`_precompute`), by case id, each used once
         self.references: dict[str, dict[str, torch.Tensor]] = {}
         self.clock: GpuClock | None = _gpu_clock() if self.device == "cuda" else None
+        self.deadline = self.doc.deadline
+        self._where: dict[str, Any] = {}
+        self._written_at = 0.0
+        self.probes_passed = 0
 
     def join(self, candidate: Worker, watch: CpuWatch | None) -> None:
         """The candidate's worker has connected and said hello: the cases can run."""
@@ -312,6 +329,7 @@ class Supervisor:
             except torch.OutOfMemoryError as exc:  # the candidate may hold the device's memory
                 result = CaseResult(case.id, Outcome.ERROR, f"the supervisor ran out of memory: {exc}"[:2000])
             results.append(result)
+            self._done(case, result, probes)
             spent = time.monotonic() - began
             if case.phase is schema.Phase.HOLDOUT:
                 self.phases["holdout"] = self.phases.get("holdout", 0.0) + spent
@@ -365,6 +383,30 @@ class Supervisor:
             return CaseResult(case.id, Outcome.PASS, "", stats, warnings=warnings)
         self._progress(phase="workload", workload=case.workload, step="timing")
         began = time.monotonic()
+        try:
+            timing, mismatch = self._measure(case, cand, inputs, specs, tol)
+        except TooSlow as exc:
+            return CaseResult(case.id, Outcome.FAIL, str(exc), stats, warnings=warnings)
+        if timing is None:
+            return CaseResult(case.id, Outcome.ERROR, mismatch)
+        self.phases[f"timing {case.workload}"] = time.monotonic() - began
+        laps.lap("timing")
+        _, outs, error = self.call(cand, inputs)
+        after = error or _compare(outs, expected, tol)[0]
+        flaky = mismatch or (f"after timing: {after}" if after else "")
+        return CaseResult(case.id, Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing, warnings)
+
+    def _measure(
+        self,
+        case: schema.Case,
+        cand: Side,
+        inputs: dict[str, Any],
+        specs: dict[str, tuple[tuple[int, ...], str]],
+        tol: checks.Tolerance,
+    ) -> tuple[Timing | None, str]:
+        """A workload's measurement (:meth:`time_case`), and a second, independent one when the first raised
+        a flag (which then stands only if raised again): (its timing, the first mismatch), or (None, why)
+        when the second one's setup failed."""
         flags = len(self.interference)
         with self._pinned():
             timing, mismatch = self.time_case(case, cand, inputs, specs, tol)
@@ -376,9 +418,9 @@ class Supervisor:
             del self.interference[flags:]
             self._progress(phase="workload", workload=case.workload, step="timing again")
             again_side = self._side(self._candidate(), case, inputs, specs, label="/again")
-            error = self._setup(again_side, params, case)
+            error = self._setup(again_side, case.params, case)
             if error:
-                return CaseResult(case.id, Outcome.ERROR, error)
+                return None, error
             with self._pinned():
                 timing, mismatch = self.time_case(case, again_side, inputs, specs, tol, label="again/")
             again = self.interference[flags:]
@@ -388,12 +430,7 @@ class Supervisor:
                 file=sys.stderr,
             )
             timing.remeasured = True
-        self.phases[f"timing {case.workload}"] = time.monotonic() - began
-        laps.lap("timing")
-        _, outs, error = self.call(cand, inputs)
-        after = error or _compare(outs, expected, tol)[0]
-        flaky = mismatch or (f"after timing: {after}" if after else "")
-        return CaseResult(case.id, Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing, warnings)
+        return timing, mismatch
 
     def _side(
         self,
@@ -477,6 +514,7 @@ class Supervisor:
         if side.worker is self.candidate:
             self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
             self.last_cpu = cpu_c
+            self.last_call_ms = elapsed
         return elapsed, side.snapshot, error
 
     def call_batch(
@@ -523,6 +561,7 @@ class Supervisor:
         if worker is self.candidate:
             self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
             self.last_cpu = cpu_c
+            self.last_call_ms = elapsed / len(sides)
         return elapsed / len(sides), [side.snapshot for side in sides], error
 
     def _core_mark(self) -> tuple[int, bytes] | None:
@@ -691,20 +730,37 @@ class Supervisor:
         batch, sides = m.sides.batch, m.sides
         warmup = 0
         end = time.monotonic() + self.cfg.warmup_s
-        while time.monotonic() < end or warmup < max(3, 1 if batch else len(sides.bases)):
+        least = max(3, 1 if batch else len(sides.bases))
+        while time.monotonic() < end or warmup < least:
+            began = time.monotonic()
             drawn = self._draw(m, f"warmup/{warmup}", batch)
             if batch:
-                for group in (sides.bases, sides.cands, [sides.null] * batch):
-                    self.call_batch(group, drawn)
+                ms = [self.call_batch(group, drawn)[0] for group in (sides.bases, sides.cands, [sides.null] * batch)]
             else:
-                for side in (
-                    sides.bases[warmup % len(sides.bases)],
-                    sides.cands[warmup % len(sides.cands)],
-                    sides.null,
-                ):
-                    self.call(side, drawn[0])
+                turn = (sides.bases[warmup % len(sides.bases)], sides.cands[warmup % len(sides.cands)], sides.null)
+                ms = [self.call(side, drawn[0])[0] for side in turn]
             warmup += 1
+            self._within_the_limit(ms[0], ms[1], time.monotonic() - began, max(least - warmup, 0) + self.cfg.min_reps)
         return warmup
+
+    def _within_the_limit(self, base_ms: float, cand_ms: float, iteration_s: float, iterations: int) -> None:
+        """Raise :class:`TooSlow` when ``iterations`` more like the last (``iteration_s``, in which a call
+        of the submission took ``cand_ms`` and the baseline's ``base_ms``) cannot end before the
+        evaluation's deadline, and the submission's calls are what make it so (slower than the
+        baseline's: a task whose own baseline is too slow for its limit runs to the deadline)."""
+        if not self.deadline or cand_ms <= base_ms:
+            return
+        left = self.deadline - time.time() - DEADLINE_MARGIN_S
+        if iterations * iteration_s <= left:
+            return
+        batch = max(self.cfg.batch, 1)
+        others = max(iteration_s - cand_ms * batch / 1e3, 0.0)
+        allow = max(left / iterations - others, 0.0) / batch
+        raise TooSlow(
+            f"too slow: one call takes {cand_ms / 1e3:.3g} s (the baseline's {base_ms / 1e3:.3g} s); the "
+            f"{max(left, 0):.0f} s left of the evaluation's time limit allow {allow:.3g} s per call for the "
+            f"{iterations} iterations its measurement still needs"
+        )
 
     def _capture(self, m: Measurement) -> str | None:
         """Each side's batch, and each call alone, captured once in a CUDA graph, then replayed a few
@@ -767,6 +823,7 @@ class Supervisor:
         m.spent["drawing inputs"] += t1 - t0
         m.spent["the calls"] += t2 - t1
         m.spent["comparing"] += time.monotonic() - t2
+        self._progress_again()
 
     def _log_measurement(
         self, m: Measurement, samples: Samples, check: Samples, stopped: str, lost: dict[int, float]
@@ -815,8 +872,28 @@ class Supervisor:
     # --- helpers -------------------------------------------------------------------------------
 
     def _progress(self, **where: Any) -> None:
+        """Where the evaluation is (progress.json), with what the cases said so far and the submission's
+        last call: what the server shows of an evaluation its time limit stopped."""
+        self._where = where
+        self._written_at = time.monotonic()
         if self.out is not None:
-            write_progress(self.out, **where)
+            write_progress(self.out, **where, done=self.done, last_call_ms=round(self.last_call_ms, 3))
+
+    def _progress_again(self) -> None:
+        """progress.json once more, at most once a second, while a case goes on (its last call's time)."""
+        if self._where and time.monotonic() - self._written_at > 1.0:
+            self._progress(**self._where)
+
+    def _done(self, case: schema.Case, result: CaseResult, probes: list[schema.Case]) -> None:
+        """A finished case into :attr:`done`: a workload by name and outcome; the holdout by how many of
+        its probes passed so far, never which."""
+        if case.phase is schema.Phase.HOLDOUT:
+            self.probes_passed += result.outcome is Outcome.PASS
+            ok = result.outcome is Outcome.PASS
+            line = f"holdout: {self.probes_passed} of {len(probes)} probes passed" if ok else "holdout: FAIL"
+            self.done[:] = [line, *(d for d in self.done if not d.startswith("holdout"))]
+            return
+        self.done.append(f"{case.workload} {result.outcome.value}")
 
     def _seed(self, case_id: str, label: str) -> int:
         digest = hmac.new(self.key, f"{case_id}/{label}".encode(), hashlib.sha256).digest()

@@ -437,10 +437,49 @@ def setup(data):
 def test_a_deadline_names_the_workload_it_struck_in(server: RunningServer) -> None:
     job = server.wait(_eval_job(server, HANGS_ON_WIDE, timeout_s=20), 100)
     assert job["verdict"] == "timeout", job
-    assert re.fullmatch(
-        r"the job ran past its timeout and was killed \(stopped after \d+ s while checking workload wide\)",
+    assert re.fullmatch(  # and what it had by then: what the cases said, the submission's last call
+        r"the job ran past its timeout and was killed \(stopped after \d+ s while checking workload wide; "
+        r"by then: holdout: FAIL, standard FAIL, large_magnitude FAIL, neg_inf FAIL, one_column FAIL; "
+        r"the submission's last call took [0-9.e+-]+ s\)",
         job["reason"],
     ), job["reason"]
+
+
+SLOW_ON_STANDARD = """\
+import time
+
+import torch
+
+
+def setup(data):
+    x, y = data["x"], data["y"]
+
+    def run():
+        if tuple(x.shape) == (4096, 1024):
+            time.sleep(3)
+        torch.softmax(x, dim=-1, out=y)
+
+    return run
+"""
+
+
+def test_a_candidate_too_slow_for_the_time_limit_is_stopped_early_with_the_reason(server: RunningServer) -> None:
+    """Correct, but 3 s a call on the timed workload: its first warm-up iteration shows that the 12 more
+    its measurement needs cannot end within the 40 s limit, so the workload FAILs at once, saying why,
+    and the evaluation ends rejected well before its deadline (not a timeout with nothing to show)."""
+    began = time.monotonic()
+    job = server.wait(_eval_job(server, SLOW_ON_STANDARD, timeout_s=40), 100)
+    took = time.monotonic() - began
+    assert job["verdict"] == "rejected", job
+    report = server.http.get(f"/v1/jobs/{job['id']}/outputs/report.json").json()
+    standard = next(w for w in report["workloads"] if w["id"] == "standard")
+    assert standard["verdict"] == "FAIL" and re.fullmatch(
+        r"too slow: one call takes 3\.\d+ s \(the baseline's [0-9.e+-]+ s\); the \d+ s left of the evaluation's "
+        r"time limit allow [0-9.e+-]+ s per call for the \d+ iterations its measurement still needs",
+        standard["reason"],
+    ), standard
+    assert report["holdout"] == "PASS" and report["passed"] == report["total"] - 1, report
+    assert took < 40, took
 
 
 def test_a_deadline_or_a_cancel_while_the_judge_prepares_is_timeout_or_cancelled(server: RunningServer) -> None:

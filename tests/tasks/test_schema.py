@@ -100,6 +100,7 @@ def test_case_file_to_json_is_plain_json() -> None:
         "cases": [
             {"id": "c", "phase": "holdout", "workload": "w", "params": {}, "seed": 1, "timed": False, "tolerance": {}}
         ],
+        "deadline": 0.0,
     }
 
 
