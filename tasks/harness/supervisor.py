@@ -740,7 +740,9 @@ class Supervisor:
                 turn = (sides.bases[warmup % len(sides.bases)], sides.cands[warmup % len(sides.cands)], sides.null)
                 ms = [self.call(side, drawn[0])[0] for side in turn]
             warmup += 1
-            self._within_the_limit(ms[0], ms[1], time.monotonic() - began, max(least - warmup, 0) + self.cfg.min_reps)
+            if warmup >= 2:  # not on the first: a call may still compile or autotune in it
+                needed = max(least - warmup, 0) + self.cfg.min_reps
+                self._within_the_limit(ms[0], ms[1], time.monotonic() - began, needed)
         return warmup
 
     def _within_the_limit(self, base_ms: float, cand_ms: float, iteration_s: float, iterations: int) -> None:

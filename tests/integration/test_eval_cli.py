@@ -464,9 +464,10 @@ def setup(data):
 
 
 def test_a_candidate_too_slow_for_the_time_limit_is_stopped_early_with_the_reason(server: RunningServer) -> None:
-    """Correct, but 3 s a call on the timed workload: its first warm-up iteration shows that the 12 more
-    its measurement needs cannot end within the 40 s limit, so the workload FAILs at once, saying why,
-    and the evaluation ends rejected well before its deadline (not a timeout with nothing to show)."""
+    """Correct, but 3 s a call on the timed workload: its second warm-up iteration (the first may still
+    compile) shows that the 11 more its measurement needs cannot end within the 40 s limit, so the
+    workload FAILs at once, saying why, and the evaluation ends rejected before its deadline (not a
+    timeout with nothing to show)."""
     began = time.monotonic()
     job = server.wait(_eval_job(server, SLOW_ON_STANDARD, timeout_s=40), 100)
     took = time.monotonic() - began
