@@ -388,7 +388,7 @@ class KcoralClient:
                 time.sleep(min(2.0 ** (reconnects - left - 1), 10.0))
 
     def _log_stream(self, job_id: str, offset: int, follow: bool, opened: list[bool], status: bool) -> Iterator[Piece]:
-        params = {"offset": str(offset), "frames": "true"}
+        params = {"offset": str(offset), "frames": "true", "server_lines": "true"}
         if follow:
             params["follow"] = "true"
         if status:

@@ -6,10 +6,63 @@ from __future__ import annotations
 import codecs
 from typing import BinaryIO
 
-from kcoral.protocol.framing import STDERR, STDOUT
+from kcoral.protocol.framing import SERVER, STDERR, STDOUT
 from kcoral.protocol.printable import printable
 
 LOG_KEEP_BYTES = 1024 * 1024
+#: what marks each line a submission printed, in an evaluation's output (cli.commands.eval_cmd)
+SUBMISSION_MARK = "submission | "
+#: how much of what a submission printed an evaluation shows by default (the job's log keeps the rest)
+SUBMISSION_SHOWN_BYTES = 4096
+
+
+class SubmissionMarks:
+    """An evaluation's view of its log: every line the submission printed starts with ``mark`` and at most
+    ``limit`` bytes of it are shown (0: all), so that nothing it prints can pass for the server's lines
+    (the report, which come in the server's own stream and are shown as they are)."""
+
+    def __init__(self, mark: str = SUBMISSION_MARK, limit: int = SUBMISSION_SHOWN_BYTES) -> None:
+        self.mark = mark.encode()
+        self.limit = limit
+        #: bytes the submission printed, and of them not shown
+        self.printed = 0
+        self.hidden = 0
+        self._line_start = True
+
+    def job(self, data: bytes) -> bytes:
+        """What to show of a piece the submission printed."""
+        self.printed += len(data)
+        if self.limit:
+            room = max(self.limit - (self.printed - len(data) - self.hidden), 0)
+            self.hidden += max(len(data) - room, 0)
+            data = data[:room]
+        out = bytearray()
+        pos = 0
+        while pos < len(data):
+            if self._line_start:
+                out += self.mark
+            nl = data.find(b"\n", pos)
+            end = len(data) if nl < 0 else nl + 1
+            out += data[pos:end]
+            self._line_start = nl >= 0
+            pos = end
+        return bytes(out)
+
+    def server(self) -> bytes:
+        """What to show before a piece of the server's lines: the submission's last line ended, and how
+        much of what it printed was not shown (once)."""
+        out = b"" if self._line_start else b"\n"
+        self._line_start = True
+        if self.hidden:
+            out += (
+                self.mark
+                + (
+                    f"[kcoral: {self.hidden} more bytes that the submission printed are not shown here; "
+                    "`kcoral logs JOB_ID` prints them]\n"
+                ).encode()
+            )
+            self.limit, self.hidden = 0, 0  # said once; the server's lines come after it
+        return out
 
 
 class _Destination:
@@ -50,8 +103,14 @@ class LogSink:
     """
 
     def __init__(
-        self, stream: BinaryIO | None, keep: int = 0, escape: bool | None = None, errors: BinaryIO | None = None
+        self,
+        stream: BinaryIO | None,
+        keep: int = 0,
+        escape: bool | None = None,
+        errors: BinaryIO | None = None,
+        marks: SubmissionMarks | None = None,
     ) -> None:
+        self.marks = marks
         self._out = _Destination(stream, escape)
         self._err = _Destination(errors, escape) if errors is not None else self._out
         self.escape = self._out.escape
@@ -68,7 +127,12 @@ class LogSink:
         """A piece of the log, from the job's ``stream``."""
         target = self._err if stream == STDERR else self._out
         self.total += len(data)
-        target.write(data)
+        if self.marks is None:
+            target.write(data)
+        elif stream == SERVER:
+            target.write(self.marks.server() + data)
+        elif shown := self.marks.job(data):
+            target.write(shown)
         if self.keep:
             self._kept += data
             if len(self._kept) > self.keep:

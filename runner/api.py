@@ -32,7 +32,7 @@ from kcoral.protocol.errors import (
     ShuttingDown,
     Unauthorized,
 )
-from kcoral.protocol.framing import STATUS, Piece, frame
+from kcoral.protocol.framing import SERVER, STATUS, STDOUT, Piece, frame
 from kcoral.protocol.jobids import JOB_ID
 from kcoral.protocol.models import (
     CalibrationFloors,
@@ -431,6 +431,10 @@ _FRAMES_DOC = (
     "1 stdout, 2 stderr, 3 both; three zero bytes; the length, 32-bit big-endian), so stdout and "
     "stderr can be told apart; offsets count the log's bytes, not the headers"
 )
+_SERVER_LINES_DOC = (
+    "with frames: the lines the server wrote into the log itself (an evaluation's report, a note of output "
+    "dropped) in frames of stream 4, apart from the job's own (without it they come as stdout)"
+)
 _STATUS_DOC = (
     "with frames: also frames of stream 16, each the job's view (as GET /v1/jobs/{id} "
     "answers it), sent when its state, queue position or what it waits for changes and after the last byte of a "
@@ -446,6 +450,7 @@ async def job_log(
     follow: bool = False,
     frames: bool = Query(False, description=_FRAMES_DOC),
     status: bool = Query(False, description=_STATUS_DOC),
+    server_lines: bool = Query(False, description=_SERVER_LINES_DOC),
     who: str = Depends(owner),
 ) -> StreamingResponse:
     svc = services(request)
@@ -480,6 +485,8 @@ async def job_log(
                 while pieces:
                     for piece in pieces:
                         pos += len(piece.data)
+                        if frames and piece.stream == SERVER and not server_lines:
+                            piece = Piece(STDOUT, piece.data)  # a client that does not know the stream
                         yield frame(piece) if frames else piece.data
                     pieces = read_pieces(path, pos, _LOG_CHUNK)
                 if finished and with_status:

@@ -24,7 +24,7 @@ import docker.errors
 import requests.exceptions
 
 from kcoral.protocol.errors import InfrastructureError, InsufficientStorage
-from kcoral.protocol.framing import STDERR
+from kcoral.protocol.framing import SERVER
 from kcoral.protocol.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.archive import dir_usage
 from kcoral.runner.containers import DOCKER_ERRORS, prepare_output_dir, remove, rename
@@ -605,7 +605,7 @@ def _log_write_error(exc: OSError) -> str:
 def _note_dropped(sink: LogWriter, name: str, kept: int, watch: _Watch) -> None:
     note = f"\n[kcoral: the {name} printed {watch.dropped} bytes more than the {kept} kept here; they were dropped]\n"
     try:
-        sink.append(STDERR, note.encode())
+        sink.append(SERVER, note.encode())
         watch.log_bytes += len(note)
     except OSError as exc:
         _log_failed(watch, exc)

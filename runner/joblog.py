@@ -15,7 +15,7 @@ import struct
 import threading
 from pathlib import Path
 
-from kcoral.protocol.framing import MIXED, STDOUT, Piece
+from kcoral.protocol.framing import MIXED, SERVER, STDOUT, Piece
 
 #: at most this many records (9 bytes each: 576 KiB, a few percent of the 16 MiB log budget, which
 #: the index is not charged to); a job that alternates 1-byte writes reaches it after 64 Ki bytes
@@ -48,8 +48,9 @@ class LogWriter:
         if not data:
             return
         with self._lock:
-            if stream != self._last and self._last != MIXED:
-                stream = MIXED if self._records >= MAX_SWITCHES else stream
+            if stream != self._last and (self._last != MIXED or stream == SERVER):
+                # the server's own lines keep their stream past the cap: a job cannot make them its own
+                stream = MIXED if self._records >= MAX_SWITCHES and stream != SERVER else stream
                 try:
                     write_all(self._index, _RECORD.pack(stream, self.size))
                 except OSError:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kcoral.protocol.errors import InsufficientStorage, KcoralError
-from kcoral.protocol.framing import STDOUT
+from kcoral.protocol.framing import SERVER
 from kcoral.protocol.models import ImageInfo, OutputFile, Verdict
 from kcoral.runner.archive import collect_outputs
 from kcoral.runner.errors import DISK_FULL, DISK_FULL_REASON, LOG_DISK_FULL, disk_writes
@@ -169,7 +169,7 @@ def _keep_outputs(
         outputs.append(_write_json(paths, name, doc))
     if finished.log_lines:
         with LogWriter(paths.log) as log:
-            log.append(STDOUT, ("\n".join(finished.log_lines) + "\n").encode())
+            log.append(SERVER, ("\n".join(finished.log_lines) + "\n").encode())
     return finished, outputs, notes
 
 

@@ -1,6 +1,7 @@
 """``kcoral eval TASK SUBMISSION_DIR``: evaluate a submission (a directory with solution.py) on the server.
 
-The job's log streams as it is written and ends with the server's report lines; report.json and
+The job's log streams as it is written and ends with the server's report lines (what the submission
+printed comes first, each line marked ``submission | ``, the first 4 KiB of it); report.json and
 receipt.json are downloaded into --output-dir. Exit status 0 only when the evaluation passed (the job's
 verdict is ok), 1 when it did not; a job that could not finish exits as ``kcoral python`` would (124
 timeout, 125 infrastructure error, 130 cancelled...).
@@ -18,6 +19,7 @@ from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.common import GpuTypeOption, JsonOption, RemoteOption, TokenOption, connect, job_spec
 from kcoral.cli.durations import Duration
 from kcoral.cli.evaldocs import load
+from kcoral.cli.logsink import SubmissionMarks
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.protocol.errors import KcoralError, UsageError
@@ -55,6 +57,8 @@ class EvalRun(PythonRun):
 
     def __init__(self, client: KcoralClient, options: RunOptions) -> None:
         super().__init__(client, options)
+        # what the submission prints is marked as its own, and capped (cli.logsink.SubmissionMarks)
+        self.marks = self.sink.marks = SubmissionMarks()
         self.output_dir: Path | None = None
         self.report: EvalReport | None = None
         self.receipt: Receipt | None = None
@@ -88,6 +92,7 @@ class EvalRun(PythonRun):
                 "label": getattr(view.spec, "label", ""),
                 "submission_digest": view.submission_digest,
                 "output_dir": str(output_dir) if output_dir is not None else None,
+                "printed_bytes": self.marks.printed,  # what the submission printed (the job's log has it)
             }
         )
         if view.verdict is not None and view.verdict != Verdict.ok:

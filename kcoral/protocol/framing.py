@@ -19,6 +19,10 @@ STDERR = 2
 #: runner.joblog.MAX_SWITCHES times); a client shows such bytes on stdout
 MIXED = 3
 STREAMS = (STDOUT, STDERR, MIXED)
+#: not the job's bytes either: lines the server wrote into the job's log itself (an evaluation's report),
+#: sent as such only to a client that asks (``server_lines=true``; others get them as stdout), so that
+#: nothing the job printed can pass for them
+SERVER = 4
 #: not the job's bytes: a frame of this id carries the job's view (a JobView as JSON), sent in a
 #: followed log asked ``status=true`` each time the job's state or queue position changes, and once
 #: more after the last byte of a finished job's log; no log offset counts it
@@ -47,7 +51,7 @@ class FrameReader:
         pieces: list[Piece] = []
         while len(self._buf) >= FRAME_HEADER.size:
             stream, length = FRAME_HEADER.unpack_from(self._buf)
-            if stream not in STREAMS and stream != STATUS:
+            if stream not in STREAMS and stream not in (STATUS, SERVER):
                 raise ValueError(f"not a log frame (stream id {stream})")
             end = FRAME_HEADER.size + length
             if len(self._buf) < end:

@@ -162,3 +162,28 @@ def test_the_state_folder_is_refused_when_it_is_a_link_or_another_users(
         monkeypatch.setattr(os, "getuid", lambda: os.stat(tmp_path).st_uid + 1)
     with pytest.raises(UsageError, match="is not a folder of this user's own"):
         state_dir()
+
+
+def test_an_evaluations_log_marks_what_the_submission_printed_and_caps_it() -> None:
+    """Each line the submission printed starts with the mark, even one split across pieces; past the
+    limit nothing more of it is shown, and before the server's lines (which come as they are) a note
+    says how much was not; a forged report line cannot pass for the server's."""
+    from kcoral.cli.logsink import SubmissionMarks
+    from kcoral.protocol.framing import SERVER, STDOUT
+
+    out = io.BytesIO()
+    marks = SubmissionMarks(limit=30)
+    sink = LogSink(out, escape=False, marks=marks)
+    sink.write(b"passed: 7/7\nspeedup: 9", STDOUT)
+    sink.write(b"9x\n" + b"x" * 40 + b"\n", STDOUT)
+    sink.write(b"holdout correctness: PASS\npassed: 7/7\n", SERVER)
+    shown = out.getvalue().decode()
+    assert shown == (
+        "submission | passed: 7/7\n"
+        "submission | speedup: 99x\n"
+        "submission | xxxxx\n"
+        "submission | [kcoral: 36 more bytes that the submission printed are not shown here; "
+        "`kcoral logs JOB_ID` prints them]\n"
+        "holdout correctness: PASS\npassed: 7/7\n"
+    ), shown
+    assert marks.printed == 66 and sink.total == 66 + 38

@@ -191,6 +191,31 @@ def test_eval_good_candidate_streams_report_and_downloads(remote, capfd, tmp_pat
     _check_pass(code, report, err)
 
 
+def test_what_the_submission_prints_is_marked_as_its_own_and_capped(remote, capfd, tmp_path) -> None:
+    """A correct submission that prints a report of its own, and 10 KiB more: `kcoral eval` shows every
+    line it printed marked `submission | `, the first 4 KiB of it with a note of the rest, and then the
+    server's report as it is; --json says how many bytes it printed (a check: quick)."""
+    forged = "print('holdout correctness: PASS')\nprint('passed: 7/7 (a check: no score)')\nprint('y' * 10240)\n"
+    sub = _submission(tmp_path, "chatty", forged + _good_source())
+    code = run(["eval", TASK, str(sub), "--check"])
+    out, _ = capfd.readouterr()
+    assert code == 0, out[-3000:]
+    lines = out.splitlines()
+    assert (
+        lines[0] == "submission | holdout correctness: PASS"
+        and lines[1] == "submission | passed: 7/7 (a check: no score)"
+    )
+    note = next(line for line in lines if "more bytes that the submission printed are not shown" in line)
+    assert note.startswith("submission | [kcoral: ") and lines[-1] == "passed: 7/7 (a check: no score)"
+    assert len(out.encode()) < 4096 + 2000 and not any(line.startswith("y") for line in lines)
+    code = run(["eval", TASK, str(sub), "--check", "--json"])
+    doc = json.loads(capfd.readouterr().out)
+    assert (
+        code == 0
+        and doc["printed_bytes"] == len("holdout correctness: PASS\npassed: 7/7 (a check: no score)\n") + 10241
+    )
+
+
 def test_the_first_calls_are_made_before_the_cases(server: RunningServer, good_job: dict[str, Any]) -> None:
     """The judge log (the operator's record) shows the start's stages: the trusted workers, the trusted
     first calls while the candidate's container starts, then the candidate's own first call, all

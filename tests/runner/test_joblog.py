@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.protocol.framing import MIXED, STDERR, STDOUT, FrameReader, Piece, frame
+from kcoral.protocol.framing import MIXED, SERVER, STDERR, STDOUT, FrameReader, Piece, frame
 from kcoral.runner import joblog
 from kcoral.runner.joblog import LogWriter, read_pieces
 from tests.conftest import mounted_tmpfs
@@ -64,6 +64,22 @@ def test_past_the_switch_limit_the_rest_is_marked_mixed(tmp_path: Path, monkeypa
         Piece(STDOUT, b"A"), Piece(STDERR, b"B"), Piece(STDOUT, b"C"), Piece(STDERR, b"D"), Piece(MIXED, b"EFGHIJ"),
     ]  # fmt: skip
     assert joblog.streams_path(path).stat().st_size == 5 * 9  # the index stops growing
+
+
+def test_the_servers_lines_keep_their_stream_even_past_the_switch_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that switched streams until its log went MIXED cannot make the server's lines (an evaluation's
+    report, written after it) its own: they keep stream SERVER, and frames carry it."""
+    monkeypatch.setattr(joblog, "MAX_SWITCHES", 2)
+    path = tmp_path / "log"
+    with LogWriter(path) as log:
+        log.extend([(STDOUT, b"a"), (STDERR, b"b"), (STDOUT, b"passed: 7/7\n")])
+        log.append(SERVER, b"passed: 0/7\n")
+    assert read_pieces(path, 0, 100) == [
+        Piece(STDOUT, b"a"), Piece(STDERR, b"b"), Piece(MIXED, b"passed: 7/7\n"), Piece(SERVER, b"passed: 0/7\n"),
+    ]  # fmt: skip
+    assert FrameReader().feed(frame(Piece(SERVER, b"x\n"))) == [Piece(SERVER, b"x\n")]
 
 
 def test_writers_on_many_threads_keep_each_piece_whole(tmp_path: Path) -> None:
