@@ -54,6 +54,7 @@ def agent(
     tasks_dir: opts.TasksDir = None,
     standby: opts.Standby = True,
     log_level: opts.LogLevel = "info",
+    limit: opts.Limit = [],  # noqa: B006 - typer's default, never mutated
 ) -> None:
     """Serve this GPU host's slots to a kcoral cluster's front end (`kcoral serve --ray`)."""
     from kcoral.runner.cluster import HOST_NAME
@@ -76,6 +77,7 @@ def agent(
             job_env=job_env,
             tasks_dir=tasks_dir.resolve() if tasks_dir else None,
             standby=standby,
+            limit=limit,
         ),
     )
     from kcoral.runner.cluster import connect, start_agent, token_file

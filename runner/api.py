@@ -204,6 +204,7 @@ def server_facts(svc: Services) -> dict[str, object]:
         "auth": svc.auth.tokens is not None,
         "profiling": _profiling(svc),
         "limits": svc.settings.limits.__dict__,
+        "connection_limits": svc.settings.connections.__dict__,
         # who signs the evaluations' receipts, with which key (every public key: GET /v1/keys)
         "receipts": svc.keys.describe(),
         # a job's /proc/PID/mountinfo shows its mounts' sources as paths on the data dir's filesystem

@@ -1,4 +1,8 @@
 """Every limit a job runs under, with its unit, its default and what happens when it is exceeded.
+An operator sets any of them, and the connection limits below (as ``connection_NAME``), with
+``kcoral serve --limit NAME=VALUE`` or ``KCORAL_LIMIT_NAME=VALUE`` (sizes take KiB, MiB, GiB);
+``kcoral serve --help`` lists them with their defaults, ``/v1/health`` and ``kcoral doctor --json`` the
+values a server runs with.
 
 | limit               | unit  | default | when exceeded                                             |
 |---------------------|-------|---------|-----------------------------------------------------------|
@@ -78,7 +82,9 @@ these for its task; the server sends the whole method to the supervisor in the c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 
 from kcoral.tasks.harness.schema import TimingMethod
 
@@ -141,3 +147,86 @@ class Limits:
     #: seconds between checks of the output directory while a job runs
     output_poll_s: float = 0.25
     eval_timing: TimingMethod = TimingMethod()
+
+
+#: a limit set from the environment: KCORAL_LIMIT_MEMORY_BYTES=16GiB (``kcoral serve --limit NAME=VALUE`` wins)
+ENV_PREFIX = "KCORAL_LIMIT_"
+#: a connection limit's name among the limits (``connection_total``, ``connection_head_timeout_s``, ...)
+CONNECTION = "connection_"
+_SIZES = {"kib": KiB, "mib": MiB, "gib": GiB, "k": KiB, "m": MiB, "g": GiB, "b": 1}
+
+
+def settable() -> dict[str, tuple[int | float, str]]:
+    """Every limit an operator may set, by name: its default and unit (the job limits, then the
+    connection limits as ``connection_NAME``; the timing method is each task's own, not here)."""
+    table: dict[str, tuple[int | float, str]] = {}
+    for prefix, cls in (("", Limits), (CONNECTION, ConnectionLimits)):
+        for f in fields(cls):
+            default = getattr(cls(), f.name)
+            if isinstance(default, bool) or not isinstance(default, int | float):
+                continue
+            table[prefix + f.name] = (default, _unit(f.name))
+    return table
+
+
+def _unit(name: str) -> str:
+    for suffix, unit in (("_bytes", "bytes"), ("_s", "s"), ("_mib", "MiB"), ("_rate", "bytes/s")):
+        if name.endswith(suffix):
+            return unit
+    return "cores" if name == "cpus" else "count"
+
+
+def with_limits(values: Mapping[str, str]) -> tuple[Limits, ConnectionLimits]:
+    """The job and connection limits with ``values`` (name -> text: ``8GiB``, ``30``, ``0.5``) set; a
+    ValueError names the limit and what it takes."""
+    table = settable()
+    job: dict[str, int | float] = {}
+    conn: dict[str, int | float] = {}
+    for name, text in values.items():
+        key = name.strip().lower().replace("-", "_")
+        if key not in table:
+            raise ValueError(f"no limit named {name!r}; the limits: {', '.join(table)}")
+        default, unit = table[key]
+        value = _parse(key, text, default, unit)
+        (conn if key.startswith(CONNECTION) else job)[key.removeprefix(CONNECTION)] = value
+    return replace(Limits(), **job), replace(ConnectionLimits(), **conn)  # type: ignore[arg-type]
+
+
+def _parse(name: str, text: str, default: int | float, unit: str) -> int | float:
+    raw = text.strip().lower().replace("_", "")
+    scale = 1
+    if unit == "bytes":
+        number = raw.rstrip("kmgib")
+        suffix = raw[len(number) :]
+        if suffix not in ("", *_SIZES):
+            raise ValueError(f"limit {name}: {text!r} is not a size (a number of bytes, or with KiB, MiB, GiB)")
+        scale, raw = _SIZES.get(suffix, 1), number
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        raise ValueError(f"limit {name}: {text!r} is not a number ({unit})") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and default > 0):
+        raise ValueError(f"limit {name}: {text!r} must be {'above' if default > 0 else 'at least'} 0 ({unit})")
+    if isinstance(default, int):
+        if value != int(value):
+            raise ValueError(f"limit {name}: {text!r} must be a whole number ({unit})")
+        return int(value)
+    return value
+
+
+def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The limits set as KCORAL_LIMIT_NAME in ``environ``, by name."""
+    return {k.removeprefix(ENV_PREFIX).lower(): v for k, v in environ.items() if k.startswith(ENV_PREFIX)}
+
+
+def help_table() -> str:
+    """The limits an operator may set, one per line: name, default, unit (``kcoral serve --help``)."""
+    return "\n".join(f"{name}: {_shown(default, unit)}" for name, (default, unit) in settable().items())
+
+
+def _shown(value: int | float, unit: str) -> str:
+    if unit == "bytes" and value:
+        for size, name in ((GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB")):
+            if value % size == 0:
+                return f"{value // size:g} {name}"
+    return f"{value:g} {unit}"

@@ -38,6 +38,7 @@ def serve(
     metrics_public: opts.MetricsPublic = False,
     public_board: opts.PublicBoard = False,
     ray: opts.Ray = "",
+    limit: opts.Limit = [],  # noqa: B006 - typer's default, never mutated
 ) -> None:
     """Run the kcoral job server."""
     if log_format not in FORMATS:
@@ -64,6 +65,7 @@ def serve(
             job_env=job_env,
             tasks_dir=tasks_dir,
             standby=standby,
+            limit=limit,
         ),
         warm_up=tuple(dict.fromkeys(warm_up)),
         calibrate=calibrate,

@@ -6,12 +6,14 @@ parameter; what both commands share is one alias here, and :func:`job_host` turn
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from kcoral.protocol.models import MAX_CALIBRATION_REQUESTS
+from kcoral.runner.limits import ConnectionLimits, Limits, from_environment, help_table, with_limits
 from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS
 
 
@@ -105,6 +107,33 @@ Ray = Annotated[
 ]
 
 
+Limit = Annotated[
+    list[str],
+    typer.Option(
+        "--limit",
+        help="NAME=VALUE (repeatable; also KCORAL_LIMIT_NAME=VALUE, which this wins over): a job or connection "
+        "limit, e.g. memory_bytes=16GiB, pids=1024, connection_total=500. The limits, with their defaults: "
+        + "; ".join(f"{line}" for line in help_table().splitlines()),
+        show_default=False,
+    ),
+]
+
+
+def parse_limits(pairs: list[str]) -> tuple[Limits, ConnectionLimits]:
+    """The job and connection limits: KCORAL_LIMIT_NAME from the environment, then each ``--limit
+    NAME=VALUE`` over it; a bad one is a usage error that names it."""
+    values = from_environment(os.environ)
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"--limit takes NAME=VALUE, got {pair!r}")
+        values[name.strip().lower()] = value
+    try:
+        return with_limits(values)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 def parse_gpus(value: str) -> str | tuple[int, ...]:
     if value in ("auto", "none"):
         return value
@@ -136,11 +165,15 @@ def job_host(
     job_env: list[str],
     tasks_dir: Path | None,
     standby: bool,
+    limit: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The Settings fields that the shared options make (both commands read them the same way)."""
     if gpu_mode not in ("auto", "runtime", "devices"):
         raise typer.BadParameter("--gpu-mode must be auto, runtime or devices")
+    limits, connections = parse_limits(list(limit))
     return {
+        "limits": limits,
+        "connections": connections,
         "gpus": parse_gpus(gpus),
         "cpu_slots": cpu_slots,
         "image": image or ("kcoral-toolchain:latest" if host_toolchain else "kcoral-job:cpu"),

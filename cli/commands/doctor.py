@@ -39,10 +39,12 @@ def doctor(remote: RemoteOption = None, token: TokenOption = None, json: JsonOpt
 
     Exit status: 0 nothing failed (warnings allowed), 1 a check failed.
     """
-    checks = run_checks(remote, token)
+    health: dict[str, Any] = {}
+    checks = run_checks(remote, token, health)
     failed = any(c.status == "fail" for c in checks)
-    if json:
-        emit_json({"ok": not failed, "checks": [asdict(c) for c in checks]})
+    if json:  # with the server's limits as it runs them (kcoral serve --limit NAME=VALUE sets them)
+        limits = {k: health[k] for k in ("limits", "connection_limits") if k in health}
+        emit_json({"ok": not failed, "checks": [asdict(c) for c in checks], **limits})
     else:
         width = max(len(c.name) for c in checks)
         for c in checks:
@@ -52,7 +54,8 @@ def doctor(remote: RemoteOption = None, token: TokenOption = None, json: JsonOpt
     raise typer.Exit(1 if failed else 0)
 
 
-def run_checks(remote: str | None, token: str | None) -> list[Check]:
+def run_checks(remote: str | None, token: str | None, facts: dict[str, Any] | None = None) -> list[Check]:
+    """The checks, in order; ``facts`` gets what the server said of itself (its /v1/health), if it did."""
     checks = [Check("client", "ok", f"kcoral {__version__}, Python {sys.version.split()[0]}")]
     if not remote:
         checks.append(Check("server", "fail", "no server given", "pass --remote URL or set KCORAL_REMOTE"))
@@ -68,6 +71,8 @@ def run_checks(remote: str | None, token: str | None) -> list[Check]:
         checks.append(Check("server", "fail", f"{remote}: {exc.message}", fix))
         return checks
     answered = time.time()
+    if facts is not None:
+        facts.update(health)
     checks.append(Check("server", "ok", f"{remote} answers"))
     if "docker" not in health:  # the server tells an unknown token no more than that it wants one
         what = "the server does not know this token" if token else "the server wants a token"

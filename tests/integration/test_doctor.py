@@ -28,10 +28,15 @@ def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_a_healthy_server_passes_every_check(server_factory: Any) -> None:
-    srv = server_factory()
+    from kcoral.runner.limits import with_limits
+
+    job_limits, connections = with_limits({"pids": "1000", "connection_total": "1500"})
+    srv = server_factory(limits=job_limits, connections=connections)
     code, doc, text = doctor("--remote", srv.url)
     checks = by_name(doc)
     assert code == 0 and doc["ok"], doc
+    # --json lists the limits the server runs with (set by `kcoral serve --limit NAME=VALUE`)
+    assert doc["limits"]["pids"] == 1000 and doc["connection_limits"]["total"] == 1500, doc
     for name in ("client", "server", "token", "versions", "clock", "engine", "gpus", "image", "disk"):
         assert name in checks, name
     assert checks["engine"]["status"] == "ok" and checks["engine"]["detail"].startswith("Docker ")

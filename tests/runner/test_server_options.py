@@ -19,6 +19,8 @@ def test_every_option_of_the_job_host_commands_has_its_environment_variable() ->
         for name, hint in hints.items():
             if name in ("return", "ray_address", "host_name", "node_name"):
                 continue
+            if name == "limit":  # one variable per limit instead: KCORAL_LIMIT_<NAME> (runner.limits)
+                continue
             option = next(m for m in typing.get_args(hint)[1:] if isinstance(m, typer.models.OptionInfo))
             assert option.envvar == "KCORAL_" + name.upper(), (command.__name__, name, option.envvar)
 
@@ -29,7 +31,7 @@ def test_the_agent_shares_the_servers_options_not_copies() -> None:
     shared = set(served) & set(hosted) - {"return"}
     assert shared == {
         "data_dir", "gpus", "cpu_slots", "image", "host_toolchain", "gpu_mode", "python", "job_env", "tasks_dir",
-        "standby", "log_level",
+        "standby", "log_level", "limit",
     }  # fmt: skip
     for name in shared:
         assert typing.get_args(served[name])[1] is typing.get_args(hosted[name])[1], name
@@ -53,3 +55,39 @@ def test_the_help_lists_the_variables(capsys: pytest.CaptureFixture[str], monkey
     out = capsys.readouterr().out
     for name in ("KCORAL_DATA_DIR", "KCORAL_GPUS", "KCORAL_WARM_UP", "KCORAL_SHUTDOWN_GRACE", "KCORAL_RAY"):
         assert name in out
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "said"),
+    [
+        (["--limit", "pids=0"], {}, "limit pids: '0' must be above 0 (count)"),
+        (["--limit", "memory"], {}, "--limit takes NAME=VALUE, got 'memory'"),
+        ([], {"KCORAL_LIMIT_MEMORY_BYTES": "lots"}, "limit memory_bytes: 'lots' is not a number (bytes)"),
+        (["--limit", "nosuch=1"], {}, "no limit named 'nosuch'"),
+    ],
+)
+def test_a_bad_limit_is_refused_naming_it(
+    args: list[str], env: dict[str, str], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("COLUMNS", "300")
+    assert run(["serve", *args]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_limits_come_from_the_environment_and_the_flag_wins() -> None:
+    """KCORAL_LIMIT_NAME sets a limit, --limit NAME=VALUE over it; sizes take KiB/MiB/GiB; the connection
+    limits are there too; every limit an operator may set is in the help's table with its default."""
+    from kcoral.runner import limits
+    from kcoral.runner.server_options import parse_limits
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KCORAL_LIMIT_MEMORY_BYTES", "16GiB")
+        mp.setenv("KCORAL_LIMIT_PIDS", "100")
+        job, conn = parse_limits(["pids=1024", "connection_total=50", "cpus=1.5"])
+    assert (job.memory_bytes, job.pids, job.cpus, conn.total) == (16 << 30, 1024, 1.5, 50)
+    assert job.nofile == limits.Limits().nofile and conn.per_client == limits.ConnectionLimits().per_client
+    table = limits.help_table()
+    assert "memory_bytes: 8 GiB" in table and "connection_head_timeout_s: 10 s" in table
+    assert len(table.splitlines()) == len(limits.settable()) >= 25
