@@ -21,7 +21,7 @@ from typing import Any
 
 from kcoral.protocol.printable import printable
 from kcoral.tasks.calibration import NoiseFloor, widen
-from kcoral.tasks.documents import EvalReport, SampleTimes, WorkloadRow
+from kcoral.tasks.documents import EvalReport, SampleTimes, Summary, WorkloadRow
 from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
 from kcoral.tasks.harness.stats import (
     DISTURBED_LIMIT,
@@ -46,52 +46,35 @@ def build_report(
     """The report of one evaluation (its printed lines are added by :func:`with_lines`); ``check``:
     the public workloads' correctness only (no holdout, nothing timed, no score); ``floors``: the
     slot's A/A calibration per timed workload (tasks.calibration), folded into its figures."""
-    return EvalReport.model_validate(_report(task_manifest, cases, result, check, floors or {}))
-
-
-def _report(
-    task_manifest: dict[str, Any],
-    cases: CaseFile,
-    result: SupervisorResult,
-    check: bool,
-    floors: Mapping[str, NoiseFloor],
-) -> dict[str, Any]:
     by_id = {c.id: c for c in result.cases}
     holdout = [c for c in cases.cases if c.phase is Phase.HOLDOUT]
-    workloads = [c for c in cases.cases if c.phase is Phase.WORKLOAD]
-    holdout_pass = all(_result(by_id, c).outcome is Outcome.PASS for c in holdout)
-    report: dict[str, Any] = {
-        "task": cases.task,
-        "holdout": None if check else "PASS" if holdout_pass else "FAIL",
-        "check": check,
-        "holdout_probes": len(holdout),
-        "workloads": [],
-        "flags": [printable(f) for f in result.interference],
-        "cpu_watch": result.cpu_watch,
-        "phases": {printable(k): round(v, 3) for k, v in result.phases.items()},
-    }
-    if not holdout_pass:
-        # which kind of failure (FAIL: wrong values, ERROR: an exception or a crash), never its details
-        report["holdout_failure"] = next(
-            r.outcome.value for c in holdout if (r := _result(by_id, c)).outcome is not Outcome.PASS
-        )
+    failed = [r.outcome for c in holdout if (r := _result(by_id, c)).outcome is not Outcome.PASS]
+    flags = [printable(f) for f in result.interference]  # the rows add theirs (timing_row)
     unmeasured: list[str] = []
-    for case in workloads:
-        res, floor = _result(by_id, case), floors.get(case.workload)
-        report["workloads"].append(
-            _workload_row(case, res, holdout_pass, task_manifest, report["flags"], unmeasured, floor)
-        )
-    report["passed"] = sum(1 for r in report["workloads"] if r["verdict"] == "PASS")
-    report["total"] = len(workloads)
-    report["inconclusive"] = unmeasured + [
-        too_uncertain(r)
-        for r in report["workloads"]
-        if "speedup" in r and r["speedup_hi"] > INCONCLUSIVE_RATIO * r["speedup_lo"]
+    floors = floors or {}
+    rows = [
+        _workload_row(c, _result(by_id, c), not failed, task_manifest, flags, unmeasured, floors.get(c.workload))
+        for c in cases.cases
+        if c.phase is Phase.WORKLOAD
     ]
-    timed_rows = [r for r in report["workloads"] if "speedup" in r]
-    if timed_rows and not report["inconclusive"]:
-        report["summary"] = _summary(timed_rows)
-    return report
+    scored = [r for r in rows if r.speedup is not None]
+    inconclusive = unmeasured + [too_uncertain(r) for r in scored if _too_wide(r)]
+    return EvalReport(
+        task=cases.task,
+        holdout=None if check else Outcome.FAIL if failed else Outcome.PASS,
+        check=check,
+        holdout_probes=len(holdout),
+        # which kind of failure (FAIL: wrong values, ERROR: an exception or a crash), never its details
+        holdout_failure=failed[0] if failed else None,
+        workloads=rows,
+        flags=flags,
+        cpu_watch=result.cpu_watch,
+        phases={printable(k): round(v, 3) for k, v in result.phases.items()},
+        passed=sum(1 for r in rows if r.verdict is Outcome.PASS),
+        total=len(rows),
+        inconclusive=inconclusive,
+        summary=_summary(scored) if scored and not inconclusive else None,
+    )
 
 
 def _workload_row(
@@ -102,51 +85,55 @@ def _workload_row(
     flags: list[str],
     unmeasured: list[str],
     floor: NoiseFloor | None,
-) -> dict[str, Any]:
+) -> WorkloadRow:
     """A public workload's row: its verdict and checks, and its figures if it was timed and passed
     (:func:`timing_row`)."""
-    row: dict[str, Any] = {
-        "id": case.workload,
-        "params": case.params,
-        "timed": case.timed,
-        "verdict": res.outcome.value,
-        "reason": printable(res.reason, newlines=True),
-        "stats": res.stats,
-    }
-    if res.warnings:
-        row["warnings"] = [printable(w) for w in res.warnings]
-    if case.timed and not holdout_pass:
-        row["note"] = "not timed: the holdout failed"
-    elif case.timed and res.timing is not None and res.outcome is Outcome.PASS:
-        row.update(timing_row(case.workload, res.timing, manifest, flags, unmeasured, floor))
-    return row
+    figures: dict[str, Any] = {}
+    if case.timed and holdout_pass and res.timing is not None and res.outcome is Outcome.PASS:
+        figures = timing_row(case.workload, res.timing, manifest, flags, unmeasured, floor)
+    return WorkloadRow(
+        id=case.workload,
+        params=case.params,
+        timed=case.timed,
+        verdict=res.outcome,
+        reason=printable(res.reason, newlines=True),
+        stats=res.stats,
+        warnings=[printable(w) for w in res.warnings] or None,
+        note="not timed: the holdout failed" if case.timed and not holdout_pass else None,
+        **figures,
+    )
 
 
-def _summary(timed_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _too_wide(row: WorkloadRow) -> bool:
+    """A scored row's interval is wider than INCONCLUSIVE_RATIO from end to end."""
+    return (row.speedup_hi or 0.0) > INCONCLUSIVE_RATIO * (row.speedup_lo or 0.0)
+
+
+def _summary(scored: list[WorkloadRow]) -> Summary:
     """The evaluation's score over its scored workloads: the geometric mean of their speedups with its
     interval, the mean times, the least and greatest speedup."""
-    cis = [(r["speedup"], r["speedup_lo"], r["speedup_hi"]) for r in timed_rows]
+    cis = [(r.speedup or 0.0, r.speedup_lo or 0.0, r.speedup_hi or 0.0) for r in scored]
     g, lo, hi = geomean_ci(cis)
-    return {
-        "speedup": g,
-        "speedup_lo": lo,
-        "speedup_hi": hi,
-        "baseline_ms": statistics.fmean(r["baseline_ms"] for r in timed_rows),
-        "kernel_ms": statistics.fmean(r["kernel_ms"] for r in timed_rows),
-        "min_speedup": min(c[0] for c in cis),
-        "max_speedup": max(c[0] for c in cis),
-    }
+    return Summary(
+        speedup=g,
+        speedup_lo=lo,
+        speedup_hi=hi,
+        baseline_ms=statistics.fmean(r.baseline_ms or 0.0 for r in scored),
+        kernel_ms=statistics.fmean(r.kernel_ms or 0.0 for r in scored),
+        min_speedup=min(c[0] for c in cis),
+        max_speedup=max(c[0] for c in cis),
+    )
 
 
-def too_uncertain(row: dict[str, Any]) -> str:
+def too_uncertain(row: WorkloadRow) -> str:
     """Why a row's speedup cannot be scored, and whose times made it so: the submission's own (they
     vary far more than the baseline's, timed in the same run on the same host: evaluating again will
     not help) or the host's (both vary)."""
     head = (
-        f"{row['id']}: the speedup's 95% interval [{row['speedup_lo']:.4f}, {row['speedup_hi']:.4f}] is wider "
+        f"{row.id}: the speedup's 95% interval [{row.speedup_lo or 0.0:.4f}, {row.speedup_hi or 0.0:.4f}] is wider "
         f"than x{INCONCLUSIVE_RATIO:g} from end to end: "
     )
-    mine, theirs = row["kernel_spread"], row["baseline_spread"]
+    mine, theirs = row.kernel_spread or 0.0, row.baseline_spread or 0.0
     spreads = f"interquartile range {mine:.0%} of the median; the baseline's, timed alongside it, {theirs:.0%}"
     if mine > UNSTEADY_SPREAD and mine > UNSTEADY_FACTOR * theirs:
         return head + f"the submission's own call times vary too much to score ({spreads})"
