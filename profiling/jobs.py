@@ -16,11 +16,10 @@ from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.jobenv import INPUT_MOUNT
 from kcoral.protocol.models import JobKindName, ProfileSpec, SpecBase
 from kcoral.runner.envpolicy import job_environment
-from kcoral.runner.jobkinds import code_mounts, spec_as, with_code_path
+from kcoral.runner.jobkinds import HostFacts, code_mounts, spec_as, with_code_path
 from kcoral.runner.plan import ContainerStep, JobContext, Plan
 
 if TYPE_CHECKING:
-    from kcoral.runner.services import Services
     from kcoral.runner.settings import Settings
 
 
@@ -30,12 +29,12 @@ def profiling_env(
     return {**with_code_path(job_environment(settings.operator_env(), spec.env, job_id)), **(extra or {})}
 
 
-def _check_runnable(spec: ProfileSpec, services: Services, what: str, info: dict[str, Any]) -> None:
+def _check_runnable(spec: ProfileSpec, host: HostFacts, what: str, info: dict[str, Any]) -> None:
     if not info.get("ok"):
         raise BadRequest(f"this server cannot run {what} jobs: {info.get('reason') or 'not available'}")
     if spec.gpus < 1:
         raise BadRequest(f"{what} jobs need a GPU: ask for --gpus 1 or more")
-    if not services.gpus:
+    if not host.gpus:
         raise BadRequest(f"this server cannot run {what} jobs: it has no GPUs")
 
 
@@ -51,14 +50,14 @@ class _ProfilerKind:
     def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         raise NotImplementedError
 
-    def validate(self, spec: SpecBase, services: Services) -> SpecBase:
+    def validate(self, spec: SpecBase, host: HostFacts) -> SpecBase:
         profile = spec_as(spec, ProfileSpec)
         try:
             self.check_options(profile)
         except (ncu.NcuOptionError, iket.IketOptionError) as exc:
             raise BadRequest(str(exc)) from None
-        caps = capabilities.for_server(services.settings, services.executor.has_image)
-        _check_runnable(profile, services, self.name, caps[self.name])
+        caps = capabilities.for_server(host.settings, host.has_image)
+        _check_runnable(profile, host, self.name, caps[self.name])
         return spec
 
     def command(self, settings: Settings, spec: ProfileSpec) -> list[str]:

@@ -254,7 +254,7 @@ def submit(spec: SubmittedSpec, request: Request, response: Response, who: str =
     limits = svc.settings.limits
     if spec.image is not None:
         raise BadRequest("the image is chosen by the server; pin an earlier job's image with rerun")
-    kept = kind_for(spec.kind).validate(spec, svc)  # as the job keeps it
+    kept = kind_for(spec.kind).validate(spec, svc.facts())  # as the job keeps it
     words = kept.words()
     if sum(len(a.encode()) + 1 for a in words) > limits.argv_bytes or any("\x00" in a for a in words):
         raise BadRequest(f"argv must be under {limits.argv_bytes} bytes with no NUL bytes")

@@ -10,20 +10,31 @@ still runs python jobs. Adding a kind: one module with the class, one line in ``
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from kcoral.protocol.errors import BadRequest, InfrastructureError
 from kcoral.protocol.jobenv import INPUT_MOUNT
-from kcoral.protocol.models import JobKindName, PythonSpec, SpecBase
+from kcoral.protocol.models import GpuInfo, JobKindName, PythonSpec, SpecBase
 from kcoral.runner.codecopy import code_root
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.plan import ContainerStep, JobContext, Plan
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobPaths
 
-if TYPE_CHECKING:
-    from kcoral.runner.services import Services
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What a job kind may read of the server when it checks a spec (:meth:`JobKind.validate`): its
+    settings, the GPUs it serves, and whether an image is present (the profilers' own). Not the
+    server's services: a kind cannot reach the store, the scheduler or the engine from here."""
+
+    settings: Settings
+    gpus: tuple[GpuInfo, ...]
+    has_image: Callable[[str], bool]
+
 
 #: kcoral's own in-container code (harnesses, summaries) is mounted read-only below here
 CODE_MOUNT = "/kcoral"
@@ -57,7 +68,7 @@ def spec_as(spec: SpecBase, model: type[S]) -> S:
 class JobKind(Protocol):
     name: JobKindName
 
-    def validate(self, spec: SpecBase, services: Services) -> SpecBase:
+    def validate(self, spec: SpecBase, host: HostFacts) -> SpecBase:
         """The spec as the job keeps it (with what the server decides filled in); BadRequest for a
         spec this kind cannot run here."""
 
@@ -70,7 +81,7 @@ class PythonKind:
 
     name = JobKindName.python
 
-    def validate(self, spec: SpecBase, services: Services) -> SpecBase:
+    def validate(self, spec: SpecBase, host: HostFacts) -> SpecBase:
         if not spec_as(spec, PythonSpec).argv:
             raise BadRequest("argv is empty: give a script, -c CODE or -m MODULE")
         return spec

@@ -13,6 +13,7 @@ from kcoral.runner.auth import Authenticator, load_operators, load_tokens
 from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpus import Nvml, select_gpus
 from kcoral.runner.imageprobe import ImageProbe
+from kcoral.runner.jobkinds import HostFacts
 from kcoral.runner.leases import LeasePool, Placement
 from kcoral.runner.pycache import ToolchainBytecode
 from kcoral.runner.receipt_keys import KeyRing, keys_dir
@@ -64,6 +65,10 @@ class Services:
     def __post_init__(self) -> None:
         self.image_probe = ImageProbe(self.executor, self.settings.python, self.settings.data_dir / "probes")
         self.bytecode = ToolchainBytecode(self.settings)
+
+    def facts(self) -> HostFacts:
+        """What a job kind may read of this server when it checks a spec (runner.jobkinds.HostFacts)."""
+        return HostFacts(self.settings, tuple(self.gpus), self.executor.has_image)
 
     @classmethod
     def build(cls, settings: Settings) -> Services:

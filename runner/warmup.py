@@ -99,7 +99,7 @@ def queue_template(svc: Services, tasks_dir: Path, task_id: str, owner: str, wai
     """A new A/A request (tasks.calibration) of ``owner``: the task's template evaluated, queued; its job id."""
     data = template_tar(template(tasks_dir, task_id).read_bytes())
     spec = replace(
-        spec_as(kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc), EvalSpec), calibration=True
+        spec_as(kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc.facts()), EvalSpec), calibration=True
     )
 
     def write_input(paths: JobPaths) -> None:

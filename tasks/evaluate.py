@@ -36,7 +36,7 @@ from kcoral.protocol.printable import printable
 from kcoral.runner import jobfs
 from kcoral.runner.codecopy import code_digest
 from kcoral.runner.envpolicy import job_environment
-from kcoral.runner.jobkinds import CODE_MOUNT, code_mounts, spec_as, with_code_path
+from kcoral.runner.jobkinds import CODE_MOUNT, HostFacts, code_mounts, spec_as, with_code_path
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
 from kcoral.runner.settings import SUPERVISOR_UID
 from kcoral.runner.warmup import template_tar
@@ -55,7 +55,6 @@ from kcoral.tasks.report import build_report, sample_times, with_lines
 
 if TYPE_CHECKING:
     from kcoral.runner.leases import Lease
-    from kcoral.runner.services import Services
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 FAMILY_MOUNT = f"{CODE_MOUNT}/taskfamily"
@@ -85,7 +84,7 @@ def harness_version() -> str:
 class EvalKind:
     name = JobKindName.eval
 
-    def validate(self, spec: SpecBase, services: Services) -> SpecBase:
+    def validate(self, spec: SpecBase, host: HostFacts) -> SpecBase:
         """The spec's model already refuses anything but the task (argv, env: the task owns them).
         The task's manifest owns the time limit too: none asked, the job gets the task's
         ``timeout_s``; more than it is refused."""
@@ -97,10 +96,10 @@ class EvalKind:
                 "calibration is set by the server alone, on its own A/A requests: ask for them with "
                 "POST /v1/calibrations (kcoral calibrate TASK)"
             )
-        task = find_task(services.settings.tasks_dir or DEFAULT_TASKS_DIR, evaluation.task)
-        if task.device == "cuda" and not services.gpus:
+        task = find_task(host.settings.tasks_dir or DEFAULT_TASKS_DIR, evaluation.task)
+        if task.device == "cuda" and not host.gpus:
             raise BadRequest(f"task {task.id} needs a GPU and this server has none")
-        limit = min(task.timeout_s, services.settings.limits.max_timeout_s)  # the server's limit is the ceiling
+        limit = min(task.timeout_s, host.settings.limits.max_timeout_s)  # the server's limit is the ceiling
         if evaluation.timeout_s > limit:
             raise BadRequest(
                 f"task {task.id} allows {limit:g} s; {evaluation.timeout_s:g} s is more (leave --timeout out to get it)"

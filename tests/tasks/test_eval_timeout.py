@@ -4,20 +4,20 @@ ceiling of both."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.models import EvalSpec
+from kcoral.runner.jobkinds import HostFacts
 from kcoral.runner.limits import Limits
 from kcoral.runner.settings import Settings
 from kcoral.tasks.evaluate import EvalKind
 
 
-def services(**limits: Any) -> Any:
-    return SimpleNamespace(settings=Settings(limits=Limits(**limits)), gpus=[])
+def services(**limits: Any) -> HostFacts:
+    return HostFacts(Settings(limits=Limits(**limits)), (), lambda image: False)
 
 
 def test_no_timeout_asked_gets_the_tasks() -> None:
