@@ -101,7 +101,7 @@ def register_optional_commands(target: typer.Typer = app) -> None:
             )(_server_missing(name, missing))
         return
     from kcoral.images.cli import images_app
-    from kcoral.runner.agent_command import agent
+    from kcoral.runner.cluster.agent_command import agent
     from kcoral.runner.serve_command import serve
 
     target.command("serve")(serve)

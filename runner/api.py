@@ -52,7 +52,7 @@ from kcoral.protocol.models import (
 from kcoral.protocol.spool import Spool
 from kcoral.runner.archive import extract_upload, safe_output_path
 from kcoral.runner.calibrations import calibration_floors, request_calibrations
-from kcoral.runner.cluster import slot_rows
+from kcoral.runner.cluster.placement import slot_rows
 from kcoral.runner.enqueue import queue_with_input
 from kcoral.runner.envpolicy import validate_client_env
 from kcoral.runner.errors import disk_writes
@@ -198,7 +198,7 @@ def server_facts(svc: Services) -> dict[str, object]:
         # each slot's A/A calibration of each task as it is now (runner.calibrations)
         "calibration": to_data(calibration_floors(svc, current_only=True)),
         "leases": leases,
-        # a cluster front end (runner.cluster): every host's slots
+        # a cluster front end (runner.cluster.placement): every host's slots
         **({"cluster_slots": slot_rows(leases)} if leases.get("cluster") else {}),
         "images": [image],
         "auth": svc.auth.tokens is not None,

@@ -1,5 +1,5 @@
 """After a job: what it left on its GPUs (a process, memory not given back). The scheduler drains
-such a GPU; so does a cluster host's agent (runner.hostagent) for the jobs it runs."""
+such a GPU; so does a cluster host's agent (runner.cluster.hostagent) for the jobs it runs."""
 
 from __future__ import annotations
 

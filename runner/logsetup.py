@@ -10,7 +10,7 @@ import threading
 import time
 
 FORMATS = ("text", "json")
-#: a job's threads are named so (runner.scheduler, runner.hostagent)
+#: a job's threads are named so (runner.scheduler, runner.cluster.hostagent)
 JOB_THREAD = "job-"
 
 

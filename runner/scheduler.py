@@ -10,28 +10,23 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import replace
 
 from kcoral.protocol.errors import KcoralError
-from kcoral.protocol.models import ImageInfo, JobState, Verdict
-from kcoral.runner.gpuclean import GpuProbe, leftovers, usage_before
-from kcoral.runner.gpus import GpuUsage
+from kcoral.protocol.models import JobState, Verdict
+from kcoral.runner.gpuclean import GpuProbe
 from kcoral.runner.jobfs import remove_tree
-from kcoral.runner.jobkinds import python_step
+from kcoral.runner.jobrunner import JobRunner, LocalRunner
 from kcoral.runner.leases import Lease, Placement
 from kcoral.runner.logsetup import job_thread
 from kcoral.runner.plan import Executor, RunResult
 from kcoral.runner.receipt_keys import KeyRing
 from kcoral.runner.receipts import seal
-from kcoral.runner.remotejobs import RemoteJobs
-from kcoral.runner.runplan import JobRun, run_job
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobPaths, JobRecord, JobStore
 
 log = logging.getLogger("kcoral.scheduler")
-
-#: the job id whose folders a warm-up standby takes its shape from (no job has it: ids are dated)
-WARM_UP_JOB = "warm-up"
 UPLOAD_CUT = "the server stopped before this job's upload was complete; its partial upload was removed: submit again"
 INTERRUPTED = "the server shut down while this job ran; its container was removed: run it again"
 
@@ -74,31 +69,22 @@ def _remove_partial(paths: JobPaths) -> None:
         remove_tree(folder)
 
 
-def _on_host(job: JobRecord) -> bool:
-    """Whether the job's slots are a cluster host's (HOST/SLOT), not this server's own."""
-    return "/" in job.slot
-
-
 class Scheduler:
     def __init__(
         self,
         store: JobStore,
         placement: Placement,
-        executor: Executor,
-        nvml: GpuProbe,
+        runner: JobRunner,
         settings: Settings,
-        remote: RemoteJobs | None = None,
         keys: KeyRing | None = None,
     ) -> None:
         self.store = store
-        #: the jobs on cluster hosts (runner.remotejobs); None on a single server
-        self.remote = remote
+        #: where claimed jobs run: this host's engine, or a cluster's hosts (runner.jobrunner)
+        self.runner = runner
         #: what signs evaluations' receipts (runner.receipts); None: they stay unsigned
         self.keys = keys
         self.settings = settings
         self.placement = placement
-        self.executor = executor
-        self.nvml = nvml
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._cancels: dict[str, threading.Event] = {}
@@ -110,28 +96,27 @@ class Scheduler:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
+    @classmethod
+    def local(
+        cls,
+        store: JobStore,
+        placement: Placement,
+        executor: Executor,
+        nvml: GpuProbe,
+        settings: Settings,
+        keys: KeyRing | None = None,
+    ) -> Scheduler:
+        """A single server's scheduler: its jobs run on this host's engine (runner.jobrunner.LocalRunner)."""
+        return cls(store, placement, LocalRunner(store, placement, executor, nvml, settings), settings, keys)
+
     # --- life cycle -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.remote is not None:
-            self.remote.start([j for j in self.store.in_state(JobState.running) if _on_host(j)])
-        self.recover()
-        self._warm_up()
+        followed = self.runner.start(self.store.in_state(JobState.running))
+        self.recover({job.id for job in followed})
+        self.runner.warm_up()
         self._thread = threading.Thread(target=self._loop, name="kcoral-scheduler", daemon=True)
         self._thread.start()
-
-    def _warm_up(self) -> None:
-        """Each slot's standby for a python job on the default image (runner.standby), so the first
-        job after a start does not wait for its container either. Nothing when the image is absent."""
-        if not self.settings.standby:
-            return
-        try:
-            image = self.executor.image_info(self.settings.image)
-        except KcoralError:
-            return
-        step = python_step(self.settings, self.store.paths(WARM_UP_JOB), [], {})
-        for lease in self.placement.slot_leases():
-            self.executor.prewarm(WARM_UP_JOB, image.digest or image.ref, step, lease)
 
     @property
     def accepting(self) -> bool:
@@ -144,8 +129,7 @@ class Scheduler:
         for the next start. Safe to call more than once."""
         self._stop.set()
         self._wake.set()
-        if self.remote is not None:
-            self.remote.detach()  # jobs on cluster hosts run on: the next start follows them again
+        self.runner.detach()  # jobs that run elsewhere run on: the next start follows them again
         if self._thread:
             self._thread.join(10)
         deadline = time.monotonic() + grace_s
@@ -160,7 +144,7 @@ class Scheduler:
             log.warning("interrupting %d running job(s): %s", len(left), ", ".join(left))
         for worker in self._running_workers():
             worker.join(60)
-        self.executor.close()
+        self.runner.close()
         self._record_pending()
 
     def _running_workers(self) -> list[threading.Thread]:
@@ -170,13 +154,14 @@ class Scheduler:
     def wake(self) -> None:
         self._wake.set()
 
-    def recover(self) -> None:
-        """After a restart: jobs that were running are lost (say so); their containers and partial
-        files go. A job whose upload had begun is ended, its partial upload removed; one still waiting
-        for its upload keeps waiting. A store that cannot write (a full disk) leaves the jobs for the
-        next start: the server still serves."""
+    def recover(self, followed: Collection[str] = ()) -> None:
+        """After a restart: jobs that were running are lost (say so), but for those the runner follows
+        again (``followed``: they run on elsewhere); their containers and partial files go. A job whose
+        upload had begun is ended, its partial upload removed; one still waiting for its upload keeps
+        waiting. A store that cannot write (a full disk) leaves the jobs for the next start: the server
+        still serves."""
         for job in self.store.in_state(JobState.running):
-            if self.remote is not None and _on_host(job):
+            if job.id in followed:
                 self._attach(job)
                 continue
             _remove_partial(self.store.paths(job.id))
@@ -211,7 +196,7 @@ class Scheduler:
                     extra={"job": job.id},
                 )
         try:
-            removed = self.executor.remove_orphans()
+            removed = self.runner.remove_orphans()
             if removed:
                 log.warning("removed %d job container(s) left by an earlier run", removed)
         except Exception as exc:  # Docker down at start-up: /health reports it; jobs will fail clearly
@@ -228,7 +213,7 @@ class Scheduler:
                 self._record_pending()
                 with self._lock:
                     running = set(self._workers)
-                self.executor.tidy(running)
+                self.runner.tidy(running)
                 self._dispatch()
             except Exception:
                 log.exception("dispatch failed; retrying")
@@ -246,11 +231,9 @@ class Scheduler:
             lease = self.placement.try_acquire(job.spec.gpus, job.spec.gpu_type, job.spec.cores())
             if lease is None:
                 continue
-            if (
-                not engine_asked and not lease.host
-            ):  # asked once a job could start here: hold the queue until the engine answers
+            if not engine_asked:  # asked once a job could start: hold the queue until the runner can run it
                 engine_asked = True
-                if not self.executor.reachable():
+                if not self.runner.ready():
                     self.placement.release(lease)
                     return
             if not self._claim(job, lease):
@@ -278,78 +261,38 @@ class Scheduler:
         return True
 
     def _attach(self, job: JobRecord) -> None:
-        """A job that runs on a cluster host since before the front end's restart: followed again."""
-        assert self.remote is not None
-        lease = self.remote.cluster.lease_of(job.slot)
-        self.remote.cluster.hold(lease)
-        worker = threading.Thread(
-            target=self._run_remote, args=(job, lease, True), name=job_thread(job.id), daemon=True
-        )
+        """A job that runs elsewhere since before the server's restart: followed again."""
+        lease = self.runner.lease_of(job)
+        worker = threading.Thread(target=self._run, args=(job, lease, True), name=job_thread(job.id), daemon=True)
         with self._lock:
             self._cancels[job.id] = threading.Event()
             self._workers[job.id] = worker
         log.warning(
-            "job %s runs on host %s since before this start: following it again",
+            "job %s runs on %s since before this start: following it again",
             job.id,
-            lease.host,
+            lease.host or "this host",
             extra={"job": job.id},
         )
         worker.start()
 
-    def _run_remote(self, job: JobRecord, lease: Lease, attach: bool = False) -> None:
-        """A job on a cluster host (runner.remotejobs): its result recorded here, unless the front end
-        stops first (the job runs on there)."""
-        assert self.remote is not None
-        result: RunResult | None = RunResult(Verdict.infrastructure_error, reason="following the job crashed")
-        paths, cancel = self.store.paths(job.id), self._cancels[job.id]
-
-        def pinned(image: ImageInfo) -> None:
-            self.store.set_image(job.id, image)
-
+    def _run(self, job: JobRecord, lease: Lease, follow: bool = False) -> None:
+        """The job's worker: run by the runner, its result recorded (unless the server stopped first and
+        it runs on elsewhere), cleaned up after, its lease let go."""
+        result: RunResult | None = RunResult(Verdict.infrastructure_error, reason="the executor crashed")
         try:
-            if attach:
-                result = self.remote.attach(job, lease.host, paths, cancel, pinned)
-            else:
-                result = self.remote.run(job, lease, paths, cancel, pinned)
-        finally:
-            try:
-                if result is not None:
-                    self._record(job.id, self._seal(job.id, result))
-            finally:
-                self._let_go(job.id, lease)
-
-    def _run(self, job: JobRecord, lease: Lease) -> None:
-        if lease.host:
-            self._run_remote(job, lease)
-            return
-        baseline = usage_before(self.nvml, lease)
-        result = RunResult(Verdict.infrastructure_error, reason="the executor crashed")
-        try:
-            result = run_job(
-                JobRun(
-                    job,
-                    lease,
-                    self.store.paths(job.id),
-                    self._cancels[job.id],
-                    self.executor,
-                    self.settings,
-                    lambda image: self.store.set_image(job.id, image),
-                    self.nvml,
-                    self.store,
-                )
-            )
+            result = self.runner.run(job, lease, self._cancels[job.id], follow)
         except Exception as exc:
             log.exception("job %s: executor crashed", job.id, extra={"job": job.id})
             result = RunResult(Verdict.infrastructure_error, reason=f"executor crashed: {exc}")
         finally:
             try:
                 try:
-                    if job.id in self._interrupted and result.verdict == Verdict.cancelled:
-                        result = replace(result, verdict=Verdict.interrupted, reason=INTERRUPTED)
-                    self._record(job.id, self._seal(job.id, result))
+                    if result is not None:
+                        if job.id in self._interrupted and result.verdict == Verdict.cancelled:
+                            result = replace(result, verdict=Verdict.interrupted, reason=INTERRUPTED)
+                        self._record(job.id, self._seal(job.id, result))
                 finally:  # after the result (not on the job's critical path), before the lease is free
-                    self.executor.remove_exited(job.id)
-                self._check_gpus_clean(lease, baseline)
+                    self.runner.after(job.id, lease)
             finally:
                 self._let_go(job.id, lease)
 
@@ -395,12 +338,6 @@ class Scheduler:
             pending, self._unrecorded = self._unrecorded, {}
         for job_id, result in pending.items():
             self._record(job_id, result)
-
-    def _check_gpus_clean(self, lease: Lease, baseline: dict[int, GpuUsage | None]) -> None:
-        """No process left on any of the job's GPUs and memory back to baseline, else drain that GPU."""
-        for index, reason in leftovers(self.nvml, lease, baseline, self.settings.limits.gpu_memory_slack_mib).items():
-            log.error("draining gpu%d: %s", index, reason)
-            self.placement.drain(f"gpu{index}", reason)
 
     # --- requests from the API ------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from kcoral.runner.executor import DockerExecutor
 from kcoral.runner.gpus import Nvml, select_gpus
 from kcoral.runner.imageprobe import ImageProbe
 from kcoral.runner.jobkinds import HostFacts
+from kcoral.runner.jobrunner import JobRunner, LocalRunner
 from kcoral.runner.leases import LeasePool, Placement
 from kcoral.runner.pycache import ToolchainBytecode
 from kcoral.runner.receipt_keys import KeyRing, keys_dir
@@ -74,21 +75,23 @@ class Services:
     def build(cls, settings: Settings) -> Services:
         store = JobStore(settings.data_dir)
         nvml = Nvml()
-        remote = None
+        executor = DockerExecutor(settings)
+        keys = KeyRing.open(keys_dir(settings.data_dir))
         placement: Placement
+        runner: JobRunner
         if settings.ray_address:  # the cluster's hosts run the jobs (runner.cluster): none here
-            from kcoral.runner.cluster import ClusterPlacement, connect
-            from kcoral.runner.remotejobs import RemoteJobs
+            from kcoral.runner.cluster.placement import ClusterPlacement, connect
+            from kcoral.runner.cluster.remotejobs import RemoteJobs
+            from kcoral.runner.cluster.runner import RayRunner
 
             gpus: list[GpuInfo] = []
             placement = ClusterPlacement(connect(settings.ray_address), settings.instance)
-            remote = RemoteJobs(placement)
+            runner = RayRunner(store, RemoteJobs(placement))
         else:
             gpus = select_gpus(nvml.list(), settings.gpus)
             placement = LeasePool(gpus, settings.cpu_slots)
-        executor = DockerExecutor(settings)
-        keys = KeyRing.open(keys_dir(settings.data_dir))
-        scheduler = Scheduler(store, placement, executor, nvml, settings, remote, keys)
+            runner = LocalRunner(store, placement, executor, nvml, settings)
+        scheduler = Scheduler(store, placement, runner, settings, keys)
         tokens = load_tokens(settings.tokens_file) if settings.tokens_file else None
         operators = load_operators(settings.tokens_file) if settings.tokens_file else frozenset()
         auth = Authenticator(tokens, operators)

@@ -65,7 +65,7 @@ class Settings:
     metrics_public: bool = False
     #: each task's board shows a token the other tokens' best evaluations too, anonymised (runner.evaluations)
     public_board: bool = False
-    #: a Ray cluster's address: jobs run on its hosts' agents (runner.cluster), not on this server
+    #: a Ray cluster's address: jobs run on its hosts' agents (runner.cluster.placement), not on this server
     ray_address: str = ""
 
     @property

@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: what cli/ may import of kcoral.runner: the server's commands, registered by cli.main
-SERVER_COMMANDS = {("main.py", "kcoral.runner.agent_command"), ("main.py", "kcoral.runner.serve_command")}
+SERVER_COMMANDS = {("main.py", "kcoral.runner.cluster.agent_command"), ("main.py", "kcoral.runner.serve_command")}
 
 
 def imports(path: Path) -> set[str]:

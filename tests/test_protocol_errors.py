@@ -30,7 +30,7 @@ from kcoral.protocol.errors import (
 def test_there_is_one_error_root() -> None:
     """Every exception class kcoral's client and server raise on purpose descends from one KcoralError."""
     from kcoral.runner import errors as server_helpers
-    from kcoral.runner.hostagent import HostRefused
+    from kcoral.runner.cluster.hostagent import HostRefused
 
     assert not hasattr(server_helpers, "KcoralError")
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, Exception)]

@@ -115,8 +115,8 @@ def test_a_job_that_needs_a_drained_gpu_is_told_so_and_one_that_waits_its_turn_i
 
 
 def test_a_cluster_says_which_hosts_cannot_take_a_job() -> None:
-    from kcoral.runner.cluster import ClusterPlacement, Host
-    from kcoral.runner.hostagent import Inventory
+    from kcoral.runner.cluster.hostagent import Inventory
+    from kcoral.runner.cluster.placement import ClusterPlacement, Host
     from kcoral.runner.leases import Slot
 
     placement = ClusterPlacement(ray=None)
@@ -145,8 +145,8 @@ def test_a_host_without_gpus_refuses_a_job_asking_for_more_than_one() -> None:
 
 def test_a_cluster_refuses_more_gpus_than_any_host_has() -> None:
     """The cluster front end checks as one server does: 10**30 GPUs on CPU-only hosts are refused at submit."""
-    from kcoral.runner.cluster import ClusterPlacement, Host
-    from kcoral.runner.hostagent import Inventory
+    from kcoral.runner.cluster.hostagent import Inventory
+    from kcoral.runner.cluster.placement import ClusterPlacement, Host
     from kcoral.runner.leases import Slot
 
     def host(name: str, slots: list[Slot]) -> Host:

@@ -56,7 +56,7 @@ class Rig:
         self.store = JobStore(tmp_path / "data")
         self.pool = LeasePool(gpus or [], cpu_slots, cores=[0, 1])
         self.executor = executor
-        self.scheduler = Scheduler(self.store, self.pool, executor, probe or FakeGpus(), Settings())
+        self.scheduler = Scheduler.local(self.store, self.pool, executor, probe or FakeGpus(), Settings())
 
     def submit(self, owner: str = "alice", gpus: int = 0, timeout_s: float = 60, kind: str = "python") -> str:
         spec = parse_spec({"kind": kind, "argv": ["m.py"], "gpus": gpus, "timeout_s": timeout_s})

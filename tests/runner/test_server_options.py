@@ -9,7 +9,7 @@ import pytest
 import typer
 
 from kcoral.cli.main import run
-from kcoral.runner.agent_command import agent
+from kcoral.runner.cluster.agent_command import agent
 from kcoral.runner.serve_command import serve
 
 

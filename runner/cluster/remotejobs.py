@@ -1,4 +1,4 @@
-"""The front end's side of a job that runs on a cluster host (runner.cluster): send it, follow it,
+"""The front end's side of a job that runs on a cluster host (runner.cluster.placement): send it, follow it,
 collect it. The job's log is copied into the front end's own log file as it grows (so following a
 log, offsets and status frames work as on a single server), then its outputs into the job's folder;
 the front end records the result as for a local job.
@@ -17,8 +17,8 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from kcoral.protocol.models import ImageInfo, Verdict
-from kcoral.runner.cluster import ClusterPlacement
-from kcoral.runner.hostagent import RETURNED, SENT, pack, unpack
+from kcoral.runner.cluster.hostagent import RETURNED, SENT, pack, unpack
+from kcoral.runner.cluster.placement import ClusterPlacement
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.joblog import LogWriter
 from kcoral.runner.leases import Lease

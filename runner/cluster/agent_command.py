@@ -1,4 +1,4 @@
-"""``kcoral agent --ray ADDRESS``: make this GPU host one of a kcoral cluster's hosts (runner.cluster).
+"""``kcoral agent --ray ADDRESS``: make this GPU host one of a kcoral cluster's hosts (runner.cluster.placement).
 
 It starts the host's agent, a detached named actor pinned to this host's Ray node, which runs the
 jobs the front end sends here in this host's Docker engine, then waits. On SIGTERM or SIGINT it
@@ -57,7 +57,7 @@ def agent(
     limit: opts.Limit = [],  # noqa: B006 - typer's default, never mutated
 ) -> None:
     """Serve this GPU host's slots to a kcoral cluster's front end (`kcoral serve --ray`)."""
-    from kcoral.runner.cluster import HOST_NAME
+    from kcoral.runner.cluster.placement import HOST_NAME
 
     if importlib.util.find_spec("ray") is None:
         typer.echo("kcoral agent: Ray is not installed here: pip install 'kcoral-bench[ray]'", err=True)
@@ -80,7 +80,7 @@ def agent(
             limit=limit,
         ),
     )
-    from kcoral.runner.cluster import connect, start_agent, token_file
+    from kcoral.runner.cluster.placement import connect, start_agent, token_file
 
     # a job that could read the cluster's token (it has no network, but its log leaves the host) would
     # give its submitter the run of every host; the data dir holds the holdout keys

@@ -2,10 +2,10 @@
 
 Ray places and carries; kcoral decides. Each GPU host runs one agent: a detached named actor
 (``kcoral-agent:HOST`` in the ``kcoral`` namespace) pinned to that host's Ray node, holding a
-runner.hostagent.HostAgent. The front end keeps its queue, per-token fairness, auth, limits and
+runner.cluster.hostagent.HostAgent. The front end keeps its queue, per-token fairness, auth, limits and
 verdicts in its own store. It learns the hosts from the agents' inventories (:class:`ClusterPlacement`,
 a runner.leases.Placement), picks each job's host and slots itself, and starts, follows and collects
-the job through the host's agent (runner.remotejobs). Candidate code never runs in a Ray worker: the
+the job through the host's agent (runner.cluster.remotejobs). Candidate code never runs in a Ray worker: the
 agent runs it in the same hardened containers as a single server does.
 
 Ray's hazards, designed around: a job is not a Ray task (a task dies with its owner while its
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kcoral.protocol.errors import BadRequest
-from kcoral.runner.hostagent import HostAgent, Inventory
+from kcoral.runner.cluster.hostagent import HostAgent, Inventory
 from kcoral.runner.leases import Lease, Slot, drained_for, eligible, pick, slot_types, wanted_slots
 from kcoral.runner.settings import Settings
 
