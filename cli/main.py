@@ -25,8 +25,8 @@ __all__ = ["app", "interrupted", "register_commands", "register_optional_command
 
 VERSION = __version__
 
-#: the end of `kcoral --help`: one example a panel, in the order a newcomer needs them (README's first
-#: screen has the same; tests/cli/test_help.py parses each)
+#: the end of `kcoral --help`: the first commands a newcomer runs, in order (README's first
+#: screen has them too; tests/cli/test_help.py runs each)
 EXAMPLES = """Start here (--remote or $KCORAL_REMOTE names the server, $KCORAL_TOKEN the token):
 
   kcoral serve --port 8901                      # on the GPU host
@@ -35,7 +35,7 @@ EXAMPLES = """Start here (--remote or $KCORAL_REMOTE names the server, $KCORAL_T
   kcoral eval demo/softmax sub --check          # correctness only, seconds
   kcoral eval demo/softmax sub --label v1       # the official score
   kcoral history demo/softmax                   # your candidates, best marked
-  kcoral ncu --send sub -o out.ncu-rep -- python bench.py
+  kcoral ncu --send examples/ncu_capture -o sm.ncu-rep -- python capture.py
 
 Each command's options: kcoral COMMAND --help. More: README.md and docs/."""
 

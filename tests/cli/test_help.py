@@ -1,14 +1,24 @@
-"""`kcoral --help` groups the commands, and `kcoral serve --help` its options (no Docker, no server)."""
+"""`kcoral --help` groups the commands; README's first screen and the examples at the end of `kcoral --help`
+hold only command lines that work.
+
+No Docker and no server: a README line is run against an address where nothing listens, and must get
+as far as asking it (exit 69: every option parsed, every local check passed)."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kcoral.cli.commands import COMMANDS, PANELS
+from kcoral.cli.main import EXAMPLES
+from kcoral.protocol.errors import EXIT_UNREACHABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the server commands cli.main adds beside the client's (they need the `server` extra)
@@ -58,3 +68,59 @@ def test_serve_lists_its_options_by_group() -> None:
     assert {"--host", "--tokens-file"} <= set(panels["Listening and access"])
     assert {"--data-dir", "--gpus", "--image"} <= set(panels["Jobs and slots"])
     assert "--ray" in panels["Several GPU hosts"] and "--warm-up" in panels["Evaluations"]
+
+
+def first_screen() -> list[str]:
+    """README's command lines from its start to its first link to docs/: what a newcomer runs first."""
+    text = (ROOT / "README.md").read_text()
+    screen = text[: text.index("](docs/")]
+    return [line.strip() for line in screen.splitlines() if line.startswith("    ")]
+
+
+def test_the_first_screen_is_short_and_has_the_five_commands() -> None:
+    lines = first_screen()
+    split = [words(line) for line in lines]
+    assert ["bash", "scripts/demo.sh"] in split and ["bash", "scripts/test.sh"] in split
+    commands = {w[1] for w in split if w and w[0] == "kcoral"}
+    assert {"serve", "python", "eval", "ncu", "iket"} <= commands, commands
+    text = (ROOT / "README.md").read_text()
+    assert text[: text.index("](docs/")].count("\n") <= 30
+
+
+@pytest.fixture(scope="module")
+def reader(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder as a reader's checkout is when they reach those lines: the examples, and a submission
+    (`kcoral init` would have written it)."""
+    folder = tmp_path_factory.mktemp("reader")
+    shutil.copytree(ROOT / "examples", folder / "examples")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "solution.py").write_text("def set_up(data):\n    pass\n")
+    return folder
+
+
+def words(line: str) -> list[str]:
+    """A shell line's words up to its first operator (a redirection, `&`, `|`...), comments dropped."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    out = []
+    for word in lexer:
+        if set(word) <= set("();<>|&"):
+            break
+        out.append(word)
+    return out
+
+
+def help_examples() -> list[str]:
+    """The example lines that end `kcoral --help`."""
+    return [line.strip() for line in EXAMPLES.splitlines() if line.startswith("  kcoral ")]
+
+
+@pytest.mark.parametrize("line", [line for line in first_screen() if line.startswith("kcoral ")] + help_examples())
+def test_each_command_of_the_first_screen_runs_as_written(line: str, reader: Path) -> None:
+    args = words(line)[1:]
+    if args[0] in SERVER_COMMANDS:  # not started here: its options must parse (--help is answered after that)
+        done = kcoral(*args, "--help", cwd=reader)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return
+    done = kcoral(*args, cwd=reader)
+    assert done.returncode == EXIT_UNREACHABLE and "cannot reach" in done.stderr, (done.returncode, done.stderr)
