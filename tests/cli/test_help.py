@@ -124,3 +124,12 @@ def test_each_command_of_the_first_screen_runs_as_written(line: str, reader: Pat
         return
     done = kcoral(*args, cwd=reader)
     assert done.returncode == EXIT_UNREACHABLE and "cannot reach" in done.stderr, (done.returncode, done.stderr)
+
+
+def test_every_link_to_a_doc_page_leads_to_one() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).is_file(), f"{page.name} links {target}"
+    linked = set(re.findall(r"\]\(docs/([^)]+\.md)\)", (ROOT / "README.md").read_text()))
+    assert linked == {p.name for p in pages[1:]}, "README's table of contents names every page of docs/"
