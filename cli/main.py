@@ -16,7 +16,7 @@ import typer
 
 from kcoral import __version__
 from kcoral.cli.argv import RAW_ARGV
-from kcoral.cli.commands import COMMANDS, CORE_COMMANDS
+from kcoral.cli.commands import COMMANDS, CORE_COMMANDS, PANELS
 from kcoral.cli.commands.common import PASSTHROUGH_CONTEXT
 from kcoral.cli.output import JSON_EMITTED, emit_json, error_document, exit_code_for_error, print_error
 from kcoral.protocol.errors import EXIT_INTERRUPTED, EXIT_SERVER_ERROR, EXIT_USAGE, KcoralError, UsageError
@@ -25,9 +25,24 @@ __all__ = ["app", "interrupted", "register_commands", "register_optional_command
 
 VERSION = __version__
 
+#: the end of `kcoral --help`: the first commands a newcomer runs, in order (README's first
+#: screen has them too; tests/cli/test_help.py runs each)
+EXAMPLES = """Start here (--remote or $KCORAL_REMOTE names the server, $KCORAL_TOKEN the token):
+
+  kcoral serve --port 8901                      # on the GPU host
+  kcoral python --send examples/hello -- main.py
+  kcoral init demo/softmax sub                  # solution.py to start from
+  kcoral eval demo/softmax sub --check          # correctness only, seconds
+  kcoral eval demo/softmax sub --label v1       # the official score
+  kcoral history demo/softmax                   # your candidates, best marked
+  kcoral ncu --send examples/ncu_capture -o sm.ncu-rep -- python capture.py
+
+Each command's options: kcoral COMMAND --help. More: README.md and docs/."""
+
 app = typer.Typer(
     name="kcoral",
-    help="Run Python on a remote kcoral GPU server: send a directory and a script, stream the output back.",
+    help="Run Python and evaluate candidate kernels on a remote kcoral GPU server.",
+    epilog=EXAMPLES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -46,9 +61,10 @@ def _root(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version")
     ] = False,
 ) -> None:
-    """Run Python on a remote kcoral GPU server: send a directory and a script, stream the output back.
+    """Run Python and evaluate candidate kernels on a remote kcoral GPU server.
 
-    The server comes from --remote or $KCORAL_REMOTE, the token from --token or $KCORAL_TOKEN.
+    A job sends a directory and a script, streams the output back and returns the files it wrote; an
+    evaluation scores a submission against a task the server owns.
     """
 
 
@@ -63,13 +79,27 @@ def register_commands(names: Sequence[str] = tuple(COMMANDS)) -> None:
         module_name, attr, passthrough = COMMANDS[name]
         module = importlib.import_module(f"kcoral.cli.commands.{module_name}")
         target = getattr(module, attr)
+        panel = PANELS[name]
         if isinstance(target, typer.Typer):
-            app.add_typer(target, name=name)
+            app.add_typer(target, name=name, rich_help_panel=panel)
         elif passthrough:
-            app.command(name, context_settings=PASSTHROUGH_CONTEXT, options_metavar=module.OPTIONS_METAVAR)(target)
+            app.command(
+                name,
+                context_settings=PASSTHROUGH_CONTEXT,
+                options_metavar=module.OPTIONS_METAVAR,
+                rich_help_panel=panel,
+                short_help=_listed(target),
+            )(target)
         else:
-            app.command(name)(target)
+            app.command(name, rich_help_panel=panel, short_help=_listed(target))(target)
         _registered.add(name)
+
+
+def _listed(command: Callable[..., object]) -> str | None:
+    """A command's line in `kcoral --help`: its docstring's first paragraph as one line (typer's rich
+    help keeps the paragraph's line breaks, which the table then wraps again)."""
+    first = (command.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(first.split()) or None
 
 
 _optional_registered = False
@@ -98,15 +128,16 @@ def register_optional_commands(target: typer.Typer = app) -> None:
                 context_settings=PASSTHROUGH_CONTEXT,
                 add_help_option=False,
                 help="(needs the server: pip install 'kcoral-bench[server]')",
+                rich_help_panel=PANELS[name],
             )(_server_missing(name, missing))
         return
     from kcoral.images.cli import images_app
     from kcoral.runner.cluster.agent_command import agent
     from kcoral.runner.serve_command import serve
 
-    target.command("serve")(serve)
-    target.command("agent")(agent)
-    target.add_typer(images_app, name="images")
+    target.command("serve", rich_help_panel=PANELS["serve"], short_help=_listed(serve))(serve)
+    target.command("agent", rich_help_panel=PANELS["agent"], short_help=_listed(agent))(agent)
+    target.add_typer(images_app, name="images", rich_help_panel=PANELS["images"])
 
 
 def _server_missing(name: str, missing: list[str]) -> Callable[[typer.Context], None]:

@@ -16,63 +16,89 @@ from kcoral.protocol.models import MAX_CALIBRATION_REQUESTS
 from kcoral.runner.limits import ConnectionLimits, Limits, from_environment, help_table, with_limits
 from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS
 
+#: the panels that `kcoral serve --help` (and `kcoral agent --help`) list the options under
+LISTEN = "Listening and access"
+JOBS = "Jobs and slots"
+TOOLCHAIN = "GPU hosts without a registry"
+PROFILERS = "Profilers"
+EVALUATIONS = "Evaluations"
+CLUSTER = "Several GPU hosts"
+LOGGING = "Logging"
 
-def _option(name: str, help: str, **kwargs: Any) -> Any:
-    """``--NAME``'s typer option, also set by ``KCORAL_NAME`` (upper case, '-' as '_')."""
-    return typer.Option(f"--{name}", envvar="KCORAL_" + name.upper().replace("-", "_"), help=help, **kwargs)
+
+def _option(name: str, help: str, panel: str, **kwargs: Any) -> Any:
+    """``--NAME``'s typer option, also set by ``KCORAL_NAME`` (upper case, '-' as '_'), listed under ``panel``."""
+    envvar = "KCORAL_" + name.upper().replace("-", "_")
+    return typer.Option(f"--{name}", envvar=envvar, help=help, rich_help_panel=panel, **kwargs)
+
+
+def _flag(name: str, help: str, panel: str) -> Any:
+    """``--NAME/--no-NAME``, also set by ``KCORAL_NAME``, listed under ``panel``."""
+    envvar = "KCORAL_" + name.upper().replace("-", "_")
+    return typer.Option(f"--{name}/--no-{name}", envvar=envvar, help=help, rich_help_panel=panel)
 
 
 # --- a host's jobs: both commands ------------------------------------------------------------------
-DataDir = Annotated[Path, _option("data-dir", "SQLite file and job folders live here")]
-Gpus = Annotated[str, _option("gpus", "auto | none | comma-separated NVML indices")]
-CpuSlots = Annotated[int, _option("cpu-slots", "concurrent jobs without a GPU", min=0)]
+DataDir = Annotated[Path, _option("data-dir", "SQLite file and job folders live here", JOBS)]
+Gpus = Annotated[str, _option("gpus", "auto | none | comma-separated NVML indices", JOBS)]
+CpuSlots = Annotated[int, _option("cpu-slots", "concurrent jobs without a GPU", JOBS, min=0)]
 Image = Annotated[
-    str, _option("image", "job image (default kcoral-job:cpu; kcoral-toolchain:latest with --host-toolchain)")
+    str, _option("image", "job image (default kcoral-job:cpu; kcoral-toolchain:latest with --host-toolchain)", JOBS)
 ]
 HostToolchain = Annotated[
     bool,
-    typer.Option(
-        "--host-toolchain/--no-host-toolchain",
-        envvar="KCORAL_HOST_TOOLCHAIN",
-        help="mount the host's /usr /lib /lib64 /bin /opt /etc read-only into a near-empty image (GPU hosts "
+    _flag(
+        "host-toolchain",
+        "mount the host's /usr /lib /lib64 /bin /opt /etc read-only into a near-empty image (GPU hosts "
         "without a registry)",
+        TOOLCHAIN,
     ),
 ]
-GpuMode = Annotated[str, _option("gpu-mode", "auto | runtime (NVIDIA container runtime) | devices (device nodes)")]
-Python = Annotated[str, _option("python", "interpreter inside the job container")]
-JobEnv = Annotated[list[str], _option("job-env", "NAME=VALUE added to every job's environment")]
-TasksDir = Annotated[Path | None, _option("tasks-dir", "protected tasks directory (default: the repository's tasks/)")]
+GpuMode = Annotated[
+    str, _option("gpu-mode", "auto | runtime (NVIDIA container runtime) | devices (device nodes)", JOBS)
+]
+Python = Annotated[str, _option("python", "interpreter inside the job container", JOBS)]
+JobEnv = Annotated[list[str], _option("job-env", "NAME=VALUE added to every job's environment", JOBS)]
+TasksDir = Annotated[
+    Path | None, _option("tasks-dir", "protected tasks directory (default: the repository's tasks/)", EVALUATIONS)
+]
 Standby = Annotated[
     bool,
-    typer.Option(
-        "--standby/--no-standby",
-        envvar="KCORAL_STANDBY",
-        help="keep a container started ahead of time per slot, for the next python job (runner.standby)",
-    ),
+    _flag("standby", "keep a container started ahead of time per slot, for the next python job (runner.standby)", JOBS),
 ]
-LogLevel = Annotated[str, _option("log-level", "debug | info | warning")]
+LogLevel = Annotated[str, _option("log-level", "debug | info | warning", LOGGING)]
 
 # --- kcoral serve ---------------------------------------------------------------------------------
-Host = Annotated[str, _option("host", "address to listen on; non-loopback needs --tokens-file")]
-Port = Annotated[int, _option("port", "TCP port")]
-TokensFile = Annotated[Path | None, _option("tokens-file", "bearer tokens, one 'NAME TOKEN' per line")]
+Host = Annotated[str, _option("host", "address to listen on; non-loopback needs --tokens-file", LISTEN)]
+Port = Annotated[int, _option("port", "TCP port", LISTEN)]
+TokensFile = Annotated[Path | None, _option("tokens-file", "bearer tokens, one 'NAME TOKEN' per line", LISTEN)]
 ToolchainMount = Annotated[
-    list[str], _option("toolchain-mount", "with --host-toolchain: mount these instead of the defaults")
+    list[str], _option("toolchain-mount", "with --host-toolchain: mount these instead of the defaults", TOOLCHAIN)
 ]
-NcuImage = Annotated[str, _option("ncu-image", "image of ncu jobs (not with --host-toolchain: the host's ncu is used)")]
+NcuImage = Annotated[
+    str, _option("ncu-image", "image of ncu jobs (not with --host-toolchain: the host's ncu is used)", PROFILERS)
+]
 IketImage = Annotated[
-    str, _option("iket-image", "image of iket jobs (not with --host-toolchain: the host's run-iket is used)")
+    str, _option("iket-image", "image of iket jobs (not with --host-toolchain: the host's run-iket is used)", PROFILERS)
 ]
-DriverMount = Annotated[list[str], _option("driver-mount", "in devices mode: driver library dirs to mount read-only")]
-LogFormat = Annotated[str, _option("log-format", "text | json (one object a line, each job's lines with its id)")]
+DriverMount = Annotated[
+    list[str], _option("driver-mount", "in devices mode: driver library dirs to mount read-only", TOOLCHAIN)
+]
+LogFormat = Annotated[
+    str, _option("log-format", "text | json (one object a line, each job's lines with its id)", LOGGING)
+]
 ShutdownGrace = Annotated[
     float,
-    _option("shutdown-grace", "on SIGTERM: seconds running jobs get to finish before they are interrupted", min=0),
+    _option(
+        "shutdown-grace", "on SIGTERM: seconds running jobs get to finish before they are interrupted", JOBS, min=0
+    ),
 ]
 WarmUp = Annotated[
     list[str],
     _option(
-        "warm-up", "evaluate this task's template at the start, so its kernels are cached before the first request"
+        "warm-up",
+        "evaluate this task's template at the start, so its kernels are cached before the first request",
+        EVALUATIONS,
     ),
 ]
 Calibrate = Annotated[
@@ -81,29 +107,30 @@ Calibrate = Annotated[
         "calibrate",
         "after each --warm-up task's warm-up, this many more A/A requests of its template: the slot's noise floor "
         "(kcoral calibrate) before the first request",
+        EVALUATIONS,
         min=0,
         max=MAX_CALIBRATION_REQUESTS,
     ),
 ]
 MetricsPublic = Annotated[
     bool,
-    typer.Option(
-        "--metrics-public/--no-metrics-public",
-        envvar="KCORAL_METRICS_PUBLIC",
-        help="serve /metrics (Prometheus) without a token; with a tokens file it wants one otherwise",
+    _flag(
+        "metrics-public",
+        "serve /metrics (Prometheus) without a token; with a tokens file it wants one otherwise",
+        LISTEN,
     ),
 ]
 PublicBoard = Annotated[
     bool,
-    typer.Option(
-        "--public-board/--no-public-board",
-        envvar="KCORAL_PUBLIC_BOARD",
-        help="each task's board (kcoral best, /ui/tasks/TASK) shows a token the other tokens' best scores "
+    _flag(
+        "public-board",
+        "each task's board (kcoral best, /ui/tasks/TASK) shows a token the other tokens' best scores "
         "too, ranked and anonymised; without it a token sees its own alone (an operator sees every token's)",
+        LISTEN,
     ),
 ]
 Ray = Annotated[
-    str, _option("ray", "a Ray cluster's address: run jobs on its hosts' agents (`kcoral agent`), not here")
+    str, _option("ray", "a Ray cluster's address: run jobs on its hosts' agents (`kcoral agent`), not here", CLUSTER)
 ]
 
 

@@ -1,8 +1,10 @@
 #!/bin/bash
 # The main job end to end on the embedded defaults: local Docker engine, SQLite job store, CPU
 # slots when there is no GPU. Starts `kcoral serve`, runs examples/hello through `kcoral python`,
-# stops the server. The job's result file lands in ./kcoral-out/JOB_ID/.
+# stops the server. The job's result file lands in ./kcoral-out/JOB_ID/. kcoral goes into the
+# virtual environment .venv (made the first time): `export PATH="$PWD/.venv/bin:$PATH"` puts it on PATH.
 set -euo pipefail
+install_venv=.venv
 source "$(dirname "$0")/install.sh"
 data=$(mktemp -d /tmp/kcoral-demo.XXXXXX)
 port=${KCORAL_PORT:-8901}

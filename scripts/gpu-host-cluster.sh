@@ -1,5 +1,5 @@
 #!/bin/bash
-# The Ray cluster backend on the single-GPU host (README "Several GPU hosts"): the Ray layer of
+# The Ray cluster backend on the single-GPU host (docs/cluster.md): the Ray layer of
 # scripts/make-gpuhost-ray.sh unpacked into $RAY_SITE (default /opt/kcoral-ray), Docker and the
 # toolchain image as for a single server (scripts/gpu-host-prepare.sh), a Ray head with token
 # authentication and no dashboard, `kcoral agent --ray` for this host with the job options

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds the Ray layer an offline GPU host needs for `kcoral agent --ray` / `kcoral serve --ray`
-# (README "Several GPU hosts"): ray 2.60.0 and the runtime dependencies the host's Python may lack
+# (docs/cluster.md): ray 2.60.0 and the runtime dependencies the host's Python may lack
 # (not numpy, not torch), installed for CPython PY_VERSION (default 3.12) on x86-64 into one site dir,
 # pruned to what Ray Core needs with the dashboard off (no Java jars, no dashboard web build, no
 # rllib/tune/train/serve/data/llm/air, no tests, stubs or Cython headers; the three big binaries

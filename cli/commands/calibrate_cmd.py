@@ -70,7 +70,10 @@ class Request:
 
 def calibrate(
     task: Annotated[
-        str, typer.Argument(help="the task id, e.g. demo/softmax (kcoral tasks lists them)", show_default=False)
+        str,
+        typer.Argument(
+            help="the task id, e.g. demo/softmax (kcoral tasks lists them)", show_default=False, metavar="TASK"
+        ),
     ],
     requests: Annotated[
         int,

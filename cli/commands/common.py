@@ -24,7 +24,10 @@ TokenOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON document on stdout")]
 JobIdArgument = Annotated[
-    str, typer.Argument(help="the job id, or an unambiguous start of it or of its last part", show_default=False)
+    str,
+    typer.Argument(
+        help="the job id, or an unambiguous start of it or of its last part", show_default=False, metavar="ID"
+    ),
 ]
 EnvOption = Annotated[
     list[str] | None,

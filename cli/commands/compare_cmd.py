@@ -17,13 +17,10 @@ from kcoral.protocol.models import to_data
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-EvaluationArgument = Annotated[
-    str,
-    typer.Argument(
-        help="an evaluation: its job id (or an unambiguous start of it), or its label (the newest so named)",
-        show_default=False,
-    ),
-]
+EVALUATION_HELP = "an evaluation: its job id (or an unambiguous start of it), or its label (the newest so named)"
+FirstArgument = Annotated[str, typer.Argument(help=EVALUATION_HELP, show_default=False, metavar="A")]
+SecondArgument = Annotated[str, typer.Argument(help=EVALUATION_HELP, show_default=False, metavar="B")]
+
 #: what each verdict word says
 WORDS = {
     "faster": "faster: B's interval lies wholly above A's",
@@ -92,8 +89,8 @@ def diff_lines(c: Comparison) -> list[RenderableType]:
 
 
 def compare(
-    a: EvaluationArgument,
-    b: EvaluationArgument,
+    a: FirstArgument,
+    b: SecondArgument,
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,

@@ -168,7 +168,7 @@ def _profilers(profiling: dict[str, Any]) -> list[Check]:
             if info.get("ok"):
                 checks.append(Check(tool, "ok", str(info.get("image") or info.get("path") or "available")))
             else:
-                checks.append(Check(tool, "warn", str(info.get("reason") or "not available"), 'see README "GPU hosts"'))
+                checks.append(Check(tool, "warn", str(info.get("reason") or "not available"), "see docs/profiling.md"))
     return checks
 
 

@@ -123,10 +123,16 @@ def build_eval_spec(
 
 def evaluate(
     task: Annotated[
-        str, typer.Argument(help="the task id, e.g. demo/softmax (kcoral tasks lists them)", show_default=False)
+        str,
+        typer.Argument(
+            help="the task id, e.g. demo/softmax (kcoral tasks lists them)", show_default=False, metavar="TASK"
+        ),
     ],
     submission: Annotated[
-        Path, typer.Argument(help="the submission directory (must hold solution.py)", show_default=False)
+        Path,
+        typer.Argument(
+            help="the submission directory (must hold solution.py)", show_default=False, metavar="SUBMISSION_DIR"
+        ),
     ],
     timeout: Annotated[
         float | None,

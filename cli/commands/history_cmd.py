@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 TaskArgument = Annotated[
-    str, typer.Argument(help="the task id, e.g. demo/softmax (kcoral tasks lists them)", show_default=False)
+    str,
+    typer.Argument(help="the task id, e.g. demo/softmax (kcoral tasks lists them)", show_default=False, metavar="TASK"),
 ]
 
 

@@ -145,7 +145,10 @@ def _load(trace: Path) -> Any:
 @tools_app.command("summarize")
 def summarize_cmd(
     trace: Annotated[
-        Path, typer.Argument(help="run-iket's trace: iket_pid_0x<pid>.trace.json or iket_pid_0x<pid>.pftrace")
+        Path,
+        typer.Argument(
+            help="run-iket's trace: iket_pid_0x<pid>.trace.json or iket_pid_0x<pid>.pftrace", metavar="TRACE"
+        ),
     ],
     marker: Annotated[
         str | None, typer.Option("--marker", help="period of this marker (or range) [default: every repeated marker]")
@@ -176,7 +179,7 @@ def summarize_cmd(
 
 @tools_app.command("plot")
 def plot_cmd(
-    trace: Annotated[Path, typer.Argument(help="run-iket's trace: the .trace.json or the .pftrace")],
+    trace: Annotated[Path, typer.Argument(help="run-iket's trace: the .trace.json or the .pftrace", metavar="TRACE")],
     out: Annotated[Path, typer.Option("--output", "-o", help="the PNG to write")] = Path("timeline.png"),
     launch: Annotated[int | None, typer.Option("--launch", help="launch index [default: the busiest]")] = None,
     kernel: Annotated[str | None, typer.Option("--kernel", help="only launches whose name contains this")] = None,

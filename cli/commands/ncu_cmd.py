@@ -266,7 +266,7 @@ summarize_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False
 
 @summarize_app.command()
 def _summarize(
-    report: Annotated[Path, typer.Argument(help="an .ncu-rep file")],
+    report: Annotated[Path, typer.Argument(help="an .ncu-rep file", metavar="FILE.ncu-rep")],
     json: JsonOption = False,
     ncu_path: Annotated[str | None, typer.Option("--ncu", help="the ncu binary to use")] = None,
 ) -> None:

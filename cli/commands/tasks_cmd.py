@@ -17,7 +17,7 @@ from kcoral.cli.render import cell, fmt_duration
 from kcoral.protocol.errors import UsageError
 from kcoral.tasks.documents import TaskContract, TensorSpec
 
-TaskArgument = Annotated[str, typer.Argument(help="the task id, e.g. demo/softmax", show_default=False)]
+TaskArgument = Annotated[str, typer.Argument(help="the task id, e.g. demo/softmax", show_default=False, metavar="TASK")]
 
 
 def _names(value: Any) -> list[str]:
@@ -137,7 +137,9 @@ def show_task(
 
 def init(
     task: TaskArgument,
-    folder: Annotated[Path, typer.Argument(help="the submission directory to make", show_default=False)],
+    folder: Annotated[
+        Path, typer.Argument(help="the submission directory to make", show_default=False, metavar="FOLDER")
+    ],
     force: Annotated[bool, typer.Option("--force", help="overwrite solution.py and README.md")] = False,
     remote: RemoteOption = None,
     token: TokenOption = None,

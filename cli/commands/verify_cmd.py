@@ -26,7 +26,9 @@ MAX_FILE_BYTES = 64 << 20
 ReceiptArgument = Annotated[
     str,
     typer.Argument(
-        help="a receipt.json (among an evaluation's outputs), or - to read it from stdin", show_default=False
+        help="a receipt.json (among an evaluation's outputs), or - to read it from stdin",
+        show_default=False,
+        metavar="RECEIPT",
     ),
 ]
 KeyOption = Annotated[

@@ -33,14 +33,21 @@ COLLECT_S = 60.0
 
 
 def agent(
-    ray_address: Annotated[str, typer.Option("--ray", help="the Ray cluster's address (HOST:PORT of its head)")],
+    ray_address: Annotated[
+        str,
+        typer.Option("--ray", help="the Ray cluster's address (HOST:PORT of its head)", rich_help_panel=opts.CLUSTER),
+    ],
     host_name: Annotated[
-        str, typer.Option(help="this host's name in the cluster (default: the machine's host name)")
+        str,
+        typer.Option(
+            help="this host's name in the cluster (default: the machine's host name)", rich_help_panel=opts.CLUSTER
+        ),
     ] = "",
     node_name: Annotated[
         str,
         typer.Option(
-            help="the Ray node to pin the agent to, by its --node-name (default: the node this command joins)"
+            help="the Ray node to pin the agent to, by its --node-name (default: the node this command joins)",
+            rich_help_panel=opts.CLUSTER,
         ),
     ] = "",
     data_dir: opts.DataDir = Path("kcoral-agent-data"),

@@ -1,7 +1,7 @@
 """A real Ray cluster on this machine for the cluster tests and bench/placement.py: a head and worker
 nodes (each `ray start --block` in a process group of its own, so that killing the group kills that
 node as a machine's loss would), one `kcoral agent` per worker node, and a front end
-(`kcoral serve --ray`). Token authentication on, no dashboard, as README "Several GPU hosts" says."""
+(`kcoral serve --ray`). Token authentication on, no dashboard, as docs/cluster.md says."""
 
 from __future__ import annotations
 
