@@ -142,6 +142,7 @@ Limit = Annotated[
         "limit, e.g. memory_bytes=16GiB, pids=1024, connection_total=500. The limits, with their defaults: "
         + "; ".join(f"{line}" for line in help_table().splitlines()),
         show_default=False,
+        rich_help_panel=JOBS,
     ),
 ]
 
