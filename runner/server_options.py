@@ -39,7 +39,14 @@ HostToolchain = Annotated[
 GpuMode = Annotated[str, _option("gpu-mode", "auto | runtime (NVIDIA container runtime) | devices (device nodes)")]
 Python = Annotated[str, _option("python", "interpreter inside the job container")]
 JobEnv = Annotated[list[str], _option("job-env", "NAME=VALUE added to every job's environment")]
-TasksDir = Annotated[Path | None, _option("tasks-dir", "protected tasks directory (default: the repository's tasks/)")]
+TasksDir = Annotated[
+    list[Path],
+    _option(
+        "tasks-dir",
+        "protected tasks directory: kcoral task folders, KernelBench problem files, GPU MODE problem folders; "
+        "repeat for several (default: the repository's tasks/)",
+    ),
+]
 Standby = Annotated[
     bool,
     typer.Option(
@@ -134,7 +141,7 @@ def job_host(
     gpu_mode: str,
     python: str,
     job_env: list[str],
-    tasks_dir: Path | None,
+    tasks_dir: list[Path] | tuple[Path, ...],
     standby: bool,
 ) -> dict[str, Any]:
     """The Settings fields that the shared options make (both commands read them the same way)."""
@@ -148,6 +155,6 @@ def job_host(
         "gpu_mode": gpu_mode,
         "python": python,
         "job_env": parse_env(job_env),
-        "tasks_dir": tasks_dir,
+        "tasks_dirs": tuple(tasks_dir),
         "standby": standby,
     }

@@ -59,7 +59,7 @@ def template_tar(source: bytes) -> bytes:
     return buf.getvalue()
 
 
-def template(tasks_dir: Path, task_id: str) -> Path:
+def template(tasks_dir: Path | Sequence[Path], task_id: str) -> Path:
     """The template of a task to warm up; BadRequest for a task this server does not have, or one
     without a template (``kcoral serve`` refuses to start on either)."""
     from kcoral.tasks.contract import template_path
@@ -76,7 +76,7 @@ def submit_warm_ups(svc: Services, task_ids: Sequence[str], calibrate: int = 0) 
     the task queued or running already (the oldest of them is its warm-up)."""
     from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 
-    tasks_dir = svc.settings.tasks_dir or DEFAULT_TASKS_DIR
+    tasks_dir = svc.settings.tasks_dirs or DEFAULT_TASKS_DIR
     waiting: dict[str, list[str]] = {}
     for job in reversed(svc.store.list(owner=WARM_UP_OWNER, limit=1000)):  # oldest first
         if job.state in (JobState.queued, JobState.running):
@@ -95,7 +95,9 @@ def submit_warm_ups(svc: Services, task_ids: Sequence[str], calibrate: int = 0) 
     return made
 
 
-def queue_template(svc: Services, tasks_dir: Path, task_id: str, owner: str, waiting_cap: int | None = None) -> str:
+def queue_template(
+    svc: Services, tasks_dir: Path | Sequence[Path], task_id: str, owner: str, waiting_cap: int | None = None
+) -> str:
     """A new A/A request (tasks.calibration) of ``owner``: the task's template evaluated, queued; its job id."""
     data = template_tar(template(tasks_dir, task_id).read_bytes())
     spec = replace(

@@ -81,14 +81,19 @@ MAX_TEMPLATE_BYTES = 64 * 1024
 
 def template_path(task: Task) -> Path | None:
     """The task's template solution.py (the manifest's ``template``, default template.py, a path
-    inside the task's family folder); None when it has none."""
+    inside the task's family folder); None when it has none (a pack problem's is made: :func:`template`)."""
+    if task.pack is not None:
+        return None
     family = task.root.parent.resolve()
     path = (task.root / task.manifest.get("template", "template.py")).resolve()
     return path if path.is_relative_to(family) and path.is_file() else None
 
 
 def template(task: Task) -> str:
-    """The task's template's text (at most MAX_TEMPLATE_BYTES); "" when it has none."""
+    """The task's template's text (at most MAX_TEMPLATE_BYTES); "" when it has none. A pack problem's is
+    its format's native submission (tasks.packs: KernelBench's ModelNew, GPU MODE's template)."""
+    if task.pack is not None:
+        return str(task.module().template())[:MAX_TEMPLATE_BYTES]
     path = template_path(task)
     return path.read_bytes()[:MAX_TEMPLATE_BYTES].decode(errors="replace") if path else ""
 
@@ -134,7 +139,7 @@ def task_contract(
         holdout_probes=probes,
         holdout=HOLDOUT.format(n=probes) if probes else "none",
         tolerance=default_tol,
-        tolerance_rule=TOLERANCE_RULE,
+        tolerance_rule=getattr(module, "tolerance_rule", TOLERANCE_RULE),
         timing=asdict(method),
         timing_method=TIMING_METHOD.format(
             flush=method.flush_bytes,
@@ -155,4 +160,6 @@ def task_contract(
         packages=packages,
         packages_error=packages_error,
         template=template(task),
+        submission_file=str(manifest.get("submission", "solution.py")),
+        format=str(task.pack.get("format", "")) if task.pack is not None else "",
     )

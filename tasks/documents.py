@@ -273,6 +273,10 @@ class TaskContract(Document):
     packages_error: str = ""
     #: a working solution.py to start from (the baseline's approach; ``kcoral init`` writes it)
     template: str = ""
+    #: the file the template is written to, and the one a submission's worker imports
+    submission_file: str = "solution.py"
+    #: a pack problem's format (tasks.packs: kernelbench, gpumode); "" for a task of kcoral's own
+    format: str = ""
 
 
 D = TypeVar("D", bound=Document)

@@ -95,7 +95,7 @@ class EvalKind:
                 "calibration is set by the server alone, on its own A/A requests: ask for them with "
                 "POST /v1/calibrations (kcoral calibrate TASK)"
             )
-        task = find_task(services.settings.tasks_dir or DEFAULT_TASKS_DIR, evaluation.task)
+        task = find_task(services.settings.tasks_dirs or DEFAULT_TASKS_DIR, evaluation.task)
         if task.device == "cuda" and not services.gpus:
             raise BadRequest(f"task {task.id} needs a GPU and this server has none")
         limit = min(task.timeout_s, services.settings.limits.max_timeout_s)  # the server's limit is the ceiling
@@ -228,7 +228,7 @@ class _Evaluation:
         """Copy the task's family folder (a task may load a sibling's code) into the job, once."""
         spec = spec_as(self.ctx.job.spec, EvalSpec)
         if not self.family_copy.is_dir():  # a rerun arrives with the original job's snapshot
-            source = find_task(self.ctx.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task)
+            source = find_task(self.ctx.settings.tasks_dirs or DEFAULT_TASKS_DIR, spec.task)
             shutil.copytree(source.root.parent, self.family_copy, ignore=shutil.ignore_patterns("__pycache__"))
         for manifest in self.family_copy.glob("*/manifest.json"):
             task = load_task(manifest.parent)

@@ -1,0 +1,70 @@
+"""Problem packs through a real server (`kcoral serve --tasks-dir` twice: kcoral's own tasks and a
+folder of packs): every problem listed, those that cannot load with their reason (read on the server,
+or run in the job image), a problem's contract with its shapes as its own code built them, and
+`kcoral init` writing the format's native submission."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from kcoral.cli.main import run
+from kcoral.tasks.registry import DEFAULT_TASKS_DIR
+from tests.conftest import RunningServer
+
+PACKS = Path(__file__).resolve().parents[1] / "fixtures" / "packs"
+
+
+def test_packs_are_listed_shown_and_initialised(
+    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+) -> None:
+    server = server_factory(tasks_dirs=(DEFAULT_TASKS_DIR, PACKS))
+    # a problem's contract: its inputs and outputs built by its own code in the job image
+    r = server.http.get("/v1/tasks/kernelbench/level1/2_SumMax")
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    standard = doc["workloads"][0]
+    assert standard["id"] == "standard" and standard["timed"] is True
+    assert standard["inputs"] == {"in0": {"shape": [128, 300], "dtype": "float32"}} and standard["scalars"] == {
+        "in1": 0.5
+    }
+    assert standard["outputs"] == {
+        "out0": {"shape": [128], "dtype": "float32"},
+        "out1": {"shape": [128], "dtype": "float32"},
+    }
+    assert doc["tolerance"] == {"atol": 0.01, "rtol": 0.01} and "torch.allclose" in doc["tolerance_rule"]
+    assert doc["device"] == "cpu" and doc["timeout_s"] == 300 and doc["format"] == "kernelbench"
+    assert "class ModelNew(nn.Module)" in doc["template"] and "packages" in doc
+
+    gm = server.http.get("/v1/tasks/gpumode/cpu_pack/vecadd_py").json()
+    bench = next(w for w in gm["workloads"] if w["id"] == "benchmark0")
+    assert bench["params"] == {"size": 65536} and bench["outputs"] == {"out0": {"shape": [65536], "dtype": "float32"}}
+    assert [bench["inputs"][f"in{i}"]["shape"] for i in range(3)] == [[65536]] * 3  # a, b and the preallocated out
+    assert gm["submission_file"] == "submission.py" and "check_implementation" in gm["tolerance_rule"]
+
+    # a problem that raises as it is imported: found so in the job image, never in the server
+    failing = server.http.get("/v1/tasks/kernelbench/level1/9_FailsOnImport")
+    assert failing.status_code == 400 and "fails as it is imported (on purpose)" in failing.json()["message"]
+    missing = server.http.get("/v1/tasks/kernelbench/level1/8_NoInitInputs")
+    assert missing.status_code == 404 and "does not define get_init_inputs" in missing.json()["message"]
+
+    assert run(["tasks", "--json", "--remote", server.url]) == 0
+    listed = {t["id"]: t for t in json.loads(capfd.readouterr().out)}
+    assert {"demo/softmax", "kernelbench/level1/1_Scale", "kernelbench/level2/1_Linear_Tanh"} <= set(listed)
+    assert listed["kernelbench/level1/1_Scale"]["format"] == "kernelbench" and "error" not in listed["demo/softmax"]
+    assert "does not define get_init_inputs" in listed["kernelbench/level1/8_NoInitInputs"]["error"]
+    assert "no benchmarks" in listed["gpumode/cpu_pack/broken_py"]["error"]
+    assert "fails as it is imported" in listed["kernelbench/level1/9_FailsOnImport"]["error"]
+    assert run(["tasks", "--remote", server.url]) == 0
+    out = capfd.readouterr().out
+    assert "cannot be loaded:" in out and "kernelbench/level1/8_NoInitInputs (kernelbench): " in out
+
+    assert run(["tasks", "show", "kernelbench/level2/1_Linear_Tanh", "--remote", server.url]) == 0
+    out = capfd.readouterr().out
+    assert "in:  in0 float32[64, 96]" in out and "out: out0 float32[64, 48]" in out and "allclose" in out
+
+    assert run(["init", "kernelbench/level2/1_Linear_Tanh", str(tmp_path / "kb"), "--remote", server.url]) == 0
+    assert "super(ModelNew, self).__init__()" in (tmp_path / "kb" / "solution.py").read_text()
+    assert run(["init", "gpumode/cpu_pack/vecadd_py", str(tmp_path / "gm"), "--remote", server.url]) == 0
+    assert "def custom_kernel(data: input_t)" in (tmp_path / "gm" / "submission.py").read_text()
