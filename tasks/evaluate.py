@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from kcoral.runner.services import Services
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
+#: the problem packs' adapters, judge code as the harness is (tasks.packs)
+PACKS_DIR = Path(__file__).resolve().parent / "packs"
 FAMILY_MOUNT = f"{CODE_MOUNT}/taskfamily"
 JUDGE_CACHE_MOUNT = "/judge-cache"
 CHANNEL_MOUNT = "/chan"
@@ -73,10 +75,25 @@ UNSEPARATED = (
 )
 
 
+def _snapshot_problem(task: Task, into: Path) -> None:
+    """A pack problem's files (its manifest's ``files``, relative to its root's parent), and its manifest
+    as manifest.json in its root's copy: the snapshot then holds this one task, as a task folder does."""
+    assert task.pack is not None
+    for name in task.pack.get("files", []):
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(task.root.parent / name, target)
+    root = into / task.root.name
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "manifest.json").write_text(json.dumps(task.manifest))
+
+
 def harness_version() -> str:
     h = hashlib.sha256()
     for path in sorted(HARNESS_DIR.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(PACKS_DIR.glob("*.py")):
+        h.update(f"packs/{path.name}".encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -229,7 +246,10 @@ class _Evaluation:
         spec = spec_as(self.ctx.job.spec, EvalSpec)
         if not self.family_copy.is_dir():  # a rerun arrives with the original job's snapshot
             source = find_task(self.ctx.settings.tasks_dirs or DEFAULT_TASKS_DIR, spec.task)
-            shutil.copytree(source.root.parent, self.family_copy, ignore=shutil.ignore_patterns("__pycache__"))
+            if source.pack is not None:
+                _snapshot_problem(source, self.family_copy)
+            else:
+                shutil.copytree(source.root.parent, self.family_copy, ignore=shutil.ignore_patterns("__pycache__"))
         for manifest in self.family_copy.glob("*/manifest.json"):
             task = load_task(manifest.parent)
             if task.id == spec.task:
@@ -261,7 +281,8 @@ class _Evaluation:
         return cache
 
     def _code(self) -> dict[str, tuple[str, str]]:
-        return {**code_mounts(self.ctx.settings.data_dir, "tasks/harness"), str(self.family_copy): (FAMILY_MOUNT, "ro")}
+        code = code_mounts(self.ctx.settings.data_dir, "tasks/harness", "tasks/packs")
+        return {**code, str(self.family_copy): (FAMILY_MOUNT, "ro")}
 
     def _result(self, sup: StepOutcome) -> schema.SupervisorResult:
         """The supervisor's result document, read without following links, size-capped and validated."""

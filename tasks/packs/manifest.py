@@ -21,7 +21,7 @@ from kcoral.tasks.packs.recognise import KERNELBENCH, Problem
 PACK_SETTINGS = "kcoral-pack.json"
 SETTINGS_KEYS = frozenset({"device", "tolerance", "timeout_s", "timing", "holdout"})
 #: KernelBench's own rule: torch.allclose(out, ref, atol=1e-2, rtol=1e-2)
-KERNELBENCH_TOLERANCE = {"atol": 1e-2, "rtol": 1e-2}
+KERNELBENCH_TOLERANCE = {"atol": 1e-2, "rtol": 1e-2, "allclose": 1.0}
 DEFAULT_TIMEOUT_S = 600.0
 #: holdout probes per request: fresh draws of the problem's own inputs under seeds drawn from the secret
 DEFAULT_HOLDOUT = 2

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kcoral.cli.main import run
+from kcoral.protocol.errors import EXIT_INCONCLUSIVE
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 from tests.conftest import RunningServer
 
@@ -33,7 +34,9 @@ def test_packs_are_listed_shown_and_initialised(
         "out0": {"shape": [128], "dtype": "float32"},
         "out1": {"shape": [128], "dtype": "float32"},
     }
-    assert doc["tolerance"] == {"atol": 0.01, "rtol": 0.01} and "torch.allclose" in doc["tolerance_rule"]
+    assert (
+        doc["tolerance"] == {"atol": 0.01, "rtol": 0.01, "allclose": 1.0} and "torch.allclose" in doc["tolerance_rule"]
+    )
     assert doc["device"] == "cpu" and doc["timeout_s"] == 300 and doc["format"] == "kernelbench"
     assert "class ModelNew(nn.Module)" in doc["template"] and "packages" in doc
 
@@ -62,9 +65,38 @@ def test_packs_are_listed_shown_and_initialised(
 
     assert run(["tasks", "show", "kernelbench/level2/1_Linear_Tanh", "--remote", server.url]) == 0
     out = capfd.readouterr().out
-    assert "in:  in0 float32[64, 96]" in out and "out: out0 float32[64, 48]" in out and "allclose" in out
+    assert "in:  in0 float32[256, 512]" in out and "out: out0 float32[256, 384]" in out and "allclose" in out
 
     assert run(["init", "kernelbench/level2/1_Linear_Tanh", str(tmp_path / "kb"), "--remote", server.url]) == 0
     assert "super(ModelNew, self).__init__()" in (tmp_path / "kb" / "solution.py").read_text()
     assert run(["init", "gpumode/cpu_pack/vecadd_py", str(tmp_path / "gm"), "--remote", server.url]) == 0
     assert "def custom_kernel(data: input_t)" in (tmp_path / "gm" / "submission.py").read_text()
+
+
+def test_a_kernelbench_problems_own_model_as_modelnew_passes_and_a_wrong_one_fails(
+    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+) -> None:
+    """Judged by kcoral's supervisor: the problem's Model as ModelNew (weights from the same seed, a
+    tuple of outputs, a number among the inputs) passes every check, and a wrong one fails with its
+    reason. The speedup is asserted only where the host was quiet enough to give one."""
+    server = server_factory(tasks_dirs=(PACKS,))
+    task = "kernelbench/level2/1_Linear_Tanh"
+    assert run(["init", task, str(tmp_path / "aa"), "--remote", server.url]) == 0
+    code = run(["eval", task, str(tmp_path / "aa"), "--remote", server.url, "-o", str(tmp_path / "o1"), "--json"])
+    out, err = capfd.readouterr()
+    report = json.loads(out)
+    assert report["holdout"] == "PASS", out[-3000:] + err[-2000:]
+    rows = {w["id"]: w for w in report["workloads"]}
+    assert [rows[w]["verdict"] for w in ("standard", "draw2", "draw3")] == ["PASS"] * 3, out[-3000:]
+    if code == 0:
+        assert rows["standard"]["speedup_lo"] <= 1.0 <= rows["standard"]["speedup_hi"], rows["standard"]
+    else:  # a host too busy to time it: inconclusive (exit 3), no score, never a gain
+        assert code == EXIT_INCONCLUSIVE and "speedup" not in rows["standard"], out[-3000:]
+
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    source = (tmp_path / "aa" / "solution.py").read_text()
+    (wrong / "solution.py").write_text(source.replace("* 0.5", "* 0.6"))
+    code = run(["eval", task, str(wrong), "--remote", server.url, "-o", str(tmp_path / "o2"), "--check"])
+    out, err = capfd.readouterr()
+    assert code != 0 and "torch.allclose's rule" in out + err, out[-3000:] + err[-2000:]

@@ -66,7 +66,7 @@ def test_a_kernelbench_task_has_its_packs_settings_kernelbenchs_tolerance_and_th
     task = find_task(PACKS, "kernelbench/level2/1_Linear_Tanh")
     m = task.manifest
     assert task.device == "cpu" and task.timeout_s == 300 and m["holdout"] == {"count": 1}  # kcoral-pack.json
-    assert m["tolerance"] == {"atol": 1e-2, "rtol": 1e-2} and m["pack"]["rule"] == "allclose"
+    assert m["tolerance"] == {"atol": 1e-2, "rtol": 1e-2, "allclose": 1.0} and m["pack"]["rule"] == "allclose"
     assert [(w["id"], w.get("timed")) for w in m["workloads"]] == [
         ("standard", True),
         ("draw2", False),
