@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -95,32 +94,31 @@ class PackProbe:
                 for key, t in todo.items()
             ],
         }
-        scratch = self.data_dir / "probes"
-        scratch.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=scratch) as folder:
-            (Path(folder) / "request.json").write_text(json.dumps(request))
-            Path(folder).chmod(0o755)
-            (Path(folder) / "request.json").chmod(0o644)
-            step = ContainerStep(
-                command=[self.python, "-P", "-m", "kcoral.tasks.packs.inspect", "/request/request.json"],
-                env=with_code_path({}),
-                mounts={**code_mounts(self.data_dir, "tasks/packs"), folder: ("/request", "ro"), **mounts},
-                working_dir="/tmp",
-                name="inspect",
+        # a folder of its own that stays (a container started ahead for the next probe mounts it too)
+        folder = self.data_dir / "probes" / "packs"
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o755)
+        (folder / "request.json").write_text(json.dumps(request))
+        (folder / "request.json").chmod(0o644)
+        (folder / "log").unlink(missing_ok=True)
+        step = ContainerStep(
+            command=[self.python, "-P", "-m", "kcoral.tasks.packs.inspect", "/request/request.json"],
+            env=with_code_path({}),
+            mounts={**code_mounts(self.data_dir, "tasks/packs"), str(folder): ("/request", "ro"), **mounts},
+            working_dir="/tmp",
+            name="inspect",
+        )
+        job_id = f"inspect-{int(time.time())}"
+        deadline = time.monotonic() + START_S + PROBLEM_DEADLINE_S * len(todo)
+        try:
+            self.executor.run_group(
+                job_id, self.image, [step], Lease(slots=()), deadline, threading.Event(), folder / "log"
             )
-            job_id = f"inspect-{int(time.time())}"
-            deadline = time.monotonic() + START_S + PROBLEM_DEADLINE_S * len(todo)
-            try:
-                self.executor.run_group(
-                    job_id, self.image, [step], Lease(slots=()), deadline, threading.Event(), Path(folder) / "log"
-                )
-            except KcoralError as exc:
-                return dict.fromkeys(todo, Inspection(error=f"the job image could not inspect it: {exc.message}"))
-            finally:
-                self.executor.remove_exited(job_id)
-            answer = b"".join(
-                p.data for p in read_pieces(Path(folder) / "log", 0, MAX_ANSWER_BYTES) if p.stream == STDOUT
-            )
+        except KcoralError as exc:
+            return dict.fromkeys(todo, Inspection(error=f"the job image could not inspect it: {exc.message}"))
+        finally:
+            self.executor.remove_exited(job_id)
+        answer = b"".join(p.data for p in read_pieces(Path(folder) / "log", 0, MAX_ANSWER_BYTES) if p.stream == STDOUT)
         found = parse_answers(answer, set(todo))
         missing = Inspection(error="the job image gave no answer for it (the inspection stopped before it)")
         return {key: found.get(key, missing) for key in todo}

@@ -17,8 +17,8 @@ import torch
 
 @dataclass(frozen=True)
 class Tolerance:
-    atol: float
-    rtol: float
+    atol: float = 0.0
+    rtol: float = 0.0
     rms: float = math.inf
     #: non-zero: torch.allclose's rule (KernelBench's), not the RMS-scaled one
     allclose: float = 0.0

@@ -42,8 +42,10 @@ def test_packs_are_listed_shown_and_initialised(
 
     gm = server.http.get("/v1/tasks/gpumode/cpu_pack/vecadd_py").json()
     bench = next(w for w in gm["workloads"] if w["id"] == "benchmark0")
-    assert bench["params"] == {"size": 65536} and bench["outputs"] == {"out0": {"shape": [65536], "dtype": "float32"}}
-    assert [bench["inputs"][f"in{i}"]["shape"] for i in range(3)] == [[65536]] * 3  # a, b and the preallocated out
+    assert bench["params"] == {"size": 1048576} and bench["outputs"] == {
+        "out0": {"shape": [1048576], "dtype": "float32"}
+    }
+    assert [bench["inputs"][f"in{i}"]["shape"] for i in range(3)] == [[1048576]] * 3  # a, b and the preallocated out
     assert gm["submission_file"] == "submission.py" and "check_implementation" in gm["tolerance_rule"]
 
     # a problem that raises as it is imported: found so in the job image, never in the server
@@ -100,3 +102,32 @@ def test_a_kernelbench_problems_own_model_as_modelnew_passes_and_a_wrong_one_fai
     code = run(["eval", task, str(wrong), "--remote", server.url, "-o", str(tmp_path / "o2"), "--check"])
     out, err = capfd.readouterr()
     assert code != 0 and "torch.allclose's rule" in out + err, out[-3000:] + err[-2000:]
+
+
+def test_a_gpumode_problems_reference_as_custom_kernel_passes_its_check_and_a_wrong_one_fails_it(
+    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+) -> None:
+    """Judged by the problem's own check_implementation, run by the supervisor: submission.py (its own
+    template, the reference's approach) writing into the preallocated output passes; one that
+    subtracts fails with the check's message."""
+    server = server_factory(tasks_dirs=(PACKS,))
+    task = "gpumode/cpu_pack/vecadd_py"
+    assert run(["init", task, str(tmp_path / "aa"), "--remote", server.url]) == 0
+    code = run(["eval", task, str(tmp_path / "aa"), "--remote", server.url, "-o", str(tmp_path / "o1"), "--json"])
+    out, err = capfd.readouterr()
+    report = json.loads(out)
+    rows = {w["id"]: w for w in report["workloads"]}
+    assert report["holdout"] == "PASS", out[-3000:] + err[-2000:]
+    assert [rows[w]["verdict"] for w in ("test0", "test1", "benchmark0")] == ["PASS"] * 3, out[-3000:]
+    if code == 0:
+        assert rows["benchmark0"]["speedup_lo"] <= 1.0 <= rows["benchmark0"]["speedup_hi"], rows["benchmark0"]
+    else:
+        assert code == EXIT_INCONCLUSIVE and "speedup" not in rows["benchmark0"], out[-3000:]
+
+    wrong = tmp_path / "wrong"
+    wrong.mkdir()
+    source = (tmp_path / "aa" / "submission.py").read_text()
+    (wrong / "submission.py").write_text(source.replace("torch.add(a, b, out=out)", "torch.sub(a, b, out=out)"))
+    code = run(["eval", task, str(wrong), "--remote", server.url, "-o", str(tmp_path / "o2"), "--check"])
+    out, err = capfd.readouterr()
+    assert code != 0 and "mismatch: largest difference" in out + err, out[-3000:] + err[-2000:]

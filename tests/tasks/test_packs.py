@@ -81,9 +81,9 @@ def test_a_gpumode_task_keeps_its_tests_seeds_and_drops_its_benchmarks() -> None
     task = find_task(PACKS, "gpumode/cpu_pack/vecadd_py")
     workloads = task.manifest["workloads"]
     assert workloads[0] == {"id": "test0", "params": {"size": 127, "seed": 11}}
-    assert workloads[-1] == {"id": "benchmark0", "params": {"size": 65536}, "timed": True}
+    assert workloads[-1] == {"id": "benchmark0", "params": {"size": 1048576}, "timed": True}
     assert "utils.py" in task.pack["files"] and task.manifest["submission"] == "submission.py"
-    assert task.module().holdout_params(__import__("random").Random(1), 2) == [{"size": 65536}] * 2
+    assert task.module().holdout_params(__import__("random").Random(1), 2) == [{"size": 1048576}] * 2
 
 
 def test_the_content_hash_is_the_problems_own_files(tmp_path: Path) -> None:
