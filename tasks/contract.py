@@ -137,7 +137,7 @@ def task_contract(
         timeout_s=min(task.timeout_s, limits.max_timeout_s),
         workloads=workloads,
         holdout_probes=probes,
-        holdout=HOLDOUT.format(n=probes) if probes else "none",
+        holdout=str(getattr(module, "holdout_rule", HOLDOUT)).format(n=probes) if probes else "none",
         tolerance=default_tol,
         tolerance_rule=getattr(module, "tolerance_rule", TOLERANCE_RULE),
         timing=asdict(method),

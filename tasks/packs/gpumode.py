@@ -25,6 +25,10 @@ from kcoral.tasks.packs import values
 from kcoral.tasks.packs.kernelbench import _inspected
 
 TOLERANCE_RULE = "the problem's own check_implementation(data, output), run by the supervisor on its copy of data"
+HOLDOUT_RULE = (
+    "{n} secret probes per request: specs of the problem's benchmarks, chosen and seeded from the server's key. "
+    "They run first; a failed probe is reported as PASS/FAIL only, and the evaluation then has no score."
+)
 #: a seed the problem's generate_input takes (it may hand it to torch.Generator.manual_seed)
 SEED_RANGE = 2**31
 
@@ -33,6 +37,7 @@ class GpuModeProblem:
     """One problem folder's task functions; its code is imported on first use only."""
 
     tolerance_rule = TOLERANCE_RULE
+    holdout_rule = HOLDOUT_RULE
 
     def __init__(self, root: Path, manifest: dict[str, Any]) -> None:
         self.root = root

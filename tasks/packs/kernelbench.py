@@ -29,11 +29,18 @@ TOLERANCE_RULE = (
     "(torch.allclose), the shapes equal, no NaN or inf"
 )
 
+HOLDOUT_RULE = (
+    "{n} secret probes per request: fresh draws of the problem's own get_inputs() under seeds drawn from the "
+    "server's key (its shapes are the problem's). They run first; a failed probe is reported as PASS/FAIL only, "
+    "and the evaluation then has no score."
+)
+
 
 class KernelBenchProblem:
     """One problem file's task functions; the file is imported (run) on first use only."""
 
     tolerance_rule = TOLERANCE_RULE
+    holdout_rule = HOLDOUT_RULE
 
     def __init__(self, root: Path, manifest: dict[str, Any]) -> None:
         self.path = root / manifest["pack"]["entry"]

@@ -131,3 +131,40 @@ def test_a_gpumode_problems_reference_as_custom_kernel_passes_its_check_and_a_wr
     code = run(["eval", task, str(wrong), "--remote", server.url, "-o", str(tmp_path / "o2"), "--check"])
     out, err = capfd.readouterr()
     assert code != 0 and "mismatch: largest difference" in out + err, out[-3000:] + err[-2000:]
+
+
+def test_kernelbench_init_inputs_numbers_and_tuples_of_outputs_and_a_result_of_the_wrong_form(
+    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+) -> None:
+    """`--check` (correctness only): a constructor argument (1_Scale), a number among the forward's
+    inputs and two outputs (2_SumMax) pass as the problem's own Model; a ModelNew that returns one
+    output of two, or a tensor of another shape, fails with what it returned."""
+    server = server_factory(tasks_dirs=(PACKS,))
+
+    def check(task: str, folder: Path) -> tuple[int, str]:
+        code = run(
+            ["eval", task, str(folder), "--remote", server.url, "-o", str(tmp_path / f"o-{folder.name}"), "--check"]
+        )
+        out, err = capfd.readouterr()
+        return code, out + err
+
+    for task in ("kernelbench/level1/1_Scale", "kernelbench/level1/2_SumMax"):
+        folder = tmp_path / task.rsplit("/", 1)[-1]
+        assert run(["init", task, str(folder), "--remote", server.url]) == 0
+        capfd.readouterr()
+        code, said = check(task, folder)
+        assert code == 0 and "passed: 3/3" in said, said[-3000:]
+
+    source = (tmp_path / "2_SumMax" / "solution.py").read_text()
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "solution.py").write_text(
+        source.replace("return x.sum(dim=1) * scale, x.amax(dim=1)", "return x.sum(dim=1)")
+    )
+    code, said = check("kernelbench/level1/2_SumMax", one)
+    assert code != 0 and "returned 1 output(s), the reference returns 2" in said, said[-3000:]
+    shape = tmp_path / "shape"
+    shape.mkdir()
+    (shape / "solution.py").write_text(source.replace("x.amax(dim=1)", "x.amax(dim=1, keepdim=True)"))
+    code, said = check("kernelbench/level1/2_SumMax", shape)
+    assert code != 0 and "output 1 is torch.float32 [128, 1] on cpu; the reference's is torch.float32 [128]" in said
