@@ -127,7 +127,12 @@ class KernelBenchProblem:
         cls = getattr(module, "ModelNew", None)
         if cls is None:
             raise AttributeError("the submission defines no ModelNew")
-        return self._runner(self.build(cls, _device(data)), data)
+        device = _device(data)
+        model = self.build(cls, device)
+        problem = same_state(self.build(self.problem().Model, device), model)
+        if problem:
+            raise ValueError(f"ModelNew(*get_init_inputs()) built under the problem's seed is not Model's: {problem}")
+        return self._runner(model, data)
 
     def holdout_params(self, rng: random.Random, count: int) -> list[dict[str, Any]]:
         """Fresh draws of the problem's own inputs (the seeds are the secret's; the shapes are fixed)."""
@@ -149,6 +154,28 @@ class KernelBenchProblem:
                 values.write_outputs(model(*args), outs)
 
         return run
+
+
+def same_state(reference: Any, candidate: Any) -> str:
+    """ "" when ``candidate`` holds ``reference``'s parameters and buffers (same names, shapes, dtypes and
+    values: KernelBench's models share their weights' seed), else the first difference. Checked where
+    the candidate is built; its outputs are judged by the supervisor all the same."""
+    import torch  # noqa: PLC0415
+
+    def state(model: Any) -> dict[str, Any]:
+        return dict(model.state_dict()) if isinstance(model, torch.nn.Module) else {}
+
+    want, got = state(reference), state(candidate)
+    missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+    if missing or extra:
+        return f"its parameters and buffers lack {missing[:5]} and add {extra[:5]}"
+    for name, value in want.items():
+        other = got[name]
+        if tuple(other.shape) != tuple(value.shape) or other.dtype != value.dtype:
+            return f"{name} is {other.dtype} {list(other.shape)}, Model's {value.dtype} {list(value.shape)}"
+        if not torch.equal(other.detach().cpu(), value.detach().cpu()):
+            return f"{name} holds other values than Model's (built from the same seed, they must be equal)"
+    return ""
 
 
 def model_new(source: str) -> str:

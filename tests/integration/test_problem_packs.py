@@ -168,3 +168,35 @@ def test_kernelbench_init_inputs_numbers_and_tuples_of_outputs_and_a_result_of_t
     (shape / "solution.py").write_text(source.replace("x.amax(dim=1)", "x.amax(dim=1, keepdim=True)"))
     code, said = check("kernelbench/level1/2_SumMax", shape)
     assert code != 0 and "output 1 is torch.float32 [128, 1] on cpu; the reference's is torch.float32 [128]" in said
+
+
+def test_a_modelnew_whose_weights_are_not_models_is_refused_before_any_call(
+    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+) -> None:
+    """KernelBench's models share their weights' seed: a ModelNew that draws its Linear's weights after
+    another draw, or names its layer otherwise, is refused with the difference, not timed."""
+    server = server_factory(tasks_dirs=(PACKS,))
+    task = "kernelbench/level2/1_Linear_Tanh"
+    assert run(["init", task, str(tmp_path / "aa"), "--remote", server.url]) == 0
+    source = (tmp_path / "aa" / "solution.py").read_text()
+    cases = {
+        "drawn": (
+            source.replace(
+                "self.linear = nn.Linear(in_features, out_features)",
+                "torch.rand(1)\n        self.linear = nn.Linear(in_features, out_features)",
+            ),
+            "linear.weight holds other values than Model's",
+        ),
+        "named": (
+            source.replace("self.linear", "self.fc"),
+            "lack ['linear.bias', 'linear.weight'] and add ['fc.bias', 'fc.weight']",
+        ),
+    }
+    for name, (text, reason) in cases.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "solution.py").write_text(text)
+        code = run(
+            ["eval", task, str(tmp_path / name), "--remote", server.url, "-o", str(tmp_path / f"o-{name}"), "--check"]
+        )
+        out, err = capfd.readouterr()
+        assert code != 0 and "is not Model's" in out + err and reason in out + err, (out + err)[-3000:]
