@@ -123,6 +123,9 @@ class EvalReport(Document):
     lines: list[str] = []
     #: True: an A/A request of the server's (tasks.calibration), the task's template as the candidate
     calibration: bool | None = None
+    #: a pack problem's suite's own headline (tasks.packs.headline: KernelBench's fast_p terms, GPU
+    #: MODE's geometric mean of its benchmarks' times)
+    suite: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

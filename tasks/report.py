@@ -32,6 +32,7 @@ from kcoral.tasks.harness.stats import (
     net_samples,
     too_disturbed,
 )
+from kcoral.tasks.packs import headline as packs_headline
 
 
 def build_report(
@@ -112,6 +113,9 @@ def _report(
             "min_speedup": min(c[0] for c in cis),
             "max_speedup": max(c[0] for c in cis),
         }
+    suite = packs_headline.headline(task_manifest, report)
+    if suite is not None:
+        report["suite"] = suite
     return report
 
 
@@ -377,6 +381,8 @@ def report_lines(report: EvalReport) -> list[str]:
             f"(95% CI {s.speedup_lo:.4f}-{s.speedup_hi:.4f}; min {s.min_speedup:.4f}x max {s.max_speedup:.4f}x): "
             f"{compare_intervals(s.speedup_lo, s.speedup_hi)} against the baseline"
         )
+    if report.suite:
+        lines.append(packs_headline.line(report.suite))
     if report.phases:
         lines.append(time_line(report.phases))
     tail = (

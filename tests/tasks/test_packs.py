@@ -240,3 +240,32 @@ def test_the_inspector_gives_a_problem_that_hangs_or_dies_its_reason(monkeypatch
     assert inspector.inspect_one(PACKS, {}, 5) == {"error": "the process building its inputs died of signal 9"}
     monkeypatch.setattr(inspector, "describe", raises)
     assert inspector.inspect_one(PACKS, {}, 5) == {"error": "ValueError: bad shapes"}
+
+
+def test_each_suites_headline() -> None:
+    from kcoral.tasks.packs.headline import headline, line
+
+    kb = {"pack": {"format": "kernelbench"}}
+    rows = [{"id": "standard", "timed": True, "speedup": 1.2, "kernel_ms": 2.0, "baseline_ms": 2.4}]
+    report = {"holdout": "PASS", "passed": 1, "total": 1, "workloads": rows}
+    summary = {"speedup": 1.2, "speedup_lo": 0.99, "speedup_hi": 1.3}
+    assert headline({}, report) is None and headline(kb, {**report, "check": True}) is None
+    doc = headline(kb, {**report, "summary": summary})
+    assert doc == {
+        "format": "kernelbench",
+        "correct": True,
+        "speedup_over_eager": 1.2,
+        "fast_1": True,
+        "fast_1_certain": False,
+    }
+    assert line(doc) == "KernelBench: correct, 1.2000x over eager PyTorch: fast_1 yes (not its whole 95% interval)"
+    assert line(headline(kb, {**report, "holdout": "FAIL"}) or {}).startswith("KernelBench: not correct")
+    gm = {"pack": {"format": "gpumode"}}
+    two = rows + [{"id": "b1", "timed": True, "speedup": 1.0, "kernel_ms": 8.0, "baseline_ms": 8.0}]
+    doc = headline(gm, {**report, "workloads": two, "passed": 2, "total": 2, "summary": summary})
+    assert (
+        doc is not None
+        and doc["geomean_ms"] == pytest.approx(4.0)
+        and doc["reference_geomean_ms"] == pytest.approx((2.4 * 8.0) ** 0.5)
+    )
+    assert line(doc).startswith("GPU MODE: geometric mean of the benchmarks' times 4.000000 ms")
