@@ -45,6 +45,7 @@ class GpuModeProblem:
         self.workloads = manifest["workloads"]
         self._module: ModuleType | None = None
         self._specs: dict[Any, dict[str, tuple[tuple[int, ...], str]]] = {}
+        self._preallocated: dict[Any, tuple[str, ...]] = {}
 
     def importable(self) -> None:
         """The problem's folder, then its pack's, first on the import path (as its harness lays them out)."""
@@ -67,10 +68,31 @@ class GpuModeProblem:
         return self._module
 
     def make_inputs(self, params: dict[str, Any], seed: int, device: str) -> dict[str, Any]:
+        """The problem's data for ``params`` under ``seed`` (a test's own seed where its spec has one), its
+        preallocated outputs poisoned (:meth:`preallocated`): a call that does not write them returns NaN."""
         spec = {**params}
         spec.setdefault("seed", seed % SEED_RANGE)
         tree, leaves = values.flatten(self.problem().generate_input(**spec), "in")
-        return {**{k: v.contiguous() for k, v in leaves.items()}, values.TREE: tree}
+        data = {**{k: v.contiguous() for k, v in leaves.items()}, values.TREE: tree}
+        for name in self.preallocated(data):
+            data[name].fill_(float("nan")) if data[name].is_floating_point() else data[name].fill_(-1)
+        return data
+
+    def preallocated(self, data: dict[str, Any]) -> tuple[str, ...]:
+        """The inputs that ref_kernel returns as (part of) its result: the preallocated outputs a problem's
+        data holds. Found once per data layout, by a reference run on a copy."""
+        tensors = {k: v for k, v in data.items() if k != values.TREE}
+        if any(t.device.type == "meta" for t in tensors.values()):
+            return ()  # no storage to compare (the inspection's shapes only)
+        key = (repr(data[values.TREE]), tuple((k, tuple(t.shape), str(t.dtype)) for k, t in tensors.items()))
+        if key not in self._preallocated:
+            copies = {k: t.clone() for k, t in tensors.items()}
+            result = self.problem().ref_kernel(values.unflatten(data[values.TREE], copies))
+            outs = values.as_outputs(result).values()
+            self._preallocated[key] = tuple(
+                k for k, t in copies.items() if any(o.data_ptr() == t.data_ptr() and o.numel() for o in outs)
+            )
+        return self._preallocated[key]
 
     def reference(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         """ref_kernel on a copy (a problem's data often holds a preallocated output it writes into)."""

@@ -80,7 +80,7 @@ class KernelBenchProblem:
     def make_inputs(self, params: dict[str, Any], seed: int, device: str) -> dict[str, Any]:
         import torch  # noqa: PLC0415
 
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), torch.device(device):  # drawn where they are used: no copy
             torch.manual_seed(seed)
             drawn = list(self.problem().get_inputs())
         data: dict[str, Any] = {}

@@ -140,6 +140,11 @@ def test_a_gpumode_problems_reference_as_custom_kernel_passes_its_check_and_a_wr
     code = run(["eval", task, str(wrong), "--remote", server.url, "-o", str(tmp_path / "o2"), "--check"])
     out, err = capfd.readouterr()
     assert code != 0 and "mismatch: largest difference" in out + err, out[-3000:] + err[-2000:]
+    # the preallocated output it returns unwritten holds NaN (the supervisor's poison), never a stale answer
+    (wrong / "submission.py").write_text(source.replace("torch.add(a, b, out=out)", "pass"))
+    code = run(["eval", task, str(wrong), "--remote", server.url, "-o", str(tmp_path / "o3"), "--check"])
+    out, err = capfd.readouterr()
+    assert code != 0 and "mismatch: largest difference nan" in out + err, out[-3000:] + err[-2000:]
 
 
 def test_kernelbench_init_inputs_numbers_and_tuples_of_outputs_and_a_result_of_the_wrong_form(
