@@ -41,7 +41,7 @@ def describe(root: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
         if any(s["params"] == w["params"] for s in shapes):
             continue
         try:
-            with torch.device("meta"):
+            with torch.device("meta"), cuda_as_meta():
                 inputs = adapter.make_inputs(w["params"], 0, "meta")
                 outputs = adapter.reference(inputs, w["params"])
             built = "meta"
@@ -61,6 +61,47 @@ def describe(root: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return shapes
+
+
+def cuda_as_meta() -> Any:
+    """A torch function mode under which a problem's CUDA tensors are meta ones (shapes and dtypes, no
+    device): the inspector's container has no GPU, and a GPU suite's problems name "cuda" (a factory's
+    ``device=``, ``.cuda()``, ``.to("cuda")``, a CUDA ``torch.Generator``). Only ever in the inspector's
+    child, a process thrown away after one problem: it also swaps torch.Generator and makes CUDA's
+    synchronisation nothing there."""
+    import torch  # noqa: PLC0415
+    from torch.overrides import TorchFunctionMode  # noqa: PLC0415
+
+    def cuda(value: Any) -> bool:
+        try:
+            return isinstance(value, str | torch.device) and torch.device(value).type == "cuda"
+        except (RuntimeError, TypeError):
+            return False
+
+    original = torch.Generator
+
+    class Generator(original):  # type: ignore[misc, valid-type]
+        """torch.Generator, a CPU one where a CUDA one is asked for (still a type: torch's own modules
+        annotate with it)."""
+
+        def __new__(cls, device: Any = "cpu") -> Any:
+            return original() if cuda(device) else original(device)
+
+    torch.Generator = Generator
+    torch.cuda.synchronize = lambda *args, **kwargs: None
+
+    class CudaAsMeta(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            kwargs = dict(kwargs or {})
+            if cuda(kwargs.get("device")):
+                kwargs["device"] = "meta"
+            if func is torch.Tensor.cuda:
+                return args[0].to("meta")
+            if func is torch.Tensor.to:
+                args = tuple("meta" if cuda(a) else a for a in args)
+            return func(*args, **kwargs)
+
+    return CudaAsMeta()
 
 
 def _child(root: Path, manifest: dict[str, Any], write: int) -> None:

@@ -17,12 +17,18 @@ from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 from tests.conftest import RunningServer
 
 PACKS = Path(__file__).resolve().parents[1] / "fixtures" / "packs"
+#: a GPU problem as GPU suites write them (its tensors made on "cuda" by name): shown on a host without one
+PACKS_CUDA = PACKS.parent / "packs-cuda"
 
 
 def test_packs_are_listed_shown_and_initialised(
     server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
 ) -> None:
-    server = server_factory(tasks_dirs=(DEFAULT_TASKS_DIR, PACKS))
+    server = server_factory(tasks_dirs=(DEFAULT_TASKS_DIR, PACKS, PACKS_CUDA))
+    # a problem that makes its tensors on "cuda" by name is inspected all the same, with no GPU (as meta tensors)
+    gpu = server.http.get("/v1/tasks/kernelbench/level1/1_CudaInputs")
+    assert gpu.status_code == 200, gpu.text
+    assert gpu.json()["device"] == "cuda" and gpu.json()["workloads"][0]["outputs"]["out0"]["shape"] == [32, 128]
     # a problem's contract: its inputs and outputs built by its own code in the job image
     r = server.http.get("/v1/tasks/kernelbench/level1/2_SumMax")
     assert r.status_code == 200, r.text
