@@ -49,26 +49,29 @@ class WarmUp:
     calibrations: tuple[str, ...] = ()
 
 
-def template_tar(source: bytes) -> bytes:
-    """An upload holding ``solution.py`` alone."""
+def template_tar(source: bytes, name: str = "solution.py") -> bytes:
+    """An upload holding ``name`` (the task's submission file: solution.py, a GPU MODE problem's
+    submission.py) alone."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("solution.py")
+        info = tarfile.TarInfo(name)
         info.size, info.mode = len(source), 0o644
         tar.addfile(info, io.BytesIO(source))
     return buf.getvalue()
 
 
-def template(tasks_dir: Path | Sequence[Path], task_id: str) -> Path:
-    """The template of a task to warm up; BadRequest for a task this server does not have, or one
-    without a template (``kcoral serve`` refuses to start on either)."""
-    from kcoral.tasks.contract import template_path
+def template(tasks_dir: Path | Sequence[Path], task_id: str) -> bytes:
+    """The upload of a task's template (runner.warmup.template_tar), to warm up with; BadRequest for a
+    task this server does not have, or one without a template (``kcoral serve`` refuses to start on
+    either)."""
+    from kcoral.tasks.contract import submission_file, template_source
     from kcoral.tasks.registry import find_task
 
-    path = template_path(find_task(tasks_dir, task_id))
-    if path is None:
+    task = find_task(tasks_dir, task_id)
+    source = template_source(task)
+    if source is None:
         raise BadRequest(f"task {task_id} has no template to warm up with")
-    return path
+    return template_tar(source, submission_file(task))
 
 
 def submit_warm_ups(svc: Services, task_ids: Sequence[str], calibrate: int = 0) -> list[WarmUp]:
@@ -99,7 +102,7 @@ def queue_template(
     svc: Services, tasks_dir: Path | Sequence[Path], task_id: str, owner: str, waiting_cap: int | None = None
 ) -> str:
     """A new A/A request (tasks.calibration) of ``owner``: the task's template evaluated, queued; its job id."""
-    data = template_tar(template(tasks_dir, task_id).read_bytes())
+    data = template(tasks_dir, task_id)
     spec = replace(
         spec_as(kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc), EvalSpec), calibration=True
     )

@@ -98,6 +98,20 @@ def template(task: Task) -> str:
     return path.read_bytes()[:MAX_TEMPLATE_BYTES].decode(errors="replace") if path else ""
 
 
+def submission_file(task: Task) -> str:
+    """The file a submission's worker imports (the manifest's ``submission``, default solution.py)."""
+    return Path(str(task.manifest.get("submission", "solution.py"))).name or "solution.py"
+
+
+def template_source(task: Task) -> bytes | None:
+    """The task's template as a submission of it is sent (its file's bytes; a pack problem's made one),
+    None when it has none: what a warm-up or an A/A request evaluates (runner.warmup)."""
+    if task.pack is not None:
+        return template(task).encode() or None
+    path = template_path(task)
+    return path.read_bytes() if path is not None else None
+
+
 def _specs(specs: dict[str, Any]) -> dict[str, TensorSpec]:
     return {name: TensorSpec(shape=list(shape), dtype=str(dtype)) for name, (shape, dtype) in specs.items()}
 
@@ -160,6 +174,6 @@ def task_contract(
         packages=packages,
         packages_error=packages_error,
         template=template(task),
-        submission_file=str(manifest.get("submission", "solution.py")),
+        submission_file=submission_file(task),
         format=str(task.pack.get("format", "")) if task.pack is not None else "",
     )

@@ -42,7 +42,7 @@ from kcoral.runner.settings import SUPERVISOR_UID
 from kcoral.runner.warmup import template_tar
 from kcoral.tasks import calibration
 from kcoral.tasks import cases as case_builder
-from kcoral.tasks.contract import template_path
+from kcoral.tasks.contract import submission_file, template_source
 from kcoral.tasks.documents import EvalReport, Receipt, WorkloadRow, WorkloadScore
 from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.cores import CoreLayout, lost_shares
@@ -332,10 +332,11 @@ class _Evaluation:
         the server packs it (runner.warmup.template_tar), byte for byte."""
         if not spec_as(self.ctx.job.spec, EvalSpec).calibration or self.check:
             return False
-        path = template_path(self.task)
-        if path is None:
+        source = template_source(self.task)
+        if source is None:
             return False
-        return hashlib.sha256(template_tar(path.read_bytes())).hexdigest() == self.ctx.job.input_sha256
+        upload = template_tar(source, submission_file(self.task))
+        return hashlib.sha256(upload).hexdigest() == self.ctx.job.input_sha256
 
     def _record_aa(self, report: EvalReport, slot: str, task_sha256: str) -> str:
         """Keep a passed A/A request's figures for its slot; the report's line that says what became of it."""

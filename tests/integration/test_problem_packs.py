@@ -6,6 +6,7 @@ or run in the job image), a problem's contract with its shapes as its own code b
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -220,3 +221,22 @@ def test_a_modelnew_whose_weights_are_not_models_is_refused_before_any_call(
         )
         out, err = capfd.readouterr()
         assert code != 0 and "is not Model's" in out + err and reason in out + err, (out + err)[-3000:]
+
+
+def test_a_gpumode_problem_is_warmed_up_with_its_own_template_at_the_start(
+    server_factory: Callable[..., RunningServer],
+) -> None:
+    """`kcoral serve --warm-up TASK` of a pack problem evaluates its native template (GPU MODE's
+    submission.py) of the server's own, an A/A request: every check passes (a busy host may leave it
+    unscored)."""
+    task = "gpumode/cpu_pack/vecadd_py"
+    server = server_factory(tasks_dirs=(PACKS,), warm_up=(task,))
+    deadline = time.monotonic() + 240
+    while (warm := server.http.get("/v1/health").json()["warm_up"][0])["state"] != "finished":
+        assert time.monotonic() < deadline, warm
+        time.sleep(0.5)
+    assert warm["task"] == task and warm["verdict"] in ("ok", "inconclusive"), warm
+    # the warm-up is one of the server's A/A requests: its upload is the template as the server packs it
+    (report,) = (server.settings.data_dir / "jobs" / warm["job"]).rglob("report.json")
+    lines = json.loads(report.read_text())["lines"]
+    assert any(line.startswith("calibration: this A/A request") for line in lines), lines
