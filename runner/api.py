@@ -367,9 +367,20 @@ def list_calibrations(
 
 @router.get("/tasks", responses=errors())
 def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, object]]:
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+    """Every task, and every pack problem that cannot be loaded with its reason (``error``): found so by
+    reading it (tasks.packs.recognise), or by running it in the job image (runner.packprobe)."""
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, Unloadable, catalog
 
-    return [t.public() for t in all_tasks(services(request).settings.tasks_dir or DEFAULT_TASKS_DIR)]
+    svc = services(request)
+    tasks, broken = catalog(svc.settings.tasks_dirs or DEFAULT_TASKS_DIR)
+    listed: list[dict[str, object]] = []
+    for task in tasks:
+        known = svc.pack_probe.known(task) if task.pack is not None else None
+        if known is not None and known.error:
+            broken.append(Unloadable(task.id, str(task.pack and task.pack.get("format")), task.root, known.error))
+        else:
+            listed.append(task.public())
+    return listed + [b.public() for b in broken]
 
 
 @router.get("/tasks/{task_id:path}", responses=errors(404))
@@ -377,12 +388,16 @@ def show_task(task_id: str, request: Request, who: str = Depends(owner)) -> dict
     """The task's whole contract (tasks.contract.TaskContract): each public workload's inputs and
     outputs, tolerances, the timing method, the score, the time limit, the image's packages."""
     from kcoral.tasks.contract import task_contract
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, catalog
 
     svc = services(request)
-    task = next((t for t in all_tasks(svc.settings.tasks_dir or DEFAULT_TASKS_DIR) if t.id == task_id), None)
+    tasks, broken = catalog(svc.settings.tasks_dirs or DEFAULT_TASKS_DIR)
+    task = next((t for t in tasks if t.id == task_id), None)
     if task is None:
-        raise NotFound(f"no task {task_id[:200]!r} on this server (kcoral tasks lists them)")
+        why = next((f": it cannot be loaded: {b.reason}" for b in broken if b.id == task_id), "")
+        raise NotFound(f"no task {task_id[:200]!r} on this server{why} (kcoral tasks lists them)")
+    if task.pack is not None:  # its inputs and outputs are known once its code has run (in the job image)
+        task = svc.pack_probe.with_shapes(task)
     image = svc.settings.image
     found = svc.image_probe.contents(image)
     contract = task_contract(task, svc.settings.limits, image, found.python, found.packages, found.error)

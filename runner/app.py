@@ -57,6 +57,9 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         # evaluations finished before the store kept their digests and scores get them, off the start's path
         threading.Thread(target=backfill, args=(svc.store,), name="kcoral-backfill", daemon=True).start()
         svc.scheduler.start()
+        from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+
+        svc.pack_probe.start(all_tasks(settings.tasks_dirs or DEFAULT_TASKS_DIR))  # packs' problems, in the job image
         svc.warm_ups = submit_warm_ups(svc, settings.warm_up, settings.calibrate)
         yield
         svc.scheduler.stop(settings.shutdown_grace_s)

@@ -29,12 +29,12 @@ def request_calibrations(svc: Services, owner: str, asked: CalibrationRequest) -
     """Queue ``asked.requests`` A/A requests of the task as ``owner``'s jobs: all of them, or none
     (TooManyJobs when they would pass the owner's cap of waiting jobs)."""
     from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS
-    from kcoral.tasks.contract import template_path
+    from kcoral.tasks.contract import template_source
     from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
 
-    tasks_dir = svc.settings.tasks_dir or DEFAULT_TASKS_DIR
+    tasks_dir = svc.settings.tasks_dirs or DEFAULT_TASKS_DIR
     task = find_task(tasks_dir, asked.task)  # BadRequest naming the tasks there are
-    if template_path(task) is None:
+    if template_source(task) is None:
         raise BadRequest(f"task {task.id} has no template: an A/A request evaluates the task's template")
     svc.placement.check(1)
     count = asked.requests or DEFAULT_REQUESTS
@@ -66,7 +66,7 @@ def calibration_floors(svc: Services, task: str | None = None, current_only: boo
     if not keys:
         return []
     wanted = {k[1] for k in keys}
-    hashes = {t.id: t.content_hash() for t in all_tasks(svc.settings.tasks_dir or DEFAULT_TASKS_DIR) if t.id in wanted}
+    hashes = {t.id: t.content_hash() for t in all_tasks(svc.settings.tasks_dirs or DEFAULT_TASKS_DIR) if t.id in wanted}
     now = time.time()
     rows = []
     for slot, task_id, sha in keys:

@@ -27,7 +27,7 @@ from kcoral.runner.jobfs import remove_tree
 #: install, the checkout in an editable one (pyproject's package-dir maps them side by side in both)
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 #: the packages a job's containers may mount, relative to PACKAGE_ROOT
-PACKAGES = ("tasks/harness", "profiling")
+PACKAGES = ("tasks/harness", "tasks/packs", "profiling")
 FOLDER = "code"
 
 _lock = threading.Lock()

@@ -114,7 +114,7 @@ def board(store: JobStore, task: str, viewer: str, operator: bool, public: bool)
     return Board(task=task, scope=scope, entries=entries)
 
 
-def known_task(store: JobStore, tasks_dir: Path, task: str, owner: str | None) -> None:
+def known_task(store: JobStore, tasks_dir: Path | tuple[Path, ...], task: str, owner: str | None) -> None:
     """NotFound for a task this server has neither among its tasks nor in ``owner``'s evaluations."""
     from kcoral.tasks.registry import all_tasks
 

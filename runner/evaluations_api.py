@@ -23,10 +23,10 @@ TASK = "the task id, e.g. demo/softmax"
 REF = "an evaluation: its job id (or an unambiguous start of it), or its label (the newest so named)"
 
 
-def _tasks_dir(request: Request) -> Path:
+def _tasks_dir(request: Request) -> Path | tuple[Path, ...]:
     from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 
-    return services(request).settings.tasks_dir or DEFAULT_TASKS_DIR
+    return services(request).settings.tasks_dirs or DEFAULT_TASKS_DIR
 
 
 @router.get("", responses=errors(404))

@@ -28,7 +28,7 @@ def serve(
     driver_mount: opts.DriverMount = [],  # noqa: B006
     python: opts.Python = "python3",
     job_env: opts.JobEnv = [],  # noqa: B006
-    tasks_dir: opts.TasksDir = None,
+    tasks_dir: opts.TasksDir = [],  # noqa: B006
     log_level: opts.LogLevel = "info",
     log_format: opts.LogFormat = "text",
     shutdown_grace: opts.ShutdownGrace = 30.0,
@@ -63,7 +63,7 @@ def serve(
             gpu_mode=gpu_mode,
             python=python,
             job_env=job_env,
-            tasks_dir=tasks_dir,
+            tasks_dir=[d.resolve() for d in tasks_dir],
             standby=standby,
             limit=limit,
         ),
@@ -93,7 +93,7 @@ def serve(
     configure(log_level, log_format)
     try:
         for task_id in settings.warm_up:
-            template(settings.tasks_dir or DEFAULT_TASKS_DIR, task_id)
+            template(settings.tasks_dirs or DEFAULT_TASKS_DIR, task_id)
         app = create_app(settings)
     except (KcoralError, ValueError) as exc:
         typer.echo(f"kcoral serve: {getattr(exc, 'message', exc)}", err=True)

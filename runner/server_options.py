@@ -60,7 +60,13 @@ GpuMode = Annotated[
 Python = Annotated[str, _option("python", "interpreter inside the job container", JOBS)]
 JobEnv = Annotated[list[str], _option("job-env", "NAME=VALUE added to every job's environment", JOBS)]
 TasksDir = Annotated[
-    Path | None, _option("tasks-dir", "protected tasks directory (default: the repository's tasks/)", EVALUATIONS)
+    list[Path],
+    _option(
+        "tasks-dir",
+        "protected tasks directory: kcoral task folders, KernelBench problem files, GPU MODE problem folders; "
+        "repeat for several (default: the repository's tasks/)",
+        EVALUATIONS,
+    ),
 ]
 Standby = Annotated[
     bool,
@@ -191,7 +197,7 @@ def job_host(
     gpu_mode: str,
     python: str,
     job_env: list[str],
-    tasks_dir: Path | None,
+    tasks_dir: list[Path] | tuple[Path, ...],
     standby: bool,
     limit: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
@@ -209,6 +215,6 @@ def job_host(
         "gpu_mode": gpu_mode,
         "python": python,
         "job_env": parse_env(job_env),
-        "tasks_dir": tasks_dir,
+        "tasks_dirs": tuple(tasks_dir),
         "standby": standby,
     }

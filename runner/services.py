@@ -16,6 +16,7 @@ from kcoral.runner.imageprobe import ImageProbe
 from kcoral.runner.jobkinds import HostFacts
 from kcoral.runner.jobrunner import JobRunner, LocalRunner
 from kcoral.runner.leases import LeasePool, Placement
+from kcoral.runner.packprobe import PackProbe
 from kcoral.runner.pycache import ToolchainBytecode
 from kcoral.runner.receipt_keys import KeyRing, keys_dir
 from kcoral.runner.scheduler import Scheduler
@@ -58,6 +59,8 @@ class Services:
     keys: KeyRing
     uploads: Uploads = field(default_factory=Uploads)
     image_probe: ImageProbe = field(init=False)
+    #: what the packs' problems build, asked of the job image (runner.packprobe)
+    pack_probe: PackProbe = field(init=False)
     #: toolchain mode: the host Python's bytecode, compiled at the start for every job (runner.pycache)
     bytecode: ToolchainBytecode = field(init=False)
     #: the evaluations the server queued of its own at its start (runner.warmup)
@@ -65,6 +68,7 @@ class Services:
 
     def __post_init__(self) -> None:
         self.image_probe = ImageProbe(self.executor, self.settings.python, self.settings.data_dir / "probes")
+        self.pack_probe = PackProbe(self.executor, self.settings.image, self.settings.python, self.settings.data_dir)
         self.bytecode = ToolchainBytecode(self.settings)
 
     def facts(self) -> HostFacts:

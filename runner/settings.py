@@ -53,8 +53,9 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     #: client connections: how many, and how long a request's head may take (runner.connections)
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
-    #: the protected tasks directory (task definitions, evaluators); None = the repository's tasks/
-    tasks_dir: Path | None = None
+    #: the protected tasks directories (kcoral's task definitions, problem packs: tasks.registry); none =
+    #: the repository's tasks/
+    tasks_dirs: tuple[Path, ...] = ()
     #: on SIGTERM, seconds running jobs get to finish before they are interrupted
     shutdown_grace_s: float = 30.0
     #: tasks whose template the server evaluates of its own at its start (runner.warmup)

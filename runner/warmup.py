@@ -49,26 +49,29 @@ class WarmUp:
     calibrations: tuple[str, ...] = ()
 
 
-def template_tar(source: bytes) -> bytes:
-    """An upload holding ``solution.py`` alone."""
+def template_tar(source: bytes, name: str = "solution.py") -> bytes:
+    """An upload holding ``name`` (the task's submission file: solution.py, a GPU MODE problem's
+    submission.py) alone."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo("solution.py")
+        info = tarfile.TarInfo(name)
         info.size, info.mode = len(source), 0o644
         tar.addfile(info, io.BytesIO(source))
     return buf.getvalue()
 
 
-def template(tasks_dir: Path, task_id: str) -> Path:
-    """The template of a task to warm up; BadRequest for a task this server does not have, or one
-    without a template (``kcoral serve`` refuses to start on either)."""
-    from kcoral.tasks.contract import template_path
+def template(tasks_dir: Path | Sequence[Path], task_id: str) -> bytes:
+    """The upload of a task's template (runner.warmup.template_tar), to warm up with; BadRequest for a
+    task this server does not have, or one without a template (``kcoral serve`` refuses to start on
+    either)."""
+    from kcoral.tasks.contract import submission_file, template_source
     from kcoral.tasks.registry import find_task
 
-    path = template_path(find_task(tasks_dir, task_id))
-    if path is None:
+    task = find_task(tasks_dir, task_id)
+    source = template_source(task)
+    if source is None:
         raise BadRequest(f"task {task_id} has no template to warm up with")
-    return path
+    return template_tar(source, submission_file(task))
 
 
 def submit_warm_ups(svc: Services, task_ids: Sequence[str], calibrate: int = 0) -> list[WarmUp]:
@@ -76,7 +79,7 @@ def submit_warm_ups(svc: Services, task_ids: Sequence[str], calibrate: int = 0) 
     the task queued or running already (the oldest of them is its warm-up)."""
     from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 
-    tasks_dir = svc.settings.tasks_dir or DEFAULT_TASKS_DIR
+    tasks_dir = svc.settings.tasks_dirs or DEFAULT_TASKS_DIR
     waiting: dict[str, list[str]] = {}
     for job in reversed(svc.store.list(owner=WARM_UP_OWNER, limit=1000)):  # oldest first
         if job.state in (JobState.queued, JobState.running):
@@ -95,9 +98,11 @@ def submit_warm_ups(svc: Services, task_ids: Sequence[str], calibrate: int = 0) 
     return made
 
 
-def queue_template(svc: Services, tasks_dir: Path, task_id: str, owner: str, waiting_cap: int | None = None) -> str:
+def queue_template(
+    svc: Services, tasks_dir: Path | Sequence[Path], task_id: str, owner: str, waiting_cap: int | None = None
+) -> str:
     """A new A/A request (tasks.calibration) of ``owner``: the task's template evaluated, queued; its job id."""
-    data = template_tar(template(tasks_dir, task_id).read_bytes())
+    data = template(tasks_dir, task_id)
     spec = replace(
         spec_as(kind_for(JobKindName.eval).validate(EvalSpec(task=task_id), svc.facts()), EvalSpec), calibration=True
     )

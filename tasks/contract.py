@@ -83,16 +83,35 @@ MAX_TEMPLATE_BYTES = 64 * 1024
 
 def template_path(task: Task) -> Path | None:
     """The task's template solution.py (the manifest's ``template``, default template.py, a path
-    inside the task's family folder); None when it has none."""
+    inside the task's family folder); None when it has none (a pack problem's is made: :func:`template`)."""
+    if task.pack is not None:
+        return None
     family = task.root.parent.resolve()
     path = (task.root / task.manifest.get("template", "template.py")).resolve()
     return path if path.is_relative_to(family) and path.is_file() else None
 
 
 def template(task: Task) -> str:
-    """The task's template's text (at most MAX_TEMPLATE_BYTES); "" when it has none."""
+    """The task's template's text (at most MAX_TEMPLATE_BYTES); "" when it has none. A pack problem's is
+    its format's native submission (tasks.packs: KernelBench's ModelNew, GPU MODE's template)."""
+    if task.pack is not None:
+        return str(task.module().template())[:MAX_TEMPLATE_BYTES]
     path = template_path(task)
     return path.read_bytes()[:MAX_TEMPLATE_BYTES].decode(errors="replace") if path else ""
+
+
+def submission_file(task: Task) -> str:
+    """The file a submission's worker imports (the manifest's ``submission``, default solution.py)."""
+    return Path(str(task.manifest.get("submission", "solution.py"))).name or "solution.py"
+
+
+def template_source(task: Task) -> bytes | None:
+    """The task's template as a submission of it is sent (its file's bytes; a pack problem's made one),
+    None when it has none: what a warm-up or an A/A request evaluates (runner.warmup)."""
+    if task.pack is not None:
+        return template(task).encode() or None
+    path = template_path(task)
+    return path.read_bytes() if path is not None else None
 
 
 def _specs(specs: dict[str, Any]) -> dict[str, TensorSpec]:
@@ -134,9 +153,10 @@ def task_contract(
         timeout_s=min(task.timeout_s, limits.max_timeout_s),
         workloads=workloads,
         holdout_probes=probes,
-        holdout=HOLDOUT.format(n=probes) if probes else "none",
+        holdout=str(getattr(module, "holdout_rule", HOLDOUT)).format(n=probes) if probes else "none",
         tolerance=default_tol,
-        tolerance_rule=TOLERANCE_RULE + (INPUTS_READ_ONLY if task.inputs_read_only else INPUTS_WRITABLE),
+        tolerance_rule=str(getattr(module, "tolerance_rule", TOLERANCE_RULE))
+        + (INPUTS_READ_ONLY if task.inputs_read_only else INPUTS_WRITABLE),
         timing=asdict(method),
         timing_method=TIMING_METHOD.format(
             flush=method.flush_bytes,
@@ -157,4 +177,6 @@ def task_contract(
         packages=packages,
         packages_error=packages_error,
         template=template(task),
+        submission_file=submission_file(task),
+        format=str(task.pack.get("format", "")) if task.pack is not None else "",
     )

@@ -125,6 +125,9 @@ class EvalReport(Document):
     lines: list[str] = []
     #: True: an A/A request of the server's (tasks.calibration), the task's template as the candidate
     calibration: bool | None = None
+    #: a pack problem's suite's own headline (tasks.packs.headline: KernelBench's fast_p terms, GPU
+    #: MODE's geometric mean of its benchmarks' times)
+    suite: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -275,6 +278,10 @@ class TaskContract(Document):
     packages_error: str = ""
     #: a working solution.py to start from (the baseline's approach; ``kcoral init`` writes it)
     template: str = ""
+    #: the file the template is written to, and the one a submission's worker imports
+    submission_file: str = "solution.py"
+    #: a pack problem's format (tasks.packs: kernelbench, gpumode); "" for a task of kcoral's own
+    format: str = ""
 
 
 D = TypeVar("D", bound=Document)

@@ -42,7 +42,7 @@ from kcoral.runner.settings import SUPERVISOR_UID
 from kcoral.runner.warmup import template_tar
 from kcoral.tasks import calibration
 from kcoral.tasks import cases as case_builder
-from kcoral.tasks.contract import template_path
+from kcoral.tasks.contract import submission_file, template_source
 from kcoral.tasks.documents import EvalReport, Receipt, WorkloadRow, WorkloadScore
 from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.cores import CoreLayout, lost_shares
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from kcoral.runner.leases import Lease
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
+#: the problem packs' adapters, judge code as the harness is (tasks.packs)
+PACKS_DIR = Path(__file__).resolve().parent / "packs"
 FAMILY_MOUNT = f"{CODE_MOUNT}/taskfamily"
 JUDGE_CACHE_MOUNT = "/judge-cache"
 CHANNEL_MOUNT = "/chan"
@@ -74,10 +76,25 @@ UNSEPARATED = (
 )
 
 
+def _snapshot_problem(task: Task, into: Path) -> None:
+    """A pack problem's files (its manifest's ``files``, relative to its root's parent), and its manifest
+    as manifest.json in its root's copy: the snapshot then holds this one task, as a task folder does."""
+    assert task.pack is not None
+    for name in task.pack.get("files", []):
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(task.root.parent / name, target)
+    root = into / task.root.name
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "manifest.json").write_text(json.dumps(task.manifest))
+
+
 def harness_version() -> str:
     h = hashlib.sha256()
     for path in sorted(HARNESS_DIR.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(PACKS_DIR.glob("*.py")):
+        h.update(f"packs/{path.name}".encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -96,7 +113,7 @@ class EvalKind:
                 "calibration is set by the server alone, on its own A/A requests: ask for them with "
                 "POST /v1/calibrations (kcoral calibrate TASK)"
             )
-        task = find_task(host.settings.tasks_dir or DEFAULT_TASKS_DIR, evaluation.task)
+        task = find_task(host.settings.tasks_dirs or DEFAULT_TASKS_DIR, evaluation.task)
         if task.device == "cuda" and not host.gpus:
             raise BadRequest(f"task {task.id} needs a GPU and this server has none")
         limit = min(task.timeout_s, host.settings.limits.max_timeout_s)  # the server's limit is the ceiling
@@ -230,8 +247,11 @@ class _Evaluation:
         """Copy the task's family folder (a task may load a sibling's code) into the job, once."""
         spec = spec_as(self.ctx.job.spec, EvalSpec)
         if not self.family_copy.is_dir():  # a rerun arrives with the original job's snapshot
-            source = find_task(self.ctx.settings.tasks_dir or DEFAULT_TASKS_DIR, spec.task)
-            shutil.copytree(source.root.parent, self.family_copy, ignore=shutil.ignore_patterns("__pycache__"))
+            source = find_task(self.ctx.settings.tasks_dirs or DEFAULT_TASKS_DIR, spec.task)
+            if source.pack is not None:
+                _snapshot_problem(source, self.family_copy)
+            else:
+                shutil.copytree(source.root.parent, self.family_copy, ignore=shutil.ignore_patterns("__pycache__"))
         for manifest in self.family_copy.glob("*/manifest.json"):
             task = load_task(manifest.parent)
             if task.id == spec.task:
@@ -263,7 +283,8 @@ class _Evaluation:
         return cache
 
     def _code(self) -> dict[str, tuple[str, str]]:
-        return {**code_mounts(self.ctx.settings.data_dir, "tasks/harness"), str(self.family_copy): (FAMILY_MOUNT, "ro")}
+        code = code_mounts(self.ctx.settings.data_dir, "tasks/harness", "tasks/packs")
+        return {**code, str(self.family_copy): (FAMILY_MOUNT, "ro")}
 
     def _result(self, sup: StepOutcome) -> schema.SupervisorResult:
         """The supervisor's result document, read without following links, size-capped and validated."""
@@ -313,10 +334,11 @@ class _Evaluation:
         the server packs it (runner.warmup.template_tar), byte for byte."""
         if not spec_as(self.ctx.job.spec, EvalSpec).calibration or self.check:
             return False
-        path = template_path(self.task)
-        if path is None:
+        source = template_source(self.task)
+        if source is None:
             return False
-        return hashlib.sha256(template_tar(path.read_bytes())).hexdigest() == self.ctx.job.input_sha256
+        upload = template_tar(source, submission_file(self.task))
+        return hashlib.sha256(upload).hexdigest() == self.ctx.job.input_sha256
 
     def _record_aa(self, report: EvalReport, slot: str, task_sha256: str) -> str:
         """Keep a passed A/A request's figures for its slot; the report's line that says what became of it."""

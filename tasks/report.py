@@ -34,6 +34,7 @@ from kcoral.tasks.harness.stats import (
     net_samples,
     too_disturbed,
 )
+from kcoral.tasks.packs import headline as packs_headline
 
 
 def build_report(
@@ -59,7 +60,7 @@ def build_report(
     ]
     scored = [r for r in rows if r.speedup is not None]
     inconclusive = unmeasured + [too_uncertain(r) for r in scored if _too_wide(r)]
-    return EvalReport(
+    report = EvalReport(
         task=cases.task,
         holdout=None if check else Outcome.FAIL if failed else Outcome.PASS,
         check=check,
@@ -75,6 +76,8 @@ def build_report(
         inconclusive=inconclusive,
         summary=_summary(scored) if scored and not inconclusive else None,
     )
+    suite = packs_headline.headline(task_manifest, report.document())  # a problem pack's own headline
+    return report if suite is None else report.model_copy(update={"suite": suite})
 
 
 def _workload_row(
@@ -390,6 +393,8 @@ def report_lines(report: EvalReport) -> list[str]:
             f"(95% CI {s.speedup_lo:.4f}-{s.speedup_hi:.4f}; min {s.min_speedup:.4f}x max {s.max_speedup:.4f}x): "
             f"{compare_intervals(s.speedup_lo, s.speedup_hi)} against the baseline"
         )
+    if report.suite:
+        lines.append(packs_headline.line(report.suite))
     if report.phases:
         lines.append(time_line(report.phases))
     tail = (

@@ -28,6 +28,9 @@ from kcoral.tasks.documents import EvalReport, Receipt
 from kcoral.tasks.harness.schema import Outcome
 
 SOLUTION_FILE = "solution.py"
+#: the files a submission's worker imports: kcoral's tasks' and KernelBench's solution.py, GPU MODE's
+#: submission.py (the task's contract names its own: ``kcoral tasks show``)
+SUBMISSION_FILES = (SOLUTION_FILE, "submission.py")
 
 
 def first_failure(view: JobView, report: EvalReport | None) -> str:
@@ -179,8 +182,10 @@ def evaluate(
     """
     if not submission.is_dir():
         raise UsageError(f"{submission}: not a directory")
-    if not (submission / SOLUTION_FILE).is_file():
-        raise UsageError(f"{submission} has no {SOLUTION_FILE}: the submission must define it")
+    if not any((submission / name).is_file() for name in SUBMISSION_FILES):
+        raise UsageError(
+            f"{submission} has no {SOLUTION_FILE} (a GPU MODE problem's: submission.py): the submission must define it"
+        )
     spec = build_eval_spec(task, timeout, check, gpu_type, label)
     options = RunOptions(spec=spec, send_dir=submission, output_dir=output_dir, json=json, detach=detach)
     with connect(remote, token) as client:

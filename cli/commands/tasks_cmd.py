@@ -26,7 +26,9 @@ def _names(value: Any) -> list[str]:
 
 def tasks_view(tasks: list[dict[str, Any]]) -> RenderableType:
     """A table of the tasks, then each task's description and contract."""
-    if not tasks:
+    broken = [t for t in tasks if t.get("error")]
+    tasks = [t for t in tasks if not t.get("error")]
+    if not tasks and not broken:
         return cell("no tasks on this server")
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("ID", "VERSION", "DEVICE", "WORKLOADS", "TIMED", "HOLDOUT", "TIMEOUT"):
@@ -53,6 +55,10 @@ def tasks_view(tasks: list[dict[str, Any]]) -> RenderableType:
             parts.append(cell(f"  workloads: {', '.join(workloads)}"))
         if t.get("contract"):
             parts.append(cell(f"  contract: {t['contract']}"))
+    if broken:
+        parts += [cell(""), cell("cannot be loaded:", style="bold")]
+        for t in sorted(broken, key=lambda t: str(t.get("id", ""))):
+            parts.append(cell(f"  {t.get('id', '?')} ({t.get('format') or '?'}): {t.get('error')}"))
     return Group(*parts)
 
 
@@ -144,13 +150,14 @@ def init(
     remote: RemoteOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Write FOLDER/solution.py (a working start: the baseline's approach) and FOLDER/README.md (the
-    task's contract); then `kcoral eval TASK FOLDER`."""
+    """Write FOLDER/solution.py (a working start: the baseline's approach; a pack problem's native
+    submission: KernelBench's ModelNew, GPU MODE's submission.py) and FOLDER/README.md (the task's
+    contract); then `kcoral eval TASK FOLDER`."""
     with connect(remote, token) as client:
         contract = client.task(task)
     if not contract.template:
         raise UsageError(f"task {task} has no template on this server")
-    targets = [folder / "solution.py", folder / "README.md"]
+    targets = [folder / (Path(contract.submission_file).name or "solution.py"), folder / "README.md"]
     existing = [str(t) for t in targets if t.exists()]
     if existing and not force:
         raise UsageError(f"{', '.join(existing)} already exist: pass --force to overwrite")

@@ -58,7 +58,7 @@ def agent(
     gpu_mode: opts.GpuMode = "auto",
     python: opts.Python = "python3",
     job_env: opts.JobEnv = [],  # noqa: B006 - typer's default, never mutated
-    tasks_dir: opts.TasksDir = None,
+    tasks_dir: opts.TasksDir = [],  # noqa: B006
     standby: opts.Standby = True,
     log_level: opts.LogLevel = "info",
     limit: opts.Limit = [],  # noqa: B006 - typer's default, never mutated
@@ -82,7 +82,7 @@ def agent(
             gpu_mode=gpu_mode,
             python=python,
             job_env=job_env,
-            tasks_dir=tasks_dir.resolve() if tasks_dir else None,
+            tasks_dir=[d.resolve() for d in tasks_dir],
             standby=standby,
             limit=limit,
         ),

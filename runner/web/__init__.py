@@ -430,7 +430,7 @@ def tasks_page(request: Request) -> Response:
     session = _session(request)
     if session is None:
         return _login_needed()
-    found = all_tasks(session.svc.settings.tasks_dir or DEFAULT_TASKS_DIR)
+    found = all_tasks(session.svc.settings.tasks_dirs or DEFAULT_TASKS_DIR)
     return _page("tasks.html", session, tasks=[t.public() for t in found])
 
 
@@ -443,7 +443,7 @@ def task_board(request: Request, task_id: str) -> Response:
     if session is None:
         return _login_needed()
     svc, task_id = session.svc, task_id[:200]
-    known_task(svc.store, svc.settings.tasks_dir or DEFAULT_TASKS_DIR, task_id, session.owner)
+    known_task(svc.store, svc.settings.tasks_dirs or DEFAULT_TASKS_DIR, task_id, session.owner)
     found = board(svc.store, task_id, session.owner, session.operator, svc.settings.public_board)
     return _page("board.html", session, board=found)
 

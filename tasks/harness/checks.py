@@ -2,8 +2,9 @@
 
 Element rule (scaled by the reference's RMS): an element fails only if
 |err| > atol * RMS(ref) AND |err| / (|ref| + 1e-8) > rtol; plus RMS(err)/RMS(ref) < rms_tol; every
-element finite. The outputs are the supervisor's own buffers (dense, contiguous, of the task's shape,
-dtype and device), so only their values are the candidate's.
+element finite. A problem pack's KernelBench task uses KernelBench's own rule instead (``allclose``):
+an element fails if |err| > atol + rtol * |ref|. The outputs are the supervisor's own buffers (dense,
+contiguous, of the task's shape, dtype and device), so only their values are the candidate's.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ import torch
 
 @dataclass(frozen=True)
 class Tolerance:
-    atol: float
-    rtol: float
-    rms: float
+    atol: float = 0.0
+    rtol: float = 0.0
+    rms: float = math.inf
+    #: non-zero: torch.allclose's rule (KernelBench's), not the RMS-scaled one
+    allclose: float = 0.0
 
 
 def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> tuple[str | None, dict[str, float]]:
@@ -47,6 +50,8 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
     # its reference: the second test only where the first holds (none do when the largest error is under)
     n_fail = 0
     first: tuple[int, ...] | None = None
+    if tol.allclose:
+        return _allclose(name, o, r, err, tol, max_abs, rms_err / rms_ref)
     if max_abs > tol.atol * rms_ref:
         err.abs_()
         over = err > tol.atol * rms_ref
@@ -71,6 +76,23 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
             stats,
         )
     return None, stats
+
+
+def _allclose(
+    name: str, o: torch.Tensor, r: torch.Tensor, err: torch.Tensor, tol: Tolerance, max_abs: float, rms_ratio: float
+) -> tuple[str | None, dict[str, float]]:
+    """torch.allclose's rule on ``err`` (= o - r, finite): an element fails if |err| > atol + rtol * |ref|."""
+    fails = err.abs() > tol.atol + tol.rtol * r.abs()
+    n_fail = int(fails.sum())
+    stats = {"max_abs_err": max_abs, "rms_ratio": rms_ratio, "failed_elements": n_fail}
+    if not n_fail:
+        return None, stats
+    first = tuple(int(i) for i in torch.nonzero(fails)[0])
+    got, want = float(o[first]), float(r[first])
+    return (
+        f"{name}: {n_fail} elements out of tolerance; first at {list(first)}: got {got:.6g}, expected {want:.6g} "
+        f"(off by {abs(got - want):.3g} > atol {tol.atol:g} + rtol {tol.rtol:g} x |expected|, torch.allclose's rule)"
+    ), stats
 
 
 def _non_finite(out: torch.Tensor, bad: int) -> str:

@@ -369,12 +369,13 @@ class Supervisor:
         laps.lap("call")
         if error:
             return CaseResult(case.id, Outcome.ERROR, error)
-        problem, stats = _compare(outs, expected, tol)
+        problem, stats = self._judge(inputs, outs, expected, tol)
         laps.lap("compare")
         if problem:
             return CaseResult(case.id, Outcome.FAIL, problem, stats)
         warnings = []
-        if written := _written(cand.inputs, inputs):
+        outputs_among_inputs = set(getattr(self.mod, "preallocated", lambda data: ())(inputs))  # GPU MODE's
+        if written := [n for n in _written(cand.inputs, inputs) if n not in outputs_among_inputs]:
             what = f"the submission wrote into its input{'s' if len(written) > 1 else ''} {', '.join(written)}"
             if self.read_only:
                 return CaseResult(case.id, Outcome.FAIL, f"{what}: this task's inputs are read-only", stats)
@@ -392,7 +393,7 @@ class Supervisor:
         self.phases[f"timing {case.workload}"] = time.monotonic() - began
         laps.lap("timing")
         _, outs, error = self.call(cand, inputs)
-        after = error or _compare(outs, expected, tol)[0]
+        after = error or self._judge(inputs, outs, expected, tol)[0]
         flaky = mismatch or (f"after timing: {after}" if after else "")
         return CaseResult(case.id, Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing, warnings)
 
@@ -819,7 +820,7 @@ class Supervisor:
         for j, (got, want) in enumerate(zip(outs["c"], outs["b"], strict=True)):
             if m.mismatch:
                 break
-            problem, _ = _compare(got, want, m.tol)
+            problem, _ = self._judge(drawn[j], got, want, m.tol)
             if problem:
                 m.mismatch = f"timed sample {i}" + (f", call {j + 1} of its batch" if per else "") + f": {problem}"
         m.spent["drawing inputs"] += t1 - t0
@@ -872,6 +873,25 @@ class Supervisor:
         )
 
     # --- helpers -------------------------------------------------------------------------------
+
+    def _judge(
+        self,
+        inputs: dict[str, Any],
+        outs: dict[str, torch.Tensor],
+        expected: dict[str, torch.Tensor],
+        tol: checks.Tolerance,
+    ) -> tuple[str | None, dict[str, dict[str, float]]]:
+        """A call's outputs against ``expected`` (the reference's, or the baseline's on the same sample):
+        the task's own ``check`` where it has one (a GPU MODE problem's check_implementation, given
+        this process's own copy of the inputs: tasks.packs.gpumode), else the tolerance rule."""
+        check = getattr(self.mod, "check", None)
+        if check is None:
+            return _compare(outs, expected, tol)
+        try:
+            reason = check(inputs, outs)
+        except Exception as exc:  # noqa: BLE001 - the problem's check failing on these outputs is their failure
+            reason = f"check_implementation raised {type(exc).__name__}: {exc}"
+        return (str(reason)[:2000] or None), {}
 
     def _progress(self, **where: Any) -> None:
         """Where the evaluation is (progress.json), with what the cases said so far and the submission's

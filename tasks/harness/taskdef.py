@@ -11,6 +11,9 @@ can import it to draw holdout parameters. What a task module provides:
     baseline(data) -> Callable[[], None]                            the timed baseline, writes data's outputs
     candidate(module, data) -> Callable[[], None]                   calls the submission's setup
     holdout_params(rng: random.Random, count) -> list[dict]         secret-driven probe recipes
+
+A problem pack's task (tasks.packs) has no task.py: its manifest's ``pack`` names the format, whose
+adapter (tasks.packs.adapters) provides the same functions over the problem's own code.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 #: an evaluation's time limit when the manifest names none
@@ -49,7 +51,18 @@ class Task:
     def device(self) -> str:
         return self.manifest.get("device", "cpu")
 
-    def module(self) -> ModuleType:
+    @property
+    def pack(self) -> dict[str, Any] | None:
+        """A problem pack's entry (tasks.packs.manifest); None for a task of kcoral's own."""
+        pack = self.manifest.get("pack")
+        return pack if isinstance(pack, dict) else None
+
+    def module(self) -> Any:
+        """The task module (task.py), or a pack problem's adapter with the same functions."""
+        if self.pack is not None:
+            from kcoral.tasks.packs.adapters import bind  # noqa: PLC0415 - only a pack's task needs it
+
+            return bind(self.root, self.manifest)
         spec = importlib.util.spec_from_file_location(f"kcoral_task_{self.id.replace('/', '_')}", self.root / "task.py")
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
@@ -59,6 +72,13 @@ class Task:
     def content_hash(self) -> str:
         """sha256 over the task's files (names and bytes), so a receipt pins the task version."""
         h = hashlib.sha256()
+        if self.pack is not None:  # its files (a KernelBench folder holds many problems), and how it is adapted
+            adapted = {**self.manifest, "pack": {k: v for k, v in self.pack.items() if k != "shapes"}}
+            h.update(json.dumps(adapted, sort_keys=True).encode() + b"\0")
+            for name in self.pack.get("files", []):
+                h.update(name.encode() + b"\0")
+                h.update((self.root.parent / name).read_bytes())
+            return h.hexdigest()
         for path in sorted(p for p in self.root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
             h.update(str(path.relative_to(self.root)).encode() + b"\0")
             h.update(path.read_bytes())
@@ -76,6 +96,7 @@ class Task:
             "holdout_probes": m.get("holdout", {}).get("count", 0),
             "contract": m.get("contract", ""),
             "timeout_s": self.timeout_s,
+            **({"format": self.pack.get("format", "")} if self.pack is not None else {}),
         }
 
     @property

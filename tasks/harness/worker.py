@@ -235,6 +235,13 @@ def _seed_kernel_cache() -> None:
                     os.unlink(path + ".seeding")
 
 
+def submission_module(manifest: dict[str, Any]) -> str:
+    """The module the candidate's worker imports: solution, or the task's ``submission`` file's (a GPU MODE
+    problem's submission.py); a name that is not a plain module name is solution."""
+    name = str(manifest.get("submission", "solution.py")).removesuffix(".py")
+    return name if name.isidentifier() else "solution"
+
+
 def main(argv: list[str]) -> int:
     trusted = argv[0] in ("--baseline", "--null")
     if trusted:
@@ -268,11 +275,15 @@ def main(argv: list[str]) -> int:
         except ChannelError:
             return 1
         # Last on the path (and the interpreter runs with -P): the submission cannot shadow torch or the harness.
+        # A pack problem's own folders come before it (GPU MODE's submission imports its task.py and utils.py).
+        if hasattr(mod, "importable"):
+            mod.importable()
         sys.path.append(inside)
+        entry = submission_module(task.manifest)
         try:
-            import solution  # noqa: PLC0415 - the submission
+            solution = importlib.import_module(entry)
         except BaseException as exc:  # noqa: BLE001 - any failure to import is the submission's error
-            hello = {"ok": False, "error": "importing solution.py failed: " + describe(exc, inside, full=CHECK)}
+            hello = {"ok": False, "error": f"importing {entry}.py failed: " + describe(exc, inside, full=CHECK)}
         else:
 
             def factory(data: dict[str, Any]) -> Callable[[], None]:

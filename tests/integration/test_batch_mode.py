@@ -55,7 +55,7 @@ def batch_server(
     manifest["timing"].update(batch=BATCH, min_reps=12, max_reps=24, budget_s=4)
     path.write_text(json.dumps(manifest))
     with serving(
-        docker_client, server_settings(tmp_path_factory.mktemp("batchdata"), job_image, tasks_dir=tasks)
+        docker_client, server_settings(tmp_path_factory.mktemp("batchdata"), job_image, tasks_dirs=(tasks,))
     ) as srv:
         yield srv
 

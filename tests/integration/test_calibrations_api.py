@@ -62,7 +62,7 @@ def test_a_task_without_a_template_cannot_be_calibrated(server_factory: Any, tmp
     tasks = tmp_path / "tasks"
     shutil.copytree(DEFAULT_TASKS_DIR / "demo", tasks / "demo")
     (tasks / "demo" / "softmax" / "template.py").unlink()
-    srv = server_factory(tasks_dir=tasks)
+    srv = server_factory(tasks_dirs=(tasks,))
     _error(srv.http.post("/v1/calibrations", json={"task": TASK}), 400, "task demo/softmax has no template")
 
 

@@ -63,7 +63,7 @@ def test_rerun_keeps_the_pinned_image_and_task(
     first_id, second_id = retaggable
     tasks = tmp_path / "tasks"
     shutil.copytree(REPO / "tasks", tasks, ignore=shutil.ignore_patterns("__pycache__"))
-    server = server_factory(image=TAG, tasks_dir=tasks)
+    server = server_factory(image=TAG, tasks_dirs=(tasks,))
     old = evaluate(server)
     assert old["verdict"] == "ok" and old["image"]["digest"] == first_id, old
     old_receipt = receipt(server, old["id"])

@@ -15,7 +15,7 @@ import pytest
 from kcoral.protocol.errors import BadRequest
 from kcoral.runner.auth import load_tokens
 from kcoral.runner.settings import Settings
-from kcoral.runner.warmup import WARM_UP_OWNER, template
+from kcoral.runner.warmup import WARM_UP_OWNER, template, template_tar
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 from tests.conftest import RunningServer, free_port, remove_containers, start_server
 
@@ -88,7 +88,9 @@ def test_a_task_that_cannot_be_warmed_up_is_named(tmp_path: Path) -> None:
     (tmp_path / "demo" / "softmax" / "template.py").unlink()
     with pytest.raises(BadRequest, match="task demo/softmax has no template to warm up with"):
         template(tmp_path, TASK)
-    assert template(DEFAULT_TASKS_DIR, TASK) == DEFAULT_TASKS_DIR / "demo" / "softmax" / "template.py"
+    assert template(DEFAULT_TASKS_DIR, TASK) == template_tar(
+        (DEFAULT_TASKS_DIR / "demo" / "softmax" / "template.py").read_bytes()
+    )
 
 
 def test_no_token_may_take_the_servers_own_name(tmp_path: Path) -> None:

@@ -1,0 +1,98 @@
+"""The kcoral manifest of a problem's task (tasks.harness.taskdef reads it as any task's).
+
+Its ``pack`` entry says where the problem's code is and how it is adapted: ``format``, ``entry`` (the
+file that defines the problem, in the task's root), ``files`` (what the problem may read, relative
+to the root's parent) and, for GPU MODE, the task.yml's cases. The manifest is all a container
+needs: the job image has no YAML, so task.yml is read on the server, here, once.
+
+A pack's settings: the nearest ``kcoral-pack.json`` in the problem's folder or above it (up to the
+tasks directory) sets ``device`` (default cuda), ``tolerance``, ``timeout_s``, ``timing`` and
+``holdout`` (probes per request) for every problem below it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kcoral.tasks.packs.recognise import KERNELBENCH, Problem
+
+PACK_SETTINGS = "kcoral-pack.json"
+SETTINGS_KEYS = frozenset({"device", "tolerance", "timeout_s", "timing", "holdout"})
+#: KernelBench's own rule: torch.allclose(out, ref, atol=1e-2, rtol=1e-2)
+KERNELBENCH_TOLERANCE = {"atol": 1e-2, "rtol": 1e-2, "allclose": 1.0}
+DEFAULT_TIMEOUT_S = 600.0
+#: holdout probes per request: fresh draws of the problem's own inputs under seeds drawn from the secret
+DEFAULT_HOLDOUT = 2
+#: KernelBench's checked draws besides the timed one (KernelBench itself checks five)
+KERNELBENCH_DRAWS = ("standard", "draw2", "draw3")
+KERNELBENCH_CONTRACT = (
+    "solution.py defines class ModelNew(nn.Module) with Model's constructor and forward (the problem file's "
+    "own contract): ModelNew(*get_init_inputs()) is built under the problem's seed, and forward(*get_inputs()) "
+    "must return what Model's returns (same shapes and dtypes, on the task's device)"
+)
+GPUMODE_CONTRACT = (
+    "submission.py defines custom_kernel(data) returning what the problem's ref_kernel(data) returns, for data "
+    "from its generate_input(**spec) (the problem's own contract; task.py has its types)"
+)
+
+
+def pack_settings(folder: Path, top: Path) -> tuple[dict[str, Any], str]:
+    """The nearest kcoral-pack.json from ``folder`` up to ``top``, checked; ({}, "") where there is none."""
+    here = folder
+    while True:
+        path = here / PACK_SETTINGS
+        if path.is_file():
+            try:
+                doc = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                return {}, f"{path.name} in {here.name}: not readable JSON ({exc})"
+            if not isinstance(doc, dict) or not set(doc) <= SETTINGS_KEYS:
+                return {}, f"{path.name} in {here.name}: an object of {sorted(SETTINGS_KEYS)} only"
+            if doc.get("device", "cuda") not in ("cuda", "cpu"):
+                return {}, f"{path.name} in {here.name}: device is cuda or cpu"
+            return doc, ""
+        if here == top or here.parent == here:
+            return {}, ""
+        here = here.parent
+
+
+def manifest(problem: Problem, settings: dict[str, Any]) -> dict[str, Any]:
+    """The task manifest of a loadable ``problem`` under its pack's ``settings``."""
+    pack: dict[str, Any] = {"format": problem.format, "entry": problem.entry, "files": list(problem.files)}
+    common = {
+        "id": problem.id,
+        "version": "",
+        "device": settings.get("device", "cuda"),
+        "timeout_s": float(settings.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        "holdout": {"count": int(settings.get("holdout", DEFAULT_HOLDOUT))},
+        **({"timing": settings["timing"]} if "timing" in settings else {}),
+    }
+    if problem.format == KERNELBENCH:
+        what = f"KernelBench problem {problem.folder.name}/{problem.entry}"
+        return {
+            **common,
+            "description": f"{what}: {problem.description}" if problem.description else what,
+            "contract": KERNELBENCH_CONTRACT,
+            "tolerance": settings.get("tolerance", KERNELBENCH_TOLERANCE),
+            "workloads": [{"id": w, "params": {}, "timed": w == "standard"} for w in KERNELBENCH_DRAWS],
+            "pack": {**pack, "rule": "allclose"},
+        }
+    spec = problem.spec
+    tests = [{"id": f"test{i}", "params": dict(case)} for i, case in enumerate(spec["tests"])]
+    benchmarks = [
+        {"id": f"benchmark{i}", "params": {k: v for k, v in case.items() if k != "seed"}, "timed": True}
+        for i, case in enumerate(spec["benchmarks"])
+    ]
+    what = f"GPU MODE problem {problem.folder.parent.name}/{problem.folder.name}"
+    return {
+        **common,
+        "description": f"{what}: {problem.description}" if problem.description else what,
+        "contract": GPUMODE_CONTRACT,
+        "submission": "submission.py",
+        # the problem's check_implementation judges; these are kept for a pack that names its own
+        "tolerance": settings.get("tolerance", {}),
+        "workloads": tests + benchmarks,
+        "pack": {**pack, "rule": "check_implementation", "templates": spec.get("templates", {})},
+    }

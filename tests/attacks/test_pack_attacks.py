@@ -1,0 +1,103 @@
+"""Cheats of the KernelBench format against kcoral's judge (issue 32, item 4: a first few), each a
+ModelNew of our own for the CPU problem kernelbench/level1/1_Scale (tests/fixtures/packs), evaluated
+through a real server; each asserts its own outcome. Outputs are judged by the supervisor, outside
+the candidate's process, on inputs it draws: what the candidate's process claims or patches is not
+what is judged."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from kcoral.cli.main import run
+from tests.conftest import RunningServer, server_settings, serving
+
+PACKS = Path(__file__).resolve().parents[1] / "fixtures" / "packs"
+TASK = "kernelbench/level1/1_Scale"
+HEAD = "import threading\n\nimport torch\nimport torch.nn as nn\n\n\n"
+MODEL = """class ModelNew(nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+{body}
+"""
+#: name -> (forward's body, a module-level prelude, the reason the check gives)
+CHECKED = {
+    # the input handed back (right only for an identity)
+    "return_input": ("        return x", "", "torch.allclose's rule"),
+    # a tensor subclass standing for work not done (a lazy value): refused as it is handed over
+    "lazy_subclass": (
+        "        return Lazy(x * self.factor)",
+        "class Lazy(torch.Tensor):\n    pass\n\n\n",
+        "is a solution.Lazy, not a torch.Tensor",
+    ),
+    # work finished by a thread after the call returned: the copy into the judge's buffer was taken at return
+    "thread_after_return": (
+        "        out = torch.zeros_like(x)\n"
+        "        threading.Thread(target=lambda: (__import__('time').sleep(0.2), out.copy_(x * self.factor))).start()\n"
+        "        return out",
+        "",
+        "torch.allclose's rule",
+    ),
+    # the candidate's process patches torch's comparisons: the judge's are in another process
+    "patch_allclose": (
+        "        return x * (self.factor + 1)",
+        "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n\n\n",
+        "torch.allclose's rule",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def pack_server(
+    docker_client: docker.DockerClient, job_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningServer]:
+    settings = server_settings(tmp_path_factory.mktemp("packattacks"), job_image, tasks_dirs=(PACKS,))
+    with serving(docker_client, settings) as server:
+        yield server
+
+
+def write(folder: Path, body: str, prelude: str = "") -> Path:
+    folder.mkdir(parents=True)
+    (folder / "solution.py").write_text(HEAD + prelude + MODEL.format(body=body))
+    return folder
+
+
+@pytest.mark.parametrize("name", sorted(CHECKED))
+def test_a_cheat_fails_the_check_with_its_reason(name: str, pack_server: RunningServer, capfd, tmp_path: Path) -> None:
+    body, prelude, reason = CHECKED[name]
+    folder = write(tmp_path / name, body, prelude)
+    code = run(["eval", TASK, str(folder), "--remote", pack_server.url, "-o", str(tmp_path / "o"), "--check"])
+    out, err = capfd.readouterr()
+    assert code == 1 and reason in out + err, (out + err)[-3000:]
+
+
+def test_an_output_cached_by_shape_fails_the_holdout(pack_server: RunningServer, capfd, tmp_path: Path) -> None:
+    """Every call of a problem has the same shapes: a result kept by shape (across the models the worker
+    builds) is the first call's, on decoy inputs; the secret probes' inputs are fresh draws."""
+    folder = write(
+        tmp_path / "cache",
+        "        key = tuple(x.shape)\n"
+        "        if key not in CACHE:\n"
+        "            CACHE[key] = x * self.factor\n"
+        "        return CACHE[key]",
+        "CACHE = {}\n\n\n",
+    )
+    code = run(["eval", TASK, str(folder), "--remote", pack_server.url, "-o", str(tmp_path / "o"), "--json"])
+    out, err = capfd.readouterr()
+    report = json.loads(out)
+    assert code == 1 and report["holdout"] == "FAIL" and report["holdout_failure"] == "FAIL", (out + err)[-3000:]
+    assert report["suite"] == {"format": "kernelbench", "correct": False}
+
+
+def test_the_problems_own_model_passes_beside_them(pack_server: RunningServer, capfd, tmp_path: Path) -> None:
+    folder = write(tmp_path / "honest", "        return x * self.factor")
+    code = run(["eval", TASK, str(folder), "--remote", pack_server.url, "-o", str(tmp_path / "o"), "--check"])
+    out, err = capfd.readouterr()
+    assert code == 0 and "passed: 3/3" in out, (out + err)[-3000:]
