@@ -181,14 +181,14 @@ QUICK_TIMING: dict[str, Any] = {
 }
 
 
-def quick_tasks(where: Path, **timing: Any) -> Path:
+def quick_tasks(where: Path, holdout: int = 1, **timing: Any) -> Path:
     """A tasks directory at ``where``: a copy of the repository's demo family whose demo/softmax is timed
-    as :data:`QUICK_TIMING` says (then ``timing``) with one holdout probe; for a server's ``tasks_dir``."""
+    as :data:`QUICK_TIMING` says (then ``timing``) with ``holdout`` probes; for a server's ``tasks_dir``."""
     shutil.copytree(DEFAULT_TASKS_DIR / "demo", where / "demo")
     path = where / "demo" / "softmax" / "manifest.json"
     manifest = json.loads(path.read_text())
     manifest["timing"].update(QUICK_TIMING, **timing)
-    manifest["holdout"]["count"] = 1
+    manifest["holdout"]["count"] = holdout
     path.write_text(json.dumps(manifest))
     return where
 
