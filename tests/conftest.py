@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
+import shutil
 import subprocess
 import tarfile
 import threading
@@ -49,6 +51,7 @@ from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB  # noqa: E402
 from kcoral.runner.services import Services  # noqa: E402
 from kcoral.runner.settings import Settings  # noqa: E402
 from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY  # noqa: E402
+from kcoral.tasks.registry import DEFAULT_TASKS_DIR  # noqa: E402
 from tests.serverproc import free_port  # noqa: E402
 
 JOB_IMAGE = os.environ.get("KCORAL_TEST_IMAGE", "kcoral-job:cpu")
@@ -161,6 +164,33 @@ def server_settings(data_dir: Path, image: str, limits: Limits | None = None, **
     """A test server's settings: loopback on a free port, no GPU, two CPU slots, then ``overrides``."""
     settings = Settings(data_dir=data_dir, port=free_port(), image=image, gpus="none", cpu_slots=2)
     return replace(settings, limits=limits or Limits(), **overrides)
+
+
+#: demo/softmax timed briefly: ten timed iterations in a second at most (15 s more at most on a busy host,
+#: where a full evaluation's sampling may go on for two minutes) after a short warm-up, and one holdout
+#: probe. For a test whose assertions are about what happens with an evaluation (its history, labels,
+#: receipts, how a client shows it), not about how precise its score is: the task's own timing is
+#: exercised by the tests of the timing itself (tests/attacks, the co-tenant and loaded-host tests, the
+#: task contract's template)
+QUICK_TIMING: dict[str, Any] = {
+    "warmup_s": 0.1,
+    "min_reps": 10,
+    "max_reps": 10,
+    "budget_s": 1.0,
+    "noisy_budget_s": 15.0,
+}
+
+
+def quick_tasks(where: Path, holdout: int = 1, **timing: Any) -> Path:
+    """A tasks directory at ``where``: a copy of the repository's demo family whose demo/softmax is timed
+    as :data:`QUICK_TIMING` says (then ``timing``) with ``holdout`` probes; for a server's ``tasks_dir``."""
+    shutil.copytree(DEFAULT_TASKS_DIR / "demo", where / "demo")
+    path = where / "demo" / "softmax" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["timing"].update(QUICK_TIMING, **timing)
+    manifest["holdout"]["count"] = holdout
+    path.write_text(json.dumps(manifest))
+    return where
 
 
 @contextmanager

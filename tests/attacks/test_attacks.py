@@ -19,7 +19,7 @@ import docker
 import pytest
 
 from kcoral.runner.codecopy import PACKAGE_ROOT
-from tests.conftest import RunningServer, make_tar, mounted_tmpfs, server_settings, serving
+from tests.conftest import RunningServer, make_tar, mounted_tmpfs, quick_tasks, server_settings, serving
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 TASK = "demo/softmax"
@@ -76,6 +76,19 @@ NEUTRALISED = {
     "zero_inputs": None,  # inputs are rewritten before every call
     "plant_links": "LINK-PLANTED",  # class 7: nowhere to plant a link the server reads
 }
+#: neutralised whatever the timing's length (the forgery, the patched clock or the link finds nothing to
+#: act on: sampling longer shows no more), so evaluated on ``quick_server``: ten timed iterations, not
+#: up to forty (~3 s less each on a quiet 2-core host). The honest run (the reference for HONEST_LIMIT),
+#: slow_baseline (aimed at the baseline's timing) and zero_inputs keep the task's own timing
+QUICK_NEUTRALISED = {
+    "atexit_forge",
+    "atexit_forge_below_floor",
+    "fake_results_in_setup",
+    "gc_forge_results",
+    "patch_clock",
+    "patch_timing_global",
+    "plant_links",
+}
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +99,18 @@ def server(
     of its own, its containers removed before its result: a server per test only added its start, its
     standby containers' and its stop, ~0.5 s each time)."""
     with serving(docker_client, server_settings(tmp_path_factory.mktemp("attacks"), job_image)) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def quick_server(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
+) -> Iterator[RunningServer]:
+    """A server whose demo/softmax is timed briefly (tests.conftest.quick_tasks), for the evaluations
+    whose assertions are about what the attack found or printed, not about the timing's precision."""
+    tasks = quick_tasks(tmp_path_factory.mktemp("quicktasks"))
+    settings = server_settings(tmp_path_factory.mktemp("attacks-quick"), job_image, tasks_dir=tasks)
+    with serving(docker_client, settings) as srv:
         yield srv
 
 
@@ -179,7 +204,8 @@ def test_attack_is_flagged(server: RunningServer, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(NEUTRALISED))
-def test_attack_is_neutralised(server: RunningServer, name: str) -> None:
+def test_attack_is_neutralised(request: pytest.FixtureRequest, name: str) -> None:
+    server = request.getfixturevalue("quick_server" if name in QUICK_NEUTRALISED else "server")
     job, report, log = evaluate(server, name)
     assert_honest(job, report)
     marker = NEUTRALISED[name]
@@ -231,7 +257,7 @@ def test_forged_report_lines_are_not_the_last_word(server: RunningServer) -> Non
 def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], tmp_path: Path) -> None:
     """Attack 2: the candidate searches the filesystem, env and the supervisor's /proc entries."""
     with mounted_tmpfs(tmp_path / "own", 4096) as own:  # the data dir as a filesystem of its own
-        server = server_factory(data_dir=own / "data")
+        server = server_factory(data_dir=own / "data", tasks_dir=quick_tasks(tmp_path / "tasks"))
         job, report, log = evaluate(server, "read_secrets")
     assert "SECRET-SCAN-DONE" in log, log[-3000:]
     found = [line for line in log.splitlines() if line.startswith("SECRET-FOUND")]
@@ -252,18 +278,20 @@ def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], 
     assert_honest(job, report)
 
 
-def test_shadow_modules_are_never_imported(server: RunningServer) -> None:
-    """Attack 3: torch.py / numpy.py / statistics.py in the submission directory."""
-    job, report, log = evaluate(server, "shadow_modules")
+def test_shadow_modules_are_never_imported(quick_server: RunningServer) -> None:
+    """Attack 3: torch.py / numpy.py / statistics.py in the submission directory (the task timed briefly:
+    what is asserted is what was imported, and an honest result)."""
+    job, report, log = evaluate(quick_server, "shadow_modules")
     assert "SHADOW-LOADED" not in log, log[-3000:]
     assert_honest(job, report)
 
 
-def test_nothing_is_cached_across_evaluations(server: RunningServer) -> None:
-    """Attack 15: the second evaluation must not see the files the first one left."""
-    _, _, first = evaluate(server, "cache_across_runs")
+def test_nothing_is_cached_across_evaluations(quick_server: RunningServer) -> None:
+    """Attack 15: the second evaluation must not see the files the first one left (the task timed
+    briefly: only what the candidate printed is asserted)."""
+    _, _, first = evaluate(quick_server, "cache_across_runs")
     assert "CACHE-WROTE" in first, first[-3000:]
-    _, _, second = evaluate(server, "cache_across_runs")
+    _, _, second = evaluate(quick_server, "cache_across_runs")
     assert "CACHE-WROTE" in second
     hits = [line for line in second.splitlines() if line.startswith("CACHE-HIT")]
     assert not hits, hits

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,21 @@ import pytest
 
 from kcoral.cli.main import run
 from kcoral.protocol.errors import EXIT_INCONCLUSIVE
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, quick_tasks
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "tests" / "eval_candidates" / "softmax_good"
 TASK = "demo/softmax"
 #: an A/A request or evaluation a busy host left inconclusive is made again, at most this many times
 RETRIES = 3
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., RunningServer], tmp_path_factory: pytest.TempPathFactory) -> RunningServer:
+    """demo/softmax timed briefly (tests.conftest.quick_tasks): what is checked is how the A/A requests'
+    floor is kept, shown and folded into an evaluation, whatever its size (four evaluations, each some
+    seconds shorter)."""
+    return server_factory(tasks_dir=quick_tasks(tmp_path_factory.mktemp("tasks")))
 
 
 def _report(srv: RunningServer, job_id: str) -> dict[str, Any]:

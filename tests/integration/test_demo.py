@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import docker
@@ -14,7 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_demo_runs_the_job_and_exits_with_its_code(tmp_path: Path, docker_client: docker.DockerClient) -> None:
-    env = {**os.environ, "KCORAL_PORT": str(free_port())}
+    # the demo as README runs it, less its install: this session's interpreter has this checkout installed
+    # (tests/conftest.py checks it), and it is the python3 the demo finds first (a reinstall took ~5 s, and
+    # changed the install of whichever python3 came first on PATH: on a shared host, another checkout's)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {**os.environ, "KCORAL_PORT": str(free_port()), "KCORAL_INSTALLED": "1", "PATH": path}
     proc = subprocess.run(
         ["bash", str(ROOT / "scripts" / "demo.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
     )

@@ -21,7 +21,7 @@ import docker
 import pytest
 
 from kcoral.cli.main import run
-from tests.conftest import RunningServer, make_tar, server_settings, serving
+from tests.conftest import RunningServer, make_tar, quick_tasks, server_settings, serving
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "tests" / "eval_candidates" / "softmax_good"
@@ -76,8 +76,12 @@ def server(
     tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
 ) -> Iterator[RunningServer]:
     """One server for the whole file (show and rerun work on a job evaluated once); tests.conftest's
-    ``remote`` points the CLI at it."""
-    with serving(docker_client, server_settings(tmp_path_factory.mktemp("evaldata"), job_image)) as srv:
+    ``remote`` points the CLI at it. Its demo/softmax is timed briefly (tests.conftest.quick_tasks; the
+    holdout's four probes kept, as the task lists them): what is checked is what the CLI prints, streams
+    and downloads of an evaluation, never how precise its score is."""
+    tasks = quick_tasks(tmp_path_factory.mktemp("tasks"), holdout=4)
+    settings = server_settings(tmp_path_factory.mktemp("evaldata"), job_image, tasks_dir=tasks)
+    with serving(docker_client, settings) as srv:
         yield srv
 
 

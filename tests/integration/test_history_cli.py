@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,19 @@ import pytest
 
 from kcoral.cli.main import run
 from kcoral.protocol.submission import tar_digest
-from tests.conftest import RunningServer, make_tar
+from tests.conftest import RunningServer, make_tar, quick_tasks
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "tests" / "eval_candidates" / "softmax_good"
 TASK = "demo/softmax"
 WORDS = {"faster", "slower", "same", "ambiguous"}
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., RunningServer], tmp_path_factory: pytest.TempPathFactory) -> RunningServer:
+    """demo/softmax timed briefly (tests.conftest.quick_tasks): what is checked here is what the server and
+    the CLI say about the evaluations, whatever their scores (three evaluations, ~4 s less each)."""
+    return server_factory(tasks_dir=quick_tasks(tmp_path_factory.mktemp("tasks")))
 
 
 def run_json(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:

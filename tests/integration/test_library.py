@@ -6,15 +6,23 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kcoral import Client, KcoralError
 from kcoral.protocol.errors import ServerUnreachable
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, quick_tasks
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., RunningServer], tmp_path_factory: pytest.TempPathFactory) -> RunningServer:
+    """demo/softmax timed briefly (tests.conftest.quick_tasks): README's loop is checked to run as written
+    and print what it says, not for the size of the score it prints."""
+    return server_factory(tasks_dir=quick_tasks(tmp_path_factory.mktemp("tasks")))
 
 
 def readme_loop() -> str:

@@ -17,7 +17,7 @@ from kcoral.runner.auth import load_tokens
 from kcoral.runner.settings import Settings
 from kcoral.runner.warmup import WARM_UP_OWNER, template, template_tar
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR
-from tests.conftest import RunningServer, free_port, remove_containers, start_server
+from tests.conftest import RunningServer, free_port, quick_tasks, remove_containers, start_server
 
 TASK = "demo/softmax"
 
@@ -32,14 +32,18 @@ def _finished(srv: RunningServer, timeout: float = 240) -> dict[str, Any]:
         (warm,) = _warm_ups(srv)
         if warm["state"] == "finished":
             return warm
-        time.sleep(0.5)
+        time.sleep(0.1)
     raise AssertionError(f"the warm-up did not finish: {_warm_ups(srv)}")
 
 
 def test_the_template_is_evaluated_at_the_start(
     tmp_path: Path, docker_client: docker.DockerClient, job_image: str
 ) -> None:
-    settings = Settings(data_dir=tmp_path / "data", port=free_port(), image=job_image, gpus="none", warm_up=(TASK,))
+    # the task timed briefly (tests.conftest.quick_tasks): that the warm-up is made, and how, is asserted
+    tasks = quick_tasks(tmp_path / "tasks")
+    settings = Settings(
+        data_dir=tmp_path / "data", port=free_port(), image=job_image, gpus="none", warm_up=(TASK,), tasks_dir=tasks
+    )
     srv = start_server(settings)
     try:
         (warm,) = _warm_ups(srv)

@@ -19,6 +19,7 @@ from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 
 from tests.attacks.test_attacks import CANDIDATES
+from tests.conftest import quick_tasks
 from tests.serverproc import ROOT
 
 TRANSCRIPT = Path(os.environ.get("KCORAL_MCP_TRANSCRIPT") or Path(__file__).parent / "artifacts" / "transcript.json")
@@ -27,7 +28,8 @@ TOOLS = {"list_tasks", "show_task", "evaluate", "check", "run_python", "job_stat
 
 
 def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_path: Path) -> None:
-    srv = server_factory()
+    # demo/softmax timed briefly (tests.conftest.quick_tasks): the tools' answers are checked, not the score's size
+    srv = server_factory(tasks_dir=quick_tasks(tmp_path / "tasks"))
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "kcoral", "mcp", "--remote", srv.url],
