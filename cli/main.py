@@ -20,6 +20,7 @@ from kcoral.cli.commands import COMMANDS, CORE_COMMANDS, PANELS
 from kcoral.cli.commands.common import PASSTHROUGH_CONTEXT
 from kcoral.cli.output import JSON_EMITTED, emit_json, error_document, exit_code_for_error, print_error
 from kcoral.protocol.errors import EXIT_INTERRUPTED, EXIT_SERVER_ERROR, EXIT_USAGE, KcoralError, UsageError
+from kcoral.protocol.install import install_hint
 
 __all__ = ["app", "interrupted", "register_commands", "register_optional_commands", "run"]
 
@@ -127,7 +128,7 @@ def register_optional_commands(target: typer.Typer = app) -> None:
                 name,
                 context_settings=PASSTHROUGH_CONTEXT,
                 add_help_option=False,
-                help="(needs the server: pip install 'kcoral-bench[server]')",
+                help=f"(needs the server: {install_hint('server')})",
                 rich_help_panel=PANELS[name],
             )(_server_missing(name, missing))
         return
@@ -144,7 +145,7 @@ def _server_missing(name: str, missing: list[str]) -> Callable[[typer.Context], 
     def command(ctx: typer.Context) -> None:
         raise UsageError(
             f"`kcoral {name}` runs the server, which is not installed here "
-            f"(missing: {', '.join(missing)}): pip install 'kcoral-bench[server]'"
+            f"(missing: {', '.join(missing)}): {install_hint('server')}"
         )
 
     return command

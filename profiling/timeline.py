@@ -15,6 +15,7 @@ from typing import Any
 
 from kcoral.profiling.iket_load import load
 from kcoral.profiling.iket_trace import Launch, Trace
+from kcoral.protocol.install import install_hint
 
 
 class PlotUnavailable(RuntimeError):
@@ -29,7 +30,7 @@ def _pyplot() -> Any:
         import matplotlib.pyplot as plt
     except ImportError:
         raise PlotUnavailable(
-            "plotting needs matplotlib: pip install 'kcoral-bench[plot]' (or pip install matplotlib)"
+            f"plotting needs matplotlib: {install_hint('plot')} (or pip install matplotlib)"
         ) from None
     return plt
 

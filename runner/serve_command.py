@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from kcoral.protocol.install import install_hint
 from kcoral.runner import server_options as opts
 from kcoral.runner.logsetup import FORMATS, configure
 from kcoral.runner.settings import Settings
@@ -78,9 +79,7 @@ def serve(
         typer.echo(f"refusing to start: {'; '.join(exposed)}: move it out of the toolchain mounts", err=True)
         raise typer.Exit(2)
     if ray and importlib.util.find_spec("ray") is None:
-        typer.echo(
-            "kcoral serve: --ray needs Ray, which is not installed here: pip install 'kcoral-bench[ray]'", err=True
-        )
+        typer.echo(f"kcoral serve: --ray needs Ray, which is not installed here: {install_hint('ray')}", err=True)
         raise typer.Exit(2)
     if not settings.is_loopback and settings.tokens_file is None:
         typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)

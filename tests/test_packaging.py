@@ -144,7 +144,7 @@ def test_client_install_runs_the_client(client_venv: Path) -> None:
     refused = subprocess.run([kcoral, "tasks"], capture_output=True, text=True, timeout=60, env=env)
     assert refused.returncode == 69 and "cannot reach http://127.0.0.1:9" in refused.stderr, refused.stderr
     served = subprocess.run([kcoral, "serve", "--port", "1"], capture_output=True, text=True, timeout=60, env=env)
-    assert served.returncode == 2 and "pip install 'kcoral-bench[server]'" in served.stderr, served.stderr
+    assert served.returncode == 2 and "pip install -e '.[server]' in a kcoral checkout" in served.stderr, served.stderr
     assert "Traceback" not in served.stderr + refused.stderr
 
 

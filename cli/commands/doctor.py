@@ -17,6 +17,7 @@ from kcoral import __version__
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption
 from kcoral.cli.output import emit_json
 from kcoral.protocol.errors import KcoralError
+from kcoral.protocol.install import install_hint
 
 #: the clocks may differ by this much (seconds) before it is worth a warning (job times come from the server)
 CLOCK_SKEW_S = 5.0
@@ -95,8 +96,9 @@ def _versions(health: dict[str, Any]) -> Check:
     server = health.get("version")
     if server == __version__:
         return Check("versions", "ok", f"client and server are kcoral {server}")
-    return Check("versions", "warn", f"client {__version__}, server {server or 'older than 0.1'}",
-                 f"pip install 'kcoral=={server}'" if server else "update the server")  # fmt: skip
+    fix = f"the client of the server's version ({server}): {install_hint()} at that version" if server else ""
+    seen = f"client {__version__}, server {server or 'older than 0.1'}"
+    return Check("versions", "warn", seen, fix or "update the server")
 
 
 def _clock(health: dict[str, Any], local: float) -> Check:

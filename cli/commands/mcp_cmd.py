@@ -9,6 +9,7 @@ import typer
 
 from kcoral.cli.commands.common import RemoteOption, TokenOption
 from kcoral.protocol.errors import UsageError
+from kcoral.protocol.install import install_hint
 
 
 def mcp(
@@ -26,7 +27,7 @@ def mcp(
     """Serve kcoral's tools to an agent host over MCP (stdio by default): list_tasks, show_task,
     evaluate, check, run_python, job_status, job_log, download_outputs, ncu, iket, cancel."""
     if importlib.util.find_spec("mcp") is None:
-        raise UsageError("`kcoral mcp` needs the MCP SDK, which is not installed here: pip install 'kcoral-bench[mcp]'")
+        raise UsageError(f"`kcoral mcp` needs the MCP SDK, which is not installed here: {install_hint('mcp')}")
     if not remote:
         raise UsageError("no server given: pass --remote URL or set KCORAL_REMOTE")
     from kcoral.cli.mcp_server import main

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kcoral.protocol.install import install_hint
 from kcoral.runner import server_options as opts
 from kcoral.runner.logsetup import configure
 from kcoral.runner.settings import Settings
@@ -67,7 +68,7 @@ def agent(
     from kcoral.runner.cluster.placement import HOST_NAME
 
     if importlib.util.find_spec("ray") is None:
-        typer.echo("kcoral agent: Ray is not installed here: pip install 'kcoral-bench[ray]'", err=True)
+        typer.echo(f"kcoral agent: Ray is not installed here: {install_hint('ray')}", err=True)
         raise typer.Exit(2)
     host = host_name or socket.gethostname().split(".")[0]
     if not HOST_NAME.fullmatch(host):
