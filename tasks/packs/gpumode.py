@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any
 
 from kcoral.tasks.packs import values
-from kcoral.tasks.packs.kernelbench import _inspected
+from kcoral.tasks.packs.problem import PackProblem
 
 TOLERANCE_RULE = "the problem's own check_implementation(data, output), run by the supervisor on its copy of data"
 HOLDOUT_RULE = (
@@ -33,7 +33,7 @@ HOLDOUT_RULE = (
 SEED_RANGE = 2**31
 
 
-class GpuModeProblem:
+class GpuModeProblem(PackProblem):
     """One problem folder's task functions; its code is imported on first use only."""
 
     tolerance_rule = TOLERANCE_RULE
@@ -41,10 +41,9 @@ class GpuModeProblem:
 
     def __init__(self, root: Path, manifest: dict[str, Any]) -> None:
         self.root = root
-        self.pack = manifest["pack"]
+        super().__init__(manifest["pack"])
         self.workloads = manifest["workloads"]
         self._module: ModuleType | None = None
-        self._specs: dict[Any, dict[str, tuple[tuple[int, ...], str]]] = {}
         self._preallocated: dict[Any, tuple[str, ...]] = {}
 
     def importable(self) -> None:
@@ -107,27 +106,6 @@ class GpuModeProblem:
         if isinstance(got, tuple):  # (passed, message)
             return "" if got[0] else str(got[1] if len(got) > 1 else "check_implementation failed")
         return "" if got in (True, "", None) else str(got)
-
-    def output_specs(self, inputs: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:
-        key = tuple(
-            (k, tuple(getattr(v, "shape", ())), str(getattr(v, "dtype", "")))
-            for k, v in inputs.items()
-            if k != values.TREE
-        )
-        if key not in self._specs:
-            self._specs[key] = values.specs(self.reference(inputs, {}))
-        return self._specs[key]
-
-    def make_outputs(self, inputs: dict[str, Any], device: str) -> dict[str, Any]:
-        import torch  # noqa: PLC0415
-
-        return {
-            name: torch.empty(shape, dtype=getattr(torch, dtype), device=device)
-            for name, (shape, dtype) in self.output_specs(inputs).items()
-        }
-
-    def signature(self, params: dict[str, Any]) -> dict[str, Any]:
-        return _inspected(self.pack, params)
 
     def baseline(self, data: dict[str, Any]) -> Callable[[], None]:
         return self._runner(self.problem().ref_kernel, data)

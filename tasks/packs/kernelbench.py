@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from kcoral.tasks.packs import values
+from kcoral.tasks.packs.problem import PackProblem
 
 #: the seed both models are built under (their parameters must be the same)
 INIT_SEED = 42
@@ -36,7 +37,7 @@ HOLDOUT_RULE = (
 )
 
 
-class KernelBenchProblem:
+class KernelBenchProblem(PackProblem):
     """One problem file's task functions; the file is imported (run) on first use only."""
 
     tolerance_rule = TOLERANCE_RULE
@@ -44,10 +45,9 @@ class KernelBenchProblem:
 
     def __init__(self, root: Path, manifest: dict[str, Any]) -> None:
         self.path = root / manifest["pack"]["entry"]
-        self.pack = manifest["pack"]
+        super().__init__(manifest["pack"])
         self._module: ModuleType | None = None
         self._models: dict[str, Any] = {}
-        self._specs: dict[Any, dict[str, tuple[tuple[int, ...], str]]] = {}
 
     def problem(self) -> ModuleType:
         """The problem file, imported once."""
@@ -100,25 +100,6 @@ class KernelBenchProblem:
         with torch.no_grad():
             result = self._reference_model(device)(*_args(inputs, clone=True))
         return values.as_outputs(result)
-
-    def output_specs(self, inputs: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:
-        """From one reference run per distinct input shapes."""
-        key = tuple((k, tuple(getattr(v, "shape", ())), str(getattr(v, "dtype", type(v)))) for k, v in inputs.items())
-        if key not in self._specs:
-            self._specs[key] = values.specs(self.reference(inputs, {}))
-        return self._specs[key]
-
-    def make_outputs(self, inputs: dict[str, Any], device: str) -> dict[str, Any]:
-        import torch  # noqa: PLC0415
-
-        return {
-            name: torch.empty(shape, dtype=getattr(torch, dtype), device=device)
-            for name, (shape, dtype) in self.output_specs(inputs).items()
-        }
-
-    def signature(self, params: dict[str, Any]) -> dict[str, Any]:
-        """What data holds, as inspected (tasks.packs.inspect; the server puts it in the manifest)."""
-        return _inspected(self.pack, params)
 
     def baseline(self, data: dict[str, Any]) -> Callable[[], None]:
         return self._runner(self.build(self.problem().Model, _device(data)), data)
@@ -198,10 +179,3 @@ def _args(data: dict[str, Any], clone: bool = False) -> list[Any]:
 
 def _device(data: dict[str, Any]) -> str:
     return next((v.device.type for v in data.values() if hasattr(v, "device")), "cpu")
-
-
-def _inspected(pack: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
-    for entry in pack.get("shapes", []):
-        if entry.get("params") == params:
-            return {k: entry[k] for k in ("inputs", "scalars", "outputs")}
-    raise ValueError("this problem has not been inspected (its inputs' shapes are known once it has run)")
