@@ -85,6 +85,15 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     app.include_router(web.router)
     app.mount("/ui/static", web.static, name="ui-static")
 
+    _own_routes(app, svc, open_docs)
+    _error_handlers(app)
+    return app
+
+
+def _own_routes(app: FastAPI, svc: Services, open_docs: bool) -> None:
+    """The routes outside the API's routers: ``/`` (to the web page), ``/openapi.json`` (a token
+    holder's where the server has tokens) and ``/metrics`` (Prometheus's: a token's unless public)."""
+
     @app.get("/", include_in_schema=False)
     def root() -> RedirectResponse:
         """A browser pointed at the server lands on its web page."""
@@ -100,14 +109,11 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
     @app.get("/metrics", include_in_schema=False)
     def metrics(authorization: str | None = Header(default=None)) -> Response:
         """Prometheus's scrape (runner.metrics): a token's unless the operator made it public."""
-        if not settings.metrics_public:
+        if not svc.settings.metrics_public:
             svc.auth.owner(authorization)
         from kcoral.runner.metrics import CONTENT_TYPE, render
 
         return Response(render(svc), media_type=CONTENT_TYPE)
-
-    _error_handlers(app)
-    return app
 
 
 def _error_handlers(app: FastAPI) -> None:

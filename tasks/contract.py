@@ -14,6 +14,7 @@ from kcoral.protocol.errors import InfrastructureError
 from kcoral.runner.limits import Limits
 from kcoral.tasks.cases import timing_method
 from kcoral.tasks.documents import TaskContract, TensorSpec, WorkloadContract
+from kcoral.tasks.harness.schema import TimingMethod
 from kcoral.tasks.harness.taskdef import Task
 
 HOLDOUT = (
@@ -118,6 +119,36 @@ def _specs(specs: dict[str, Any]) -> dict[str, TensorSpec]:
     return {name: TensorSpec(shape=list(shape), dtype=str(dtype)) for name, (shape, dtype) in specs.items()}
 
 
+def _workload(w: dict[str, Any], sig: dict[str, Any], default_tol: dict[str, float]) -> WorkloadContract:
+    """A public workload as the contract shows it: its inputs and outputs as ``sig`` (the task's
+    signature for its params) builds them, its tolerance."""
+    return WorkloadContract(
+        id=w["id"],
+        timed=bool(w.get("timed")),
+        params=w["params"],
+        inputs=_specs(sig["inputs"]),
+        scalars=sig["scalars"],
+        outputs=_specs(sig["outputs"]),
+        tolerance=w.get("tolerance", default_tol),
+    )
+
+
+def method_text(method: TimingMethod) -> str:
+    """How a task is timed, in words, with its method's figures."""
+    text = TIMING_METHOD.format(
+        flush=method.flush_bytes,
+        warmup=method.warmup_s,
+        target=method.interval_target,
+        min_reps=method.min_reps,
+        max_reps=method.max_reps,
+        budget=method.budget_s,
+        call=method.call_timeout_s,
+    )
+    if method.batch > 1:
+        text += BATCH_METHOD.format(batch=method.batch) + (GRAPH_METHOD if method.graph else "")
+    return text
+
+
 def task_contract(
     task: Task, limits: Limits, image: str, python: str, packages: dict[str, str], packages_error: str = ""
 ) -> TaskContract:
@@ -128,20 +159,7 @@ def task_contract(
     if not hasattr(module, "signature"):
         raise InfrastructureError(f"task {task.id} has no signature(params): its contract cannot be given")
     default_tol = manifest["tolerance"]
-    workloads = []
-    for w in manifest["workloads"]:
-        sig = module.signature(w["params"])
-        workloads.append(
-            WorkloadContract(
-                id=w["id"],
-                timed=bool(w.get("timed")),
-                params=w["params"],
-                inputs=_specs(sig["inputs"]),
-                scalars=sig["scalars"],
-                outputs=_specs(sig["outputs"]),
-                tolerance=w.get("tolerance", default_tol),
-            )
-        )
+    workloads = [_workload(w, module.signature(w["params"]), default_tol) for w in manifest["workloads"]]
     method = timing_method(limits.eval_timing, manifest)
     probes = int(manifest.get("holdout", {}).get("count", 0))
     return TaskContract(
@@ -158,17 +176,7 @@ def task_contract(
         tolerance_rule=str(getattr(module, "tolerance_rule", TOLERANCE_RULE))
         + (INPUTS_READ_ONLY if task.inputs_read_only else INPUTS_WRITABLE),
         timing=asdict(method),
-        timing_method=TIMING_METHOD.format(
-            flush=method.flush_bytes,
-            warmup=method.warmup_s,
-            target=method.interval_target,
-            min_reps=method.min_reps,
-            max_reps=method.max_reps,
-            budget=method.budget_s,
-            call=method.call_timeout_s,
-        )
-        + (BATCH_METHOD.format(batch=method.batch) if method.batch > 1 else "")
-        + (GRAPH_METHOD if method.batch > 1 and method.graph else ""),
+        timing_method=method_text(method),
         score=SCORE,
         floor_ms=manifest.get("floor_ms"),
         max_speedup=manifest.get("max_speedup"),
