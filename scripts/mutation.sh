@@ -2,7 +2,7 @@
 # Mutation scores of the verdict code against its unit tests (issue 31 item 7): scripts/mutation.py over
 # each module with the unit tests that import it, no Docker. A developer's check, never run by CI
 # (minutes: a forked pytest per mutant). Run from the checkout root with the venv of its editable install:
-#   PY=/path/to/venv/bin/python scripts/mutation.sh [stats|checks|cpuwatch|report|sandbox]...
+#   PY=/path/to/venv/bin/python scripts/mutation.sh [stats|checks|cpuwatch|report|sandbox|sampling]...
 # Each prints "MODULE: N mutants, K killed, S survived: score X%" and the survivors' lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,8 @@ for what in "${@:-stats checks cpuwatch report sandbox}"; do
       report) run kcoral.tasks.report tests/tasks/test_report.py tests/tasks/test_schema_report.py \
         tests/tasks/test_calibration.py ;;
       sandbox) run kcoral.runner.sandbox --only container_options tests/runner/test_sandbox_options.py ;;
-      *) echo "unknown: $one (stats checks cpuwatch report sandbox)" >&2; exit 2 ;;
+      sampling) run kcoral.tasks.harness.sampling tests/tasks/test_sampling.py ;;  # not in the default five
+      *) echo "unknown: $one (stats checks cpuwatch report sandbox sampling)" >&2; exit 2 ;;
     esac
   done
 done
