@@ -825,3 +825,17 @@ def test_others_work_on_the_submissions_core_refuses_the_times_only_past_both_li
         unmeasured: list[str] = []
         timing_row("w", const_timing(3.0, 1.5, shared_core_share=share, shared_core_ms=ms), {}, [], unmeasured)
         assert bool(unmeasured) is refused, (share, ms, unmeasured)
+
+
+def test_batch_mode_starts_at_batches_of_two_and_flags_a_gain_past_the_limit_only() -> None:
+    """batch_figures: a batch of 1 is the per-call mode (no batch fields); from 2 calls a batch, the
+    row says so. The flag (the evaluation fails) needs the batch speedup's *lower* bound above
+    BATCH_GAIN_LIMIT times the per-call interval's upper bound: a gain within it is no flag."""
+    per_call = const_timing(2.0, 1.0, null=0.0, n=12)  # per call exactly 2x: [2, 2]
+    assert report_module.batch_figures("w", const_timing(3.0, 1.5, batch=1, per_call=per_call), (2.0, 2.0), []) == {}
+    flags: list[str] = []
+    timing = const_timing(3.0, 1.5, batch=2, per_call=per_call)
+    row = report_module.batch_figures("w", timing, (2.1, 2.5), flags)  # lower bound 2.1 < 1.1 x 2
+    assert row == {"batch": 2, "graph": None, "per_call_speedup": [2.0, 2.0, 2.0]} and flags == []
+    report_module.batch_figures("w", timing, (2.3, 2.5), flags)
+    assert len(flags) == 1 and flags[0].startswith("w: in batches the submission's calls measured 2.3000x or more")
