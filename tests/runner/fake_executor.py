@@ -65,6 +65,8 @@ class FakeExecutor:
     asked: int = 0  # times the scheduler asked whether the engine answers
     prewarmed: list[str] = field(default_factory=list)  # the leases asked to keep a standby
     closed: bool = False
+    #: notified at each tidy (once per turn of the scheduler's loop): a test waits on it, never sleeps
+    turn: threading.Condition = field(default_factory=threading.Condition)
 
     def image_info(self, ref: str) -> ImageInfo:
         if self.images is not None and ref not in self.images:
@@ -89,7 +91,9 @@ class FakeExecutor:
         return not self.down
 
     def tidy(self, running: set[str]) -> None:
-        self.tidied.append(set(running))
+        with self.turn:
+            self.tidied.append(set(running))
+            self.turn.notify_all()
 
     def close(self) -> None:
         self.closed = True
@@ -117,3 +121,37 @@ class FakeExecutor:
             if step.output_dir is not None:
                 step.output_dir.mkdir(parents=True, exist_ok=True)
         return self.script(job_id, steps, cancel, deadline)
+
+
+class NoGpus:
+    """A GPU probe for a host without GPUs: nothing to list, nothing in use (no NVML loaded)."""
+
+    def list(self) -> list[Any]:
+        return []
+
+    def usage(self, index: int) -> Any:
+        raise AssertionError(f"no GPU {index} on this fake host")
+
+    def telemetry(self, index: int) -> dict[str, float] | None:
+        return None
+
+
+def fake_services(settings: Any, executor: FakeExecutor | None = None) -> Any:
+    """The server's Services as Services.build makes them, with a FakeExecutor for the Docker one and no
+    GPUs: for tests of the app's routes and schema that must not need an engine (create_app(settings,
+    fake_services(settings)))."""
+    from kcoral.runner.auth import Authenticator, load_operators, load_tokens
+    from kcoral.runner.leases import LeasePool
+    from kcoral.runner.receipt_keys import KeyRing, keys_dir
+    from kcoral.runner.scheduler import Scheduler
+    from kcoral.runner.services import Services
+    from kcoral.runner.store import JobStore
+
+    store = JobStore(settings.data_dir)
+    gpus, nvml, run = NoGpus(), NoGpus(), executor or FakeExecutor()
+    placement = LeasePool([], settings.cpu_slots)
+    keys = KeyRing.open(keys_dir(settings.data_dir))
+    scheduler = Scheduler(store, placement, run, gpus, settings, None, keys)  # type: ignore[arg-type]
+    tokens = load_tokens(settings.tokens_file) if settings.tokens_file else None
+    operators = load_operators(settings.tokens_file) if settings.tokens_file else frozenset()
+    return Services(settings, store, nvml, [], placement, run, scheduler, Authenticator(tokens, operators), keys)  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
 """The OpenAPI schema documents what the server sends: our error body with the statuses each route
-can answer, and never FastAPI's 422 (a validation failure is our 400)."""
+can answer, and never FastAPI's 422 (a validation failure is our 400). The app is built with a fake
+executor and no GPUs (tests.runner.fake_executor.fake_services): no Docker engine, no NVML."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from pathlib import Path
 
 from kcoral.runner.app import create_app
 from kcoral.runner.settings import Settings
+from tests.runner.fake_executor import fake_services
 
 
 def schema(tmp_path: Path) -> dict:
-    return create_app(Settings(data_dir=tmp_path, gpus="none")).openapi()
+    settings = Settings(data_dir=tmp_path, gpus="none")
+    return create_app(settings, fake_services(settings)).openapi()
 
 
 def test_no_422_and_every_error_is_our_body(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from kcoral.runner.receipts import LISTED_REPEATS, seal
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobStore
 from kcoral.tasks.documents import Receipt, parse_receipt
+from tests.runner.fake_executor import fake_services
 
 TASK = "demo/softmax"
 DIGEST = "d" * 64
@@ -158,7 +159,8 @@ def test_v1_keys_answers_without_a_token_and_verifies_what_the_server_signs(tmp_
     tokens = tmp_path / "tokens"
     tokens.write_text(f"alice {'a' * 16}\n")
     data = tmp_path / "data"
-    app = create_app(Settings(data_dir=data, gpus="none", tokens_file=tokens))
+    settings = Settings(data_dir=data, gpus="none", tokens_file=tokens)
+    app = create_app(settings, fake_services(settings))  # no engine: the routes and schema only
     client = TestClient(app)
     answer = client.get("/v1/keys")
     assert answer.status_code == 200, answer.text

@@ -76,13 +76,15 @@ class Rig:
         raise AssertionError(f"job {job_id} is {self.store.get(job_id).state}, not {state}")
 
     def turns(self, count: int, timeout: float = 10) -> None:
-        """Wait for ``count`` more turns of the scheduler's loop (each has the executor tidy once)."""
-        until = len(self.executor.tidied) + count
-        end = time.monotonic() + timeout
-        while len(self.executor.tidied) < until:
-            assert time.monotonic() < end, f"the loop made {len(self.executor.tidied)} of {until} turns"
-            self.scheduler.wake()
-            time.sleep(0.005)
+        """Wait for ``count`` more turns of the scheduler's loop: each has the executor tidy once, which
+        notifies ``executor.turn``; the wait is on that, not on a sleep (a test that then sees nothing
+        happened knows the loop looked)."""
+        turn = self.executor.turn
+        with turn:
+            until = len(self.executor.tidied) + count
+            while len(self.executor.tidied) < until:
+                self.scheduler.wake()
+                assert turn.wait(timeout), f"the loop made {len(self.executor.tidied)} of {until} turns"
 
     def settled(self, timeout: float = 10) -> dict[str, Any]:
         """The pool once every slot is back (free or drained): the GPU check runs after the job's finish."""
@@ -201,10 +203,8 @@ def test_the_loop_has_the_executor_tidy_around_the_running_jobs(tmp_path: Path, 
     running = rig.submit()
     assert started.wait(5)
     rig.scheduler.wake()
-    deadline = time.monotonic() + 5
-    while {running} not in rig.executor.tidied:
-        assert time.monotonic() < deadline, rig.executor.tidied
-        time.sleep(0.01)
+    with rig.executor.turn:  # each tidy notifies: the wait ends at the turn that saw the running job
+        assert rig.executor.turn.wait_for(lambda: {running} in rig.executor.tidied, 5), rig.executor.tidied
     rig.scheduler.cancel(running)
     rig.wait(running)
 

@@ -223,3 +223,24 @@ def test_an_error_exactly_at_the_absolute_threshold_passes() -> None:
     """RMS(ref) = 1 and atol 0.5: an error of exactly 0.5 is not over it; one of 2.0 is."""
     reason, stats = compare("y", t(1.5, 1.0, 3.0), t(1.0, 1.0, 1.0), Tolerance(0.5, 0.1, LOOSE_RMS))
     assert stats["failed_elements"] == 1 and reason is not None and "first at [2]" in reason, reason
+
+
+def test_a_failure_at_a_zero_reference_states_the_relative_error_the_rule_used() -> None:
+    """The reason names the element's relative error as the rule computed it, |err| / (|ref| + 1e-8):
+    at a reference of 0, 1e-9 / 1e-8 = 0.1 (a user reads why the element failed)."""
+    reason, _ = compare("y", t(1e-9, 4.0), t(0.0, 4.0), Tolerance(0.0, 0.09, LOOSE_RMS))
+    assert reason == (
+        "y: 1 elements out of tolerance; first at [0]: got 1e-09, expected 0 (off by 1e-09 > atol 0 x RMS(ref) "
+        "2.83 = 0, and by 0.1 of it > rtol 0.09: both rules failed)"
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_empty_outputs_pass_even_the_strictest_rms_rule(dtype: torch.dtype) -> None:
+    """A case whose output has no element (a zero-size shape) has nothing wrong: no error, an RMS ratio
+    of 0, whatever the tolerance."""
+    empty = torch.zeros(0, 3, dtype=dtype)
+    assert compare("y", empty, empty.clone(), Tolerance(0.0, 0.0, 1e-12)) == (
+        None,
+        {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0},
+    )

@@ -97,3 +97,25 @@ def test_a_shared_core_is_others_work_over_the_calls_time_never_below_zero() -> 
     # the core's ticks are 10 ms: a short window may show less than the candidate's own time
     assert cpuwatch.shared_core([(-10.0, 20.0)]) == (0.0, 0.0)
     assert cpuwatch.shared_core([]) == (0.0, 0.0)
+
+
+def test_shares_are_of_the_baselines_real_time_even_under_a_millisecond() -> None:
+    """A fast workload's baseline can total well under 1 ms over its calls: the candidate's CPU use
+    outside its calls is a share of that time (the 1e-9 floor only guards a zero)."""
+    figures = cpuwatch.outside_calls([(100_000, 50_000)], 0.5)  # 0.1 ms between calls, 0.05 ms before
+    assert figures == {
+        "idle_cpu_ms": 0.1,
+        "idle_cpu_share": pytest.approx(0.2),
+        "early_cpu_ms": 0.05,
+        "early_cpu_share": pytest.approx(0.1),
+    }
+    assert cpuwatch.shared_core([(0.1, 0.25), (0.0, 0.25)]) == (0.1, pytest.approx(0.2))
+
+
+def test_use_exactly_at_the_limits_is_not_flagged() -> None:
+    """The flags are for a median *above* limit_ms or a total *above* the share; at them, none."""
+    at = {"idle_cpu_ms": 0.5, "idle_cpu_share": 0.1, "early_cpu_ms": 0.5, "early_cpu_share": 0.1}
+    assert cpuwatch.outside_flags("w", at, 0.5, 0.1) == []
+    for key in at:
+        over = {**at, key: at[key] * 1.01}
+        assert len(cpuwatch.outside_flags("w", over, 0.5, 0.1)) == 1, key

@@ -762,3 +762,80 @@ def test_calls_far_faster_together_than_apart_are_flagged(batch_speedup: float, 
     assert bool(flags) is flagged, flags
     if flagged:
         assert flags[0].startswith(f"w: in batches the submission's calls measured {batch_speedup:.4f}x or more"), flags
+
+
+# ----- the rules' edges (mutation testing found these unpinned: scripts/mutation.sh report)
+
+
+def test_spread_needs_four_samples_and_a_median_above_zero() -> None:
+    """The spread tells a submission's own unsteady times from the host's noise (too_uncertain): from 4
+    samples on, and 0 where the median is not above zero (no ratio to take)."""
+    spread = report_module.spread
+    assert spread([1.0, 2.0, 3.0]) == 0.0
+    assert spread([1.0, 2.0, 3.0, 4.0]) == pytest.approx(1.0)  # quartiles 1.25 and 3.75 over 2.5
+    assert spread([0.5, 0.5, 0.5, 1.0]) == pytest.approx(0.75)  # a median under 1 is a median
+    assert spread([-1.0, 0.0, 0.0, 1.0]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs", "own"),
+    [
+        (0.375, 0.1, True),  # above 25% and above 3x the baseline's: the submission's own doing
+        (0.3, 0.05, True),
+        (0.375, 0.125, False),  # exactly 3x the baseline's: the host's
+        (0.25, 0.0, False),  # exactly 25%: the host's
+        (0.2, 0.01, False),  # far above the baseline's, but under 25%: the host's
+    ],
+)
+def test_an_unscorable_speedup_is_blamed_on_the_submission_only_past_both_limits(
+    mine: float, theirs: float, own: bool
+) -> None:
+    """too_uncertain's words decide what a user does next (fix the kernel, or evaluate again): the
+    submission's times are blamed only when their spread is above UNSTEADY_SPREAD and above
+    UNSTEADY_FACTOR times the baseline's, measured alongside."""
+    row = {"id": "w", "speedup_lo": 1.0, "speedup_hi": 4.0, "kernel_spread": mine, "baseline_spread": theirs}
+    why = report_module.too_uncertain(row)
+    assert why.startswith("w: the speedup's 95% interval [1.0000, 4.0000] is wider than x3 from end to end: ")
+    assert ("the submission's own call times vary too much to score" in why) is own
+    assert ("the host was too noisy to time it" in why) is (not own)
+
+
+def test_a_workloads_warnings_reach_its_row_printable() -> None:
+    """What the submission did that its verdict does not hold against it (it wrote into its inputs) is
+    shown on the workload's row, made printable like every string the supervisor passes on."""
+    result = all_pass()
+    result.cases[4] = CaseResult("w2", Outcome.PASS, warnings=["wrote into its inputs\x1b[2J"])
+    rows = build_report({}, two_timed(), result)["workloads"]
+    assert rows[2]["warnings"] == [printable("wrote into its inputs\x1b[2J")] and rows[2]["verdict"] == "PASS"
+    assert "\x1b" not in rows[2]["warnings"][0]
+
+
+def test_a_remeasured_workload_says_so() -> None:
+    """A workload the supervisor measured a second time (its first measurement was set aside) says so
+    where it says why sampling stopped."""
+    row = timing_row("w", const_timing(3.0, 1.5, remeasured=True), {}, [], [])
+    assert row["stopped_by"] == "stable, measured twice"
+
+
+def test_others_work_on_the_submissions_core_refuses_the_times_only_past_both_limits() -> None:
+    """Others' work on the candidate's core makes its times not its own: refused above SHARED_CORE_LIMIT
+    of its calls' time and from SHARED_CORE_MIN_MS of such work on (less is the clock's noise)."""
+    limit = report_module.SHARED_CORE_LIMIT
+    for share, ms, refused in [(limit, 500.0, False), (0.5, 100.0, True), (0.5, 99.0, False)]:
+        unmeasured: list[str] = []
+        timing_row("w", const_timing(3.0, 1.5, shared_core_share=share, shared_core_ms=ms), {}, [], unmeasured)
+        assert bool(unmeasured) is refused, (share, ms, unmeasured)
+
+
+def test_batch_mode_starts_at_batches_of_two_and_flags_a_gain_past_the_limit_only() -> None:
+    """batch_figures: a batch of 1 is the per-call mode (no batch fields); from 2 calls a batch, the
+    row says so. The flag (the evaluation fails) needs the batch speedup's *lower* bound above
+    BATCH_GAIN_LIMIT times the per-call interval's upper bound: a gain within it is no flag."""
+    per_call = const_timing(2.0, 1.0, null=0.0, n=12)  # per call exactly 2x: [2, 2]
+    assert report_module.batch_figures("w", const_timing(3.0, 1.5, batch=1, per_call=per_call), (2.0, 2.0), []) == {}
+    flags: list[str] = []
+    timing = const_timing(3.0, 1.5, batch=2, per_call=per_call)
+    row = report_module.batch_figures("w", timing, (2.1, 2.5), flags)  # lower bound 2.1 < 1.1 x 2
+    assert row == {"batch": 2, "graph": None, "per_call_speedup": [2.0, 2.0, 2.0]} and flags == []
+    report_module.batch_figures("w", timing, (2.3, 2.5), flags)
+    assert len(flags) == 1 and flags[0].startswith("w: in batches the submission's calls measured 2.3000x or more")

@@ -115,3 +115,53 @@ def test_a_throttled_iteration_is_disturbed_and_the_record_keeps_every_figure() 
     )
     assert (timing.batch, timing.graph, timing.warmup_calls, timing.cooled_s) == (8, METHOD.graph, 24, 1.5)
     assert samples.clock_ms() == pytest.approx(9.3) and list(itertools.chain(timing.sm_clock_mhz)) == samples.mhz
+
+
+@pytest.mark.parametrize("candidate_ms", [2.0, 4.0])
+def test_a_candidate_no_faster_than_the_baseline_stops_once_stable_too(candidate_ms: float) -> None:
+    """The stopping rule is about the interval's width, not the speedup's side of 1: a candidate as fast
+    as the baseline, or slower, measured steadily, stops as soon as a faster one would (not at the end
+    of its budget or of max_reps, which would cost every such evaluation its whole budget)."""
+    rng = random.Random(3)
+    samples, clock = Samples(), Clock(0.01)
+
+    def iteration(i: int) -> None:
+        samples.baseline.append(2.0 * (1 + 0.001 * rng.uniform(-1, 1)))
+        samples.candidate.append(candidate_ms * (1 + 0.001 * rng.uniform(-1, 1)))
+        samples.null.append(0.1)
+        samples.waits.append(0.0)
+        clock.now += clock.step
+
+    assert sampling.sample(iteration, samples, METHOD, clock=clock) == "stable"
+    assert len(samples) == 2 * stats.min_samples()
+    assert samples.estimate(METHOD).speedup == pytest.approx(1.9 / (candidate_ms - 0.1), rel=0.01)  # net of the null
+
+
+def test_noisy_sampling_ends_at_its_budget_to_the_iteration() -> None:
+    """The noisy phase samples while its clock is *before* noisy_budget_s past the end of the first (an
+    iteration of 0.5 s, exact in binary: 60 of max_reps end at 30 s, 40 more reach the 50 s limit and
+    stop there): the budget an operator sets is the time a busy host's evaluation takes."""
+    stopped, samples = simulate(METHOD, noise=0.001, step=0.5, wait=5.0)
+    assert stopped == "noisy" and len(samples) == METHOD.max_reps + 40
+
+
+def test_noisy_sampling_stops_at_noisy_reps_times_max_reps_however_fast_the_calls() -> None:
+    """A clock that hardly moves (calls far shorter than the budget) still ends the noisy phase: at
+    NOISY_REPS x max_reps iterations in all (the supervisor's record of a case stays bounded)."""
+    cfg = dataclasses.replace(METHOD, min_reps=6, max_reps=6)
+    stopped, samples = simulate(cfg, noise=0.001, step=0.0, wait=5.0)
+    assert stopped == "noisy" and len(samples) == sampling.NOISY_REPS * 6 == 60
+
+
+@pytest.mark.parametrize(
+    ("n", "disturbed", "enough"),
+    [(10, 0, True), (12, 3, False), (30, 16, False), (30, 15, True)],
+)
+def test_enough_is_min_reps_undisturbed_and_not_too_many_disturbed(n: int, disturbed: int, enough: bool) -> None:
+    """Sampling may stop (stable, or at its budget) only with min_reps (10) iterations the judge's side
+    did not mark disturbed, and with no more than half of all marked (the report's own rule: an
+    estimate over the quiet moments alone is refused)."""
+    waits = [5.0] * disturbed + [0.0] * (n - disturbed)  # 5 ms of waiting: over the limit, disturbed
+    samples = Samples(baseline=[2.0] * n, candidate=[1.0] * n, null=[0.1] * n, waits=waits)
+    assert sum(samples.disturbed(METHOD)) == disturbed
+    assert samples.enough(METHOD) is enough

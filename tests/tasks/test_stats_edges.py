@@ -125,3 +125,38 @@ def test_net_samples_pair_each_call_with_its_iteration_and_drop_an_unpaired_one(
 )
 def test_comparison_against_the_baseline_by_default(lo: float, hi: float, word: str) -> None:
     assert stats.compare_intervals(lo, hi) == word
+
+
+def test_the_default_level_is_95_percent() -> None:
+    """Callers that name no level (the report, the sampler's stopping rule) get the 95% interval: from
+    10 samples the 2nd to the 9th order statistic, and 6 samples before any interval at all."""
+    assert median_interval([float(x) for x in range(1, 11)]) == (5.5, 2.0, 9.0)
+    assert stats.min_samples() == 6
+
+
+def test_an_estimate_by_default_is_at_95_percent_with_no_position_correction() -> None:
+    """estimate's defaults: the 95% level and no A/A position cost taken off the candidate's calls (a
+    slot with no calibration): two equal sides measure exactly 1."""
+    base = [2.0 + 0.01 * (i % 7) for i in range(24)]
+    cand = [1.0 + 0.01 * (i % 5) for i in range(24)]
+    null = [0.1] * 24
+    assert estimate(base, cand, null) == estimate(base, cand, null, level=0.95, position_ms=0.0)
+    assert estimate([2.0] * 12, [2.0] * 12, [0.1] * 12).speedup == 1.0
+
+
+def test_an_iteration_cut_short_is_left_out() -> None:
+    """The supervisor can stop between an iteration's calls (a budget, a failed check): the lists then
+    differ in length, and only the iterations every list holds count."""
+    base, cand, null = [3.0] * 12, [1.0] * 12, [0.0] * 12
+    whole = estimate(base, cand, null)
+    assert estimate(base + [3.0], cand, null) == whole
+    assert estimate(base, cand + [1.0, 1.0], null + [0.0]) == whole
+
+
+def test_compare_intervals_against_the_baseline_by_default() -> None:
+    """With no other interval named, an interval is compared with the baseline's exact 1.0: the words
+    the report prints for a speedup's interval."""
+    assert stats.compare_intervals(1.2, 1.5) == "faster"
+    assert stats.compare_intervals(0.5, 0.9) == "slower"
+    assert stats.compare_intervals(0.999, 1.005) == "same"
+    assert stats.compare_intervals(0.95, 1.2) == "ambiguous"
