@@ -64,11 +64,11 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
     stats = {"max_abs_err": max_abs, "rms_ratio": rms_err / rms_ref, "failed_elements": n_fail}
     if first is not None:
         got, want = float(o[first]), float(r[first])
-        off = abs(got - want)
+        gap = abs(got - want)
         return (
             f"{name}: {n_fail} elements out of tolerance; first at {list(first)}: got {got:.6g}, expected {want:.6g} "
-            f"(off by {off:.3g} > atol {tol.atol:g} x RMS(ref) {rms_ref:.3g} = {tol.atol * rms_ref:.3g}, and by "
-            f"{off / (abs(want) + 1e-8):.3g} of it > rtol {tol.rtol:g}: both rules failed)"
+            f"(off by {gap:.3g} > atol {tol.atol:g} x RMS(ref) {rms_ref:.3g} = {tol.atol * rms_ref:.3g}, and by "
+            f"{gap / (abs(want) + 1e-8):.3g} of it > rtol {tol.rtol:g}: both rules failed)"
         ), stats
     if rms_err / rms_ref >= tol.rms:
         return (
