@@ -78,22 +78,16 @@ class JudgeWatch:
         """Per core of the host: milliseconds so far of interrupts, softirqs and steal (a counter)."""
         return {core: t.lost * _TICK_MS for core, t in self._ticks().items()}
 
-    def busy_ms(self, core: int, snapshot: bytes | None = None) -> float:
+    def busy_ms(self, core: int) -> float:
         """Milliseconds so far that ``core`` ran processes, anyone's (a counter, in clock ticks of 10 ms:
-        over many calls a sum of differences is what counts), now or as of ``snapshot``
-        (:meth:`snapshot`)."""
-        ticks = self._ticks(snapshot).get(core)
+        over many calls a sum of differences is what counts)."""
+        ticks = self._ticks().get(core)
         return ticks.busy * _TICK_MS if ticks is not None else 0.0
 
-    def snapshot(self) -> bytes:
-        """``/proc/stat`` as it is now, unparsed: what :meth:`busy_ms` reads later. A read inside a timed
-        window costs the window the read alone (~20 us on the dev VM), not the parse."""
-        return os.pread(self._stat, 1 << 20, 0) if self._stat >= 0 else b""
-
-    def _ticks(self, snapshot: bytes | None = None) -> dict[int, CoreTicks]:
+    def _ticks(self) -> dict[int, CoreTicks]:
         if self._stat < 0:
             return {}
-        return cpu_ticks((self.snapshot() if snapshot is None else snapshot).decode(errors="replace"))
+        return cpu_ticks(os.pread(self._stat, 1 << 20, 0).decode(errors="replace"))
 
     def close(self) -> None:
         for fd in [*self._sched.values(), self._stat]:

@@ -491,6 +491,7 @@ class Supervisor:
             shared.reset_persisting_l2()
             self._wait_quiet()
         cpu_a = self._cpu()
+        core_a = self._core_busy(side.worker)
         watched = self._watched(side.worker)
         waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
         self._sync()
@@ -500,7 +501,6 @@ class Supervisor:
         self.flush.add_(1.0)
         self._sync()
         cpu_b = self._cpu()
-        mark = self._core_mark()  # inside the clock for every side alike: the empty call carries its cost
         error = side.worker.ask({"op": "call", "case": side.case})
         for name, t in side.outputs.items():
             side.snapshot[name].copy_(t)
@@ -509,7 +509,7 @@ class Supervisor:
         if self.judge is not None:
             self.waited += self.judge.waited_ms(watched) - waited
         cpu_c = self._cpu()
-        self._shared_core(side.worker, mark, cpu_c - cpu_b)
+        self._shared_core(core_a, cpu_c - cpu_a)
         if side.worker is not self.candidate:
             _poison(side.outputs)  # the baseline's answer never waits in memory for the candidate's call
         if side.worker is self.candidate:
@@ -531,6 +531,7 @@ class Supervisor:
         the worker replays the batch's captured CUDA graph (TimingMethod.graph) instead of calling."""
         worker = sides[0].worker
         cpu_a = self._cpu()
+        core_a = self._core_busy(worker)
         for side, sample in zip(sides, samples, strict=True):
             _poison(side.outputs)
             if worker is not self.null:
@@ -545,14 +546,13 @@ class Supervisor:
         watched = self._watched(worker)
         waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
         cpu_b = self._cpu()
-        mark = self._core_mark()
         t0 = _ns()
         error = worker.ask({"op": "batch", "cases": [side.case for side in sides], "graph": graph})
         elapsed = (_ns() - t0) / 1e6
         if self.judge is not None:
             self.waited += self.judge.waited_ms(watched) - waited
         cpu_c = self._cpu()
-        self._shared_core(worker, mark, cpu_c - cpu_b)
+        self._shared_core(core_a, cpu_c - cpu_a)
         for side in {id(side): side for side in sides}.values():  # the empty call's batch repeats one side
             for name, t in side.outputs.items():
                 side.snapshot[name].copy_(t)
@@ -565,24 +565,22 @@ class Supervisor:
             self.last_call_ms = elapsed / len(sides)
         return elapsed / len(sides), [side.snapshot for side in sides], error
 
-    def _core_mark(self) -> tuple[int, bytes] | None:
-        """Just before a call is asked for, whoever's it is (so that every side's window holds the same
-        read): (now in ns, the host's core counters unparsed); None when the candidate has no core of
-        its own. The window starts after the inputs are written: while they are, the candidate's core
-        sits idle and the host's other work may use it without touching any call."""
-        if self.judge is None or self.cores.candidate_core is None:
-            return None
-        return _ns(), self.judge.snapshot()
-
-    def _shared_core(self, worker: Worker, mark: tuple[int, bytes] | None, own_ns: int) -> None:
-        """After a call to the candidate: what else its core ran since ``mark`` (:meth:`_core_mark`), its
-        time less the candidate container's own ``own_ns`` over the same window, goes to
-        ``self.shared`` with the window's length (tasks.harness.interference)."""
+    def _core_busy(self, worker: Worker) -> tuple[int, float] | None:
+        """Before a call to the candidate on a core of its own: (now in ns, ms its core has run
+        processes so far); None for any other call."""
         core = self.cores.candidate_core
-        if worker is not self.candidate or mark is None or self.judge is None or core is None:
+        if worker is not self.candidate or self.judge is None or core is None:
+            return None
+        return _ns(), self.judge.busy_ms(core)
+
+    def _shared_core(self, before: tuple[int, float] | None, own_ns: int) -> None:
+        """After a call to the candidate: what else its core ran since ``before`` (:meth:`_core_busy`),
+        its time less the candidate container's own ``own_ns``, goes to ``self.shared`` with the
+        window's length (tasks.harness.interference)."""
+        if before is None or self.judge is None or self.cores.candidate_core is None:
             return
-        window = (_ns() - mark[0]) / 1e6
-        busy = self.judge.busy_ms(core) - self.judge.busy_ms(core, mark[1])
+        window = (_ns() - before[0]) / 1e6
+        busy = self.judge.busy_ms(self.cores.candidate_core) - before[1]
         self.shared.append((busy - own_ns / 1e6, window))
 
     def _watched(self, worker: Worker) -> list[str]:

@@ -68,17 +68,14 @@ def test_a_core_running_a_process_is_seen_busy() -> None:
     try:
         os.sched_setaffinity(0, {core})
         start = watch.busy_ms(core)
-        mark = watch.snapshot()  # read now, parsed later: the same counter
         stop = time.monotonic() + 0.3
         while time.monotonic() < stop:
             pass
         busy = watch.busy_ms(core) - start
-        since_mark = watch.busy_ms(core) - watch.busy_ms(core, mark)
     finally:
         os.sched_setaffinity(0, before)
         watch.close()
     assert 250.0 <= busy <= 400.0, busy
-    assert 250.0 <= since_mark <= 400.0, since_mark
     assert JudgeWatch({}, frozenset()).busy_ms(10**6) == 0.0  # no such core
 
 
