@@ -109,7 +109,7 @@ def quick_server(
     """A server whose demo/softmax is timed briefly (tests.conftest.quick_tasks), for the evaluations
     whose assertions are about what the attack found or printed, not about the timing's precision."""
     tasks = quick_tasks(tmp_path_factory.mktemp("quicktasks"))
-    settings = server_settings(tmp_path_factory.mktemp("attacks-quick"), job_image, tasks_dir=tasks)
+    settings = server_settings(tmp_path_factory.mktemp("attacks-quick"), job_image, tasks_dirs=(tasks,))
     with serving(docker_client, settings) as srv:
         yield srv
 
@@ -257,7 +257,7 @@ def test_forged_report_lines_are_not_the_last_word(server: RunningServer) -> Non
 def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], tmp_path: Path) -> None:
     """Attack 2: the candidate searches the filesystem, env and the supervisor's /proc entries."""
     with mounted_tmpfs(tmp_path / "own", 4096) as own:  # the data dir as a filesystem of its own
-        server = server_factory(data_dir=own / "data", tasks_dir=quick_tasks(tmp_path / "tasks"))
+        server = server_factory(data_dir=own / "data", tasks_dirs=(quick_tasks(tmp_path / "tasks"),))
         job, report, log = evaluate(server, "read_secrets")
     assert "SECRET-SCAN-DONE" in log, log[-3000:]
     found = [line for line in log.splitlines() if line.startswith("SECRET-FOUND")]

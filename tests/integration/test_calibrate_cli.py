@@ -31,7 +31,7 @@ def server(server_factory: Callable[..., RunningServer], tmp_path_factory: pytes
     """demo/softmax timed briefly (tests.conftest.quick_tasks): what is checked is how the A/A requests'
     floor is kept, shown and folded into an evaluation, whatever its size (four evaluations, each some
     seconds shorter)."""
-    return server_factory(tasks_dir=quick_tasks(tmp_path_factory.mktemp("tasks")))
+    return server_factory(tasks_dirs=(quick_tasks(tmp_path_factory.mktemp("tasks")),))
 
 
 def _report(srv: RunningServer, job_id: str) -> dict[str, Any]:

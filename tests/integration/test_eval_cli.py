@@ -80,7 +80,7 @@ def server(
     holdout's four probes kept, as the task lists them): what is checked is what the CLI prints, streams
     and downloads of an evaluation, never how precise its score is."""
     tasks = quick_tasks(tmp_path_factory.mktemp("tasks"), holdout=4)
-    settings = server_settings(tmp_path_factory.mktemp("evaldata"), job_image, tasks_dir=tasks)
+    settings = server_settings(tmp_path_factory.mktemp("evaldata"), job_image, tasks_dirs=(tasks,))
     with serving(docker_client, settings) as srv:
         yield srv
 

@@ -191,7 +191,7 @@ def test_a_candidate_that_writes_into_its_inputs_is_told_or_failed_as_the_task_s
     manifest = json.loads((tasks / "strict" / "softmax" / "manifest.json").read_text())
     manifest.update(id="strict/softmax", inputs_read_only=True)
     (tasks / "strict" / "softmax" / "manifest.json").write_text(json.dumps(manifest))
-    server = server_factory(tasks_dir=tasks)
+    server = server_factory(tasks_dirs=(tasks,))
     clobbers = (
         "import torch\n\ndef setup(data):\n    x, y = data['x'], data['y']\n\n"
         f"    def run():\n        {SOFTMAX}\n        x.zero_()\n\n    return run\n"

@@ -31,7 +31,7 @@ WORDS = {"faster", "slower", "same", "ambiguous"}
 def server(server_factory: Callable[..., RunningServer], tmp_path_factory: pytest.TempPathFactory) -> RunningServer:
     """demo/softmax timed briefly (tests.conftest.quick_tasks): what is checked here is what the server and
     the CLI say about the evaluations, whatever their scores (three evaluations, ~4 s less each)."""
-    return server_factory(tasks_dir=quick_tasks(tmp_path_factory.mktemp("tasks")))
+    return server_factory(tasks_dirs=(quick_tasks(tmp_path_factory.mktemp("tasks")),))
 
 
 def run_json(capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 def server(server_factory: Callable[..., RunningServer], tmp_path_factory: pytest.TempPathFactory) -> RunningServer:
     """demo/softmax timed briefly (tests.conftest.quick_tasks): README's loop is checked to run as written
     and print what it says, not for the size of the score it prints."""
-    return server_factory(tasks_dir=quick_tasks(tmp_path_factory.mktemp("tasks")))
+    return server_factory(tasks_dirs=(quick_tasks(tmp_path_factory.mktemp("tasks")),))
 
 
 def readme_loop() -> str:

@@ -42,7 +42,7 @@ def test_the_template_is_evaluated_at_the_start(
     # the task timed briefly (tests.conftest.quick_tasks): that the warm-up is made, and how, is asserted
     tasks = quick_tasks(tmp_path / "tasks")
     settings = Settings(
-        data_dir=tmp_path / "data", port=free_port(), image=job_image, gpus="none", warm_up=(TASK,), tasks_dir=tasks
+        data_dir=tmp_path / "data", port=free_port(), image=job_image, gpus="none", warm_up=(TASK,), tasks_dirs=(tasks,)
     )
     srv = start_server(settings)
     try:

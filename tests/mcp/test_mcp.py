@@ -29,7 +29,7 @@ TOOLS = {"list_tasks", "show_task", "evaluate", "check", "run_python", "job_stat
 
 def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_path: Path) -> None:
     # demo/softmax timed briefly (tests.conftest.quick_tasks): the tools' answers are checked, not the score's size
-    srv = server_factory(tasks_dir=quick_tasks(tmp_path / "tasks"))
+    srv = server_factory(tasks_dirs=(quick_tasks(tmp_path / "tasks"),))
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "kcoral", "mcp", "--remote", srv.url],

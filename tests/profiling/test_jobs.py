@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from kcoral.profiling import capabilities, jobs
 from kcoral.protocol.errors import BadRequest
-from kcoral.protocol.models import IketSpec, JobState, JobTimes, NcuSpec, ProfileSpec, Verdict
-from kcoral.runner.jobkinds import kind_for
+from kcoral.protocol.models import GpuInfo, IketSpec, JobState, JobTimes, NcuSpec, ProfileSpec, Verdict
+from kcoral.runner.jobkinds import HostFacts, kind_for
 from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep, RunResult, StepOutcome
 from kcoral.runner.runplan import JobRun, run_job
@@ -35,9 +34,11 @@ def caps(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return state
 
 
-def services(gpus: int = 1, **settings: Any) -> Any:
-    return SimpleNamespace(
-        settings=Settings(**settings), gpus=[object()] * gpus, executor=SimpleNamespace(has_image=lambda ref: True)
+def services(gpus: int = 1, **settings: Any) -> HostFacts:
+    return HostFacts(
+        Settings(**settings),
+        (GpuInfo(index=0, uuid="GPU-0", name="fake", memory_total_mib=1),) * gpus,
+        lambda ref: True,
     )
 
 

@@ -151,7 +151,7 @@ def fake_services(settings: Any, executor: FakeExecutor | None = None) -> Any:
     gpus, nvml, run = NoGpus(), NoGpus(), executor or FakeExecutor()
     placement = LeasePool([], settings.cpu_slots)
     keys = KeyRing.open(keys_dir(settings.data_dir))
-    scheduler = Scheduler(store, placement, run, gpus, settings, None, keys)  # type: ignore[arg-type]
+    scheduler = Scheduler.local(store, placement, run, gpus, settings, keys)
     tokens = load_tokens(settings.tokens_file) if settings.tokens_file else None
     operators = load_operators(settings.tokens_file) if settings.tokens_file else frozenset()
     return Services(settings, store, nvml, [], placement, run, scheduler, Authenticator(tokens, operators), keys)  # type: ignore[arg-type]

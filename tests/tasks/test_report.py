@@ -793,7 +793,10 @@ def test_an_unscorable_speedup_is_blamed_on_the_submission_only_past_both_limits
     """too_uncertain's words decide what a user does next (fix the kernel, or evaluate again): the
     submission's times are blamed only when their spread is above UNSTEADY_SPREAD and above
     UNSTEADY_FACTOR times the baseline's, measured alongside."""
-    row = {"id": "w", "speedup_lo": 1.0, "speedup_hi": 4.0, "kernel_spread": mine, "baseline_spread": theirs}
+    row = WorkloadRow(
+        id="w", params={}, timed=True, verdict=Outcome.PASS, speedup_lo=1.0, speedup_hi=4.0,
+        kernel_spread=mine, baseline_spread=theirs,
+    )  # fmt: skip
     why = report_module.too_uncertain(row)
     assert why.startswith("w: the speedup's 95% interval [1.0000, 4.0000] is wider than x3 from end to end: ")
     assert ("the submission's own call times vary too much to score" in why) is own
