@@ -71,8 +71,8 @@ def cli_loop(t: Transcript, tmp: Path) -> dict[str, Any]:
         (folder / "solution.py").write_text(source(body))
         t.kc("eval", "demo/softmax", str(folder), "--label", label, "-o", str(tmp / f"out-{label}"))
     _, hist = t.kc("history", "demo/softmax", "--json")
-    rows = [e for e in json.loads(hist)["evaluations"] if e.get("speedup") is not None]
-    rows.sort(key=lambda e: e["speedup"], reverse=True)
+    rows = [e for e in json.loads(hist)["evaluations"] if e.get("score")]
+    rows.sort(key=lambda e: e["score"]["speedup"], reverse=True)
     if len(rows) >= 2:
         t.kc("compare", rows[1]["label"], rows[0]["label"])
     t.kc("history", "demo/softmax")
@@ -86,12 +86,12 @@ def cli_loop(t: Transcript, tmp: Path) -> dict[str, Any]:
     t.lines.append(f"$ curl $KCORAL_REMOTE/v1/keys > keys.json   # saved: {keys.stat().st_size} bytes")
     t.kc("verify", str(receipt), "--key", str(keys))
     doc = json.loads(receipt.read_text())
-    doc["summary"]["speedup"] = round(doc["summary"]["speedup"] * 1.5, 4) if doc.get("summary") else 9.9
+    doc["score"]["speedup"] = round(doc["score"]["speedup"] * 1.5, 4)
     forged = tmp / "forged-receipt.json"
     forged.write_text(json.dumps(doc))
     t.lines.append("# the same receipt with its speedup made 1.5 times larger:")
     code, _ = t.kc("verify", str(forged), "--key", str(keys))
-    return {"ranked": [(r["label"], r["speedup"]) for r in rows], "forged_exit": code}
+    return {"ranked": [(r["label"], r["score"]["speedup"]) for r in rows], "forged_exit": code}
 
 
 def mcp_loop(t: Transcript, tmp: Path) -> None:
