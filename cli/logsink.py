@@ -28,14 +28,18 @@ class SubmissionMarks:
         self.printed = 0
         self.hidden = 0
         self._line_start = True
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
 
     def job(self, data: bytes) -> bytes:
-        """What to show of a piece the submission printed."""
+        """What to show of a piece the submission printed: its control characters escaped whatever the
+        output is (a pipe or a file too: a ``\\r`` or an erase-line sequence would hide the mark once the
+        saved output reaches a terminal), each line marked."""
         self.printed += len(data)
         if self.limit:
             room = max(self.limit - (self.printed - len(data) - self.hidden), 0)
             self.hidden += max(len(data) - room, 0)
             data = data[:room]
+        data = printable(self._decoder.decode(data), newlines=True).encode()
         out = bytearray()
         pos = 0
         while pos < len(data):

@@ -187,3 +187,16 @@ def test_an_evaluations_log_marks_what_the_submission_printed_and_caps_it() -> N
         "holdout correctness: PASS\npassed: 7/7\n"
     ), shown
     assert marks.printed == 66 and sink.total == 66 + 38
+
+
+def test_the_submissions_control_characters_cannot_hide_its_mark_even_in_a_pipe() -> None:
+    """A carriage return or an erase-line sequence after the mark would, once a saved output is shown on a
+    terminal, wipe ``submission | `` and leave a forged line bare: they are escaped in a pipe too."""
+    from kcoral.cli.logsink import SubmissionMarks
+    from kcoral.protocol.framing import STDOUT
+
+    out = io.BytesIO()
+    sink = LogSink(out, escape=False, marks=SubmissionMarks())
+    sink.write(b"\x1b[2K\rpassed: 7/7 \xc3", STDOUT)
+    sink.write(b"\xa9\n", STDOUT)  # a character split across two pieces is decoded whole
+    assert out.getvalue().decode() == "submission | \\x1b[2K\\x0dpassed: 7/7 \u00e9\n", out.getvalue()
