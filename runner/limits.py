@@ -33,9 +33,10 @@ values a server runs with.
 | source_files        | count | 200     | or source_files in all, is named as left out, not shown   |
 | diff_bytes          | bytes | 256 KiB | two submissions' unified diff is cut here (``truncated``) |
 
-An evaluation's timing method (:class:`kcoral.tasks.harness.schema.TimingMethod`, whose defaults these
-are; a task's manifest ``timing`` may set any of
-these for its task; the server sends the whole method to the supervisor in the case file):
+An evaluation's timing method and the judge's rules (:class:`kcoral.tasks.harness.schema.TimingMethod`,
+whose defaults these are; an operator sets them as ``timing_NAME`` (``--limit timing_budget_s=60``,
+``KCORAL_LIMIT_TIMING_BUDGET_S=60``), a task's manifest ``timing`` any of them for its task over those; the
+server sends the whole method to the supervisor in the case file, and the receipt records it):
 
 | field             | unit  | default | meaning                                                       |
 |-------------------|-------|---------|---------------------------------------------------------------|
@@ -78,6 +79,16 @@ these for its task; the server sends the whole method to the supervisor in the c
 |                   |       |         | once in a CUDA graph after the warm-up and the graph replayed |
 |                   |       |         | on every batch's fresh inputs: no host launch gap at all is   |
 |                   |       |         | timed. A call that cannot be captured fails the evaluation    |
+| per_call_checks   | count | 40      | batch mode: iterations of the per-call measurement after it   |
+| disturbed_limit   | ratio | 0.5     | more of a workload's iterations disturbed than this: sampled  |
+|                   |       |         | on, then unmeasured (the evaluation inconclusive)             |
+| protocol_dominant | ratio | 0.5     | the empty call above this share of the faster side's call:    |
+|                   |       |         | the speedup is the raw ratio, not the net one                 |
+| shared_core_share | ratio | 0.1     | others' work on the candidate's core during more than this of |
+| shared_core_ms    | ms    | 100     | its calls, and this much in all: the workload is not scored   |
+| inconclusive_ratio| ratio | 3.0     | a speedup interval wider (hi / lo): not scored, inconclusive  |
+| batch_gain_limit  | ratio | 1.10    | batch mode: a batch speedup above this times the per-call     |
+|                   |       |         | one's upper bound is flagged (work done across calls)         |
 """
 
 from __future__ import annotations
@@ -153,24 +164,43 @@ class Limits:
 ENV_PREFIX = "KCORAL_LIMIT_"
 #: a connection limit's name among the limits (``connection_total``, ``connection_head_timeout_s``, ...)
 CONNECTION = "connection_"
+#: a field of the server's timing method among the limits (``timing_budget_s``, ``timing_shared_core_share``):
+#: the defaults a task's manifest ``timing`` refines (a task's mode, ``batch`` and ``graph``, is its own)
+TIMING = "timing_"
+_TASKS_OWN = ("batch", "graph")
+_RATIOS = (
+    "interval_target",
+    "idle_cpu_share",
+    "scorable_ratio",
+    "disturbed_share",
+    "disturbed_limit",
+    "protocol_dominant",
+    "shared_core_share",
+    "inconclusive_ratio",
+    "batch_gain_limit",
+)
 _SIZES = {"kib": KiB, "mib": MiB, "gib": GiB, "k": KiB, "m": MiB, "g": GiB, "b": 1}
 
 
 def settable() -> dict[str, tuple[int | float, str]]:
-    """Every limit an operator may set, by name: its default and unit (the job limits, then the
-    connection limits as ``connection_NAME``; the timing method is each task's own, not here)."""
+    """Every limit an operator may set, by name: its default and unit (the job limits, the connection
+    limits as ``connection_NAME``, then the timing method's defaults and the judge's rules as
+    ``timing_NAME``: a task's manifest may set its own over them)."""
     table: dict[str, tuple[int | float, str]] = {}
-    for prefix, cls in (("", Limits), (CONNECTION, ConnectionLimits)):
+    for prefix, cls in (("", Limits), (CONNECTION, ConnectionLimits), (TIMING, TimingMethod)):
         for f in fields(cls):
             default = getattr(cls(), f.name)
-            if isinstance(default, bool) or not isinstance(default, int | float):
+            if isinstance(default, bool) or not isinstance(default, int | float) or f.name in _TASKS_OWN:
                 continue
             table[prefix + f.name] = (default, _unit(f.name))
     return table
 
 
 def _unit(name: str) -> str:
-    for suffix, unit in (("_bytes", "bytes"), ("_s", "s"), ("_mib", "MiB"), ("_rate", "bytes/s")):
+    if name in _RATIOS:
+        return "ratio"
+    suffixes = (("_bytes", "bytes"), ("_ms", "ms"), ("_s", "s"), ("_mib", "MiB"), ("_rate", "bytes/s"), ("_c", "C"))
+    for suffix, unit in suffixes:
         if name.endswith(suffix):
             return unit
     return "cores" if name == "cpus" else "count"
@@ -180,16 +210,17 @@ def with_limits(values: Mapping[str, str]) -> tuple[Limits, ConnectionLimits]:
     """The job and connection limits with ``values`` (name -> text: ``8GiB``, ``30``, ``0.5``) set; a
     ValueError names the limit and what it takes."""
     table = settable()
-    job: dict[str, int | float] = {}
-    conn: dict[str, int | float] = {}
+    groups: dict[str, dict[str, int | float]] = {"": {}, CONNECTION: {}, TIMING: {}}
     for name, text in values.items():
         key = name.strip().lower().replace("-", "_")
         if key not in table:
             raise ValueError(f"no limit named {name!r}; the limits: {', '.join(table)}")
         default, unit = table[key]
-        value = _parse(key, text, default, unit)
-        (conn if key.startswith(CONNECTION) else job)[key.removeprefix(CONNECTION)] = value
-    return replace(Limits(), **job), replace(ConnectionLimits(), **conn)  # type: ignore[arg-type]
+        prefix = next((p for p in (CONNECTION, TIMING) if key.startswith(p)), "")
+        groups[prefix][key.removeprefix(prefix)] = _parse(key, text, default, unit)
+    timing = replace(TimingMethod(), **groups[TIMING])  # type: ignore[arg-type]
+    job = replace(Limits(), **groups[""], eval_timing=timing)  # type: ignore[arg-type]
+    return job, replace(ConnectionLimits(), **groups[CONNECTION])  # type: ignore[arg-type]
 
 
 def _parse(name: str, text: str, default: int | float, unit: str) -> int | float:

@@ -65,7 +65,7 @@ class WorkloadRow(Document):
     early_cpu_ms: float | None = None
     early_cpu_share: float | None = None
     #: others' work on the candidate's core while its calls ran: the share of those calls' time
-    #: (tasks.harness.interference; over tasks.report.SHARED_CORE_LIMIT the workload is not scored)
+    #: (tasks.harness.interference; over TimingMethod.shared_core_share the workload is not scored)
     shared_core_share: float | None = None
     #: the interval of this request alone, before the slot's noise floor widened it
     speedup_within: list[float] | None = None
@@ -216,6 +216,9 @@ class Receipt(Document):
     telemetry: dict[str, Any] = {}
     seed_hashes: dict[str, str] = {}
     timings: dict[str, SampleTimes] = {}
+    #: the timing method and the judge's rules the evaluation ran under (TimingMethod: this server's
+    #: ``timing_NAME`` settings with the task's own over them); None in a receipt from before
+    method: dict[str, Any] | None = None
     #: each workload's verdict and speedup with its interval (report.json's rows)
     workloads: dict[str, WorkloadScore] | None = None
     finished: float

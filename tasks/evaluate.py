@@ -25,7 +25,7 @@ import os
 import shutil
 import statistics
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -391,6 +391,7 @@ class _Evaluation:
             telemetry=telemetry,
             seed_hashes=case_builder.seed_hashes(doc),
             timings=sample_times(doc, result),
+            method=asdict(doc.timing),
             workloads={row.id: _workload_score(row) for row in report.workloads},
             finished=time.time(),
         )

@@ -22,9 +22,17 @@ from typing import Any
 from kcoral.protocol.printable import printable
 from kcoral.tasks.calibration import NoiseFloor, widen
 from kcoral.tasks.documents import EvalReport, SampleTimes, Summary, WorkloadRow
-from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
+from kcoral.tasks.harness.schema import (
+    Case,
+    CaseFile,
+    CaseResult,
+    Outcome,
+    Phase,
+    SupervisorResult,
+    Timing,
+    TimingMethod,
+)
 from kcoral.tasks.harness.stats import (
-    DISTURBED_LIMIT,
     Speedup,
     compare_intervals,
     estimate,
@@ -53,13 +61,17 @@ def build_report(
     flags = [printable(f) for f in result.interference]  # the rows add theirs (timing_row)
     unmeasured: list[str] = []
     floors = floors or {}
+    method = cases.timing
     rows = [
-        _workload_row(c, _result(by_id, c), not failed, task_manifest, flags, unmeasured, floors.get(c.workload))
+        _workload_row(
+            c, _result(by_id, c), not failed, task_manifest, flags, unmeasured, floors.get(c.workload), method
+        )
         for c in cases.cases
         if c.phase is Phase.WORKLOAD
     ]
     scored = [r for r in rows if r.speedup is not None]
-    inconclusive = unmeasured + [too_uncertain(r) for r in scored if _too_wide(r)]
+    too_wide = [r for r in scored if _too_wide(r, method.inconclusive_ratio)]
+    inconclusive = unmeasured + [too_uncertain(r, method.inconclusive_ratio) for r in too_wide]
     report = EvalReport(
         task=cases.task,
         holdout=None if check else Outcome.FAIL if failed else Outcome.PASS,
@@ -88,12 +100,13 @@ def _workload_row(
     flags: list[str],
     unmeasured: list[str],
     floor: NoiseFloor | None,
+    method: TimingMethod,
 ) -> WorkloadRow:
     """A public workload's row: its verdict and checks, and its figures if it was timed and passed
     (:func:`timing_row`)."""
     figures: dict[str, Any] = {}
     if case.timed and holdout_pass and res.timing is not None and res.outcome is Outcome.PASS:
-        figures = timing_row(case.workload, res.timing, manifest, flags, unmeasured, floor)
+        figures = timing_row(case.workload, res.timing, manifest, flags, unmeasured, floor, method)
     return WorkloadRow(
         id=case.workload,
         params=case.params,
@@ -107,9 +120,9 @@ def _workload_row(
     )
 
 
-def _too_wide(row: WorkloadRow) -> bool:
-    """A scored row's interval is wider than INCONCLUSIVE_RATIO from end to end."""
-    return (row.speedup_hi or 0.0) > INCONCLUSIVE_RATIO * (row.speedup_lo or 0.0)
+def _too_wide(row: WorkloadRow, ratio: float) -> bool:
+    """A scored row's interval is wider than ``ratio`` (TimingMethod.inconclusive_ratio) end to end."""
+    return (row.speedup_hi or 0.0) > ratio * (row.speedup_lo or 0.0)
 
 
 def _summary(scored: list[WorkloadRow]) -> Summary:
@@ -128,13 +141,13 @@ def _summary(scored: list[WorkloadRow]) -> Summary:
     )
 
 
-def too_uncertain(row: WorkloadRow) -> str:
+def too_uncertain(row: WorkloadRow, ratio: float = TimingMethod.inconclusive_ratio) -> str:
     """Why a row's speedup cannot be scored, and whose times made it so: the submission's own (they
     vary far more than the baseline's, timed in the same run on the same host: evaluating again will
     not help) or the host's (both vary)."""
     head = (
         f"{row.id}: the speedup's 95% interval [{row.speedup_lo or 0.0:.4f}, {row.speedup_hi or 0.0:.4f}] is wider "
-        f"than x{INCONCLUSIVE_RATIO:g} from end to end: "
+        f"than x{ratio:g} from end to end: "
     )
     mine, theirs = row.kernel_spread or 0.0, row.baseline_spread or 0.0
     spreads = f"interquartile range {mine:.0%} of the median; the baseline's, timed alongside it, {theirs:.0%}"
@@ -162,6 +175,7 @@ def timing_row(
     flags: list[str],
     unmeasured: list[str],
     floor: NoiseFloor | None = None,
+    method: TimingMethod = TimingMethod(),
 ) -> dict[str, Any]:
     """A timed workload's figures. What the submission did wrong goes to ``flags`` (a kernel time below
     the physical floor, a speedup above the task's limit: the evaluation fails); what made the times
@@ -170,15 +184,16 @@ def timing_row(
     and the evaluation is inconclusive, not failed). The times are the medians over the iterations not
     disturbed, net of the protocol's cost; the speedup is :func:`estimate`'s. With the slot's ``floor``
     (its A/A calibration), the candidate's calls are less its position's cost and the interval is
-    widened by the spread between requests (tasks.calibration)."""
+    widened by the spread between requests (tasks.calibration). ``method``: the judge's rules (the
+    request's TimingMethod)."""
     iterations = min(len(timing.baseline_ms), len(timing.kernel_ms), len(timing.null_ms))
     marks = [i < len(timing.disturbed) and timing.disturbed[i] for i in range(iterations)]
-    measured = _host_refusal(name, timing, marks) or _measure(name, timing, marks, floor)
+    measured = _host_refusal(name, timing, marks, method) or _measure(name, timing, marks, floor, method)
     if isinstance(measured, Refusal):
         unmeasured.append(measured.reason)
         return measured.row
     row = _scored_row(timing, measured, floor, iterations)
-    row.update(batch_figures(name, timing, (measured.est.lo, measured.est.hi), flags))
+    row.update(batch_figures(name, timing, (measured.est.lo, measured.est.hi), flags, method))
     flags.extend(_beyond_the_task(name, row, manifest))
     return row
 
@@ -202,13 +217,13 @@ class Measured:
     protocol: float
 
 
-def _host_refusal(name: str, timing: Timing, marks: list[bool]) -> Refusal | None:
+def _host_refusal(name: str, timing: Timing, marks: list[bool], method: TimingMethod) -> Refusal | None:
     """The host's reasons, read before any estimate: too few iterations, too many disturbed on the
     judge's side, others' work on the submission's core."""
     iterations = len(marks)
     if iterations < 3:
         return Refusal(f"{name}: too few timing samples ({iterations})")
-    if too_disturbed(marks):
+    if too_disturbed(marks, method.disturbed_limit):
         dropped = sum(marks)
         waits = [w for w, m in zip(timing.judge_wait_ms, marks, strict=False) if m]
         lost = (
@@ -218,20 +233,22 @@ def _host_refusal(name: str, timing: Timing, marks: list[bool]) -> Refusal | Non
         )
         return Refusal(
             f"{name}: {dropped} of {iterations} timed iterations were disturbed{lost}, more "
-            f"than {DISTURBED_LIMIT:.0%}: the host was too busy to time it (evaluate again)",
+            f"than {method.disturbed_limit:.0%}: the host was too busy to time it (evaluate again)",
             {"protocol_ms": median(timing.null_ms[:iterations]), "disturbed": dropped},
         )
-    if timing.shared_core_share > SHARED_CORE_LIMIT and timing.shared_core_ms >= SHARED_CORE_MIN_MS:
+    if timing.shared_core_share > method.shared_core_share and timing.shared_core_ms >= method.shared_core_ms:
         return Refusal(
             f"{name}: other work on the host ran on the submission's core during {timing.shared_core_share:.0%} of "
-            f"its timed calls ({timing.shared_core_ms:.0f} ms), more than {SHARED_CORE_LIMIT:.0%}: its times are not "
-            "its own (evaluate again on a quieter host)",
+            f"its timed calls ({timing.shared_core_ms:.0f} ms), more than {method.shared_core_share:.0%}: its times "
+            "are not its own (evaluate again on a quieter host)",
             {"shared_core_share": timing.shared_core_share},
         )
     return None
 
 
-def _measure(name: str, timing: Timing, marks: list[bool], floor: NoiseFloor | None) -> Measured | Refusal:
+def _measure(
+    name: str, timing: Timing, marks: list[bool], floor: NoiseFloor | None, method: TimingMethod
+) -> Measured | Refusal:
     """The estimate over the undisturbed iterations, or why the times cannot give one (calls not clear
     of the protocol's fixed cost, too few pairs left)."""
     kept = [i for i, m in enumerate(marks) if not m]
@@ -246,7 +263,14 @@ def _measure(name: str, timing: Timing, marks: list[bool], floor: NoiseFloor | N
             "the call is too short to measure this way",
             {"protocol_ms": protocol},
         )
-    est = estimate(timing.baseline_ms, timing.kernel_ms, timing.null_ms, marks, position_ms=position)
+    est = estimate(
+        timing.baseline_ms,
+        timing.kernel_ms,
+        timing.null_ms,
+        marks,
+        position_ms=position,
+        protocol_dominant=method.protocol_dominant,
+    )
     if est.blocks < min_samples():
         return Refusal(
             f"{name}: too few timing samples ({est.blocks} pairs of consecutive iterations left; "
@@ -329,21 +353,6 @@ def with_lines(report: EvalReport) -> EvalReport:
     return report.model_copy(update={"lines": report_lines(report)})
 
 
-#: a timed workload whose speedup interval spans more than this ratio (hi / lo) cannot be scored: the
-#: evaluation is inconclusive, not failed. Quiet runs of the baseline's own code on a 2-core CI host
-#: give intervals up to ~x1.6 wide; the supervisor samples on until x2 (TimingMethod.scorable_ratio)
-#: (bench/results/eval-spread-loaded.json)
-INCONCLUSIVE_RATIO = 3.0
-#: a timed workload whose candidate calls ran beside others' work on the candidate's core for more than
-#: this share of their time is not scored (tasks.harness.interference): the host slowed one side only.
-#: Idle, this 2-core VM's other processes took 0-2% of it; one busy loop beside the demo, ~60%
-SHARED_CORE_LIMIT = 0.1
-#: ... and only past this many ms in all: the core's time is read in clock ticks of 10 ms, and each call's
-#: window also holds the writing of its inputs, while the candidate's core is idle and the host's own
-#: processes may use it, so over a short measurement (the CPU demo's candidate calls take ~0.2 s in all) a
-#: few ticks of them would pass the share alone: a quiet CI run once saw 52 ms (24%) so; one busy loop
-#: beside the demo gives 240-310 ms
-SHARED_CORE_MIN_MS = 100.0
 #: a submission whose call times' spread is above this and UNSTEADY_FACTOR times the baseline's (timed
 #: alongside it) is itself what cannot be timed, not the host
 UNSTEADY_SPREAD = 0.25
@@ -463,32 +472,38 @@ def time_lines(row: WorkloadRow) -> list[str]:
     return lines
 
 
-#: in the batch mode, a batch speedup whose interval lies wholly above the per-call one's by more than
-#: this ratio is flagged: calls that run that much faster together than apart (for the candidate more
-#: than for the baseline) did work of later calls ahead, or together, which the batch's clock cannot tell
-#: from speed. Hiding launch gaps moves an honest submission's speedup by far less on tasks that choose
-#: the batch mode (calls of milliseconds), and then usually down: the baseline's gaps hide too
-BATCH_GAIN_LIMIT = 1.10
-
-
-def batch_figures(name: str, timing: Timing, within: tuple[float, float], flags: list[str]) -> dict[str, Any]:
+def batch_figures(
+    name: str,
+    timing: Timing,
+    within: tuple[float, float],
+    flags: list[str],
+    method: TimingMethod = TimingMethod(),
+) -> dict[str, Any]:
     """A batch-mode row's mode and the per-call measurement it is held against (``within``: the batch
-    speedup's own interval); a flag when the batch gains far more than single calls do."""
+    speedup's own interval); a flag when the batch gains more than ``method.batch_gain_limit`` times
+    what single calls do."""
     if timing.batch < 2:
         return {}
     row: dict[str, Any] = {"batch": timing.batch, "graph": timing.graph or None, "per_call_speedup": None}
     check = timing.per_call
     if check is None:
         return row
-    est = estimate(check.baseline_ms, check.kernel_ms, check.null_ms, check.disturbed or None)
+    est = estimate(
+        check.baseline_ms,
+        check.kernel_ms,
+        check.null_ms,
+        check.disturbed or None,
+        protocol_dominant=method.protocol_dominant,
+    )
     if not (est.lo > 0 and math.isfinite(est.hi)):  # too few pairs give [0, inf] (stats.min_samples)
         return row
     row["per_call_speedup"] = [est.speedup, est.lo, est.hi]
-    if within[0] > BATCH_GAIN_LIMIT * est.hi:
+    limit = method.batch_gain_limit
+    if within[0] > limit * est.hi:
         flags.append(
             f"{name}: in batches the submission's calls measured {within[0]:.4f}x or more, one at a time at most "
             f"{est.hi:.4f}x: calls that run far faster together than apart did work of other calls ahead "
-            f"(the batch mode times the sum; limit {BATCH_GAIN_LIMIT}x of the per-call figure)"
+            f"(the batch mode times the sum; limit {limit}x of the per-call figure)"
         )
     return row
 

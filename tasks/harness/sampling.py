@@ -64,13 +64,14 @@ class Samples:
 
     def estimate(self, cfg: TimingMethod) -> Speedup:
         """The speedup and its interval so far, as the report will compute them (tasks.report)."""
-        return estimate(self.baseline, self.candidate, self.null, self.disturbed(cfg, cfg.batch))
+        marks = self.disturbed(cfg, cfg.batch)
+        return estimate(self.baseline, self.candidate, self.null, marks, protocol_dominant=cfg.protocol_dominant)
 
     def enough(self, cfg: TimingMethod) -> bool:
         """Whether min_reps iterations were not disturbed, and not too many of them all were
         (stats.too_disturbed: the report's rule too)."""
         marks = self.disturbed(cfg, cfg.batch)
-        return len(marks) - sum(marks) >= cfg.min_reps and not too_disturbed(marks)
+        return len(marks) - sum(marks) >= cfg.min_reps and not too_disturbed(marks, cfg.disturbed_limit)
 
     def scorable(self, cfg: TimingMethod) -> bool:
         """Whether the speedup's interval is narrow enough to be scored (hi / lo at most scorable_ratio),

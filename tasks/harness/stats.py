@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from kcoral.tasks.harness.schema import TimingMethod
+
 
 def median(xs: Sequence[float]) -> float:
     return float(statistics.median(xs))
@@ -50,23 +52,12 @@ def min_samples(level: float = 0.95) -> int:
 
 #: the halves' speedups differ by more than this (as a ratio) before a report says they drifted apart
 DRIFT_NOTE_RATIO = 1.05
-#: the protocol's fixed cost (the median empty call) dominates above this share of the faster side's
-#: median raw call: the speedup is then the raw ratio (pulled towards 1), not the net one, which
-#: subtracting a cost as large as the kernel would amplify any bias and noise of the calls into (on
-#: a loaded host: 7.94 ms of protocol, a structural 25% raw difference, 14.64 against 11.36 ms, read
-#: as ~2x net)
-PROTOCOL_DOMINANT = 0.5
-#: a measurement with more than this share of its iterations disturbed (tasks.harness.interference)
-#: is not one: what is left would be a selection of the moments the judge's side was quiet, while the
-#: candidate's were not chosen (an estimate against it). The supervisor samples on (noisy_budget_s)
-#: while it is over; past it the workload is unmeasured and the evaluation inconclusive (tasks.report)
-DISTURBED_LIMIT = 0.5
 
 
-def too_disturbed(marks: Sequence[bool]) -> bool:
-    """Whether more than DISTURBED_LIMIT of these iterations were disturbed (the supervisor samples on;
-    the report calls the workload unmeasured)."""
-    return sum(marks) > DISTURBED_LIMIT * len(marks)
+def too_disturbed(marks: Sequence[bool], limit: float = TimingMethod.disturbed_limit) -> bool:
+    """Whether more than ``limit`` (TimingMethod.disturbed_limit) of these iterations were disturbed
+    (the supervisor samples on; the report calls the workload unmeasured)."""
+    return sum(marks) > limit * len(marks)
 
 
 Basis = Literal["net", "raw"]
@@ -88,7 +79,7 @@ class Speedup:
     #: the iterations left out as disturbed
     disturbed: int = 0
     #: the protocol's fixed cost as a share of a call: the median empty call over the smaller median raw
-    #: call of the two sides (over PROTOCOL_DOMINANT: the raw basis)
+    #: call of the two sides (over TimingMethod.protocol_dominant: the raw basis)
     protocol_share: float = 0.0
 
     @property
@@ -113,6 +104,7 @@ def estimate(
     disturbed: Sequence[bool] | None = None,
     level: float = 0.95,
     position_ms: float = 0.0,
+    protocol_dominant: float = TimingMethod.protocol_dominant,
 ) -> Speedup:
     """The speedup of the candidate over the baseline from the supervisor's RAW call times (the
     protocol's cost included): the i-th entries are iteration i, which timed baseline, candidate,
@@ -123,7 +115,7 @@ def estimate(
 
     1. Disturbed iterations are left out, both of their calls (only the trusted side decides which).
     2. The basis: each call less the same iteration's empty call ("net"), unless the protocol
-       dominates (the median empty call above PROTOCOL_DOMINANT of the smaller side's median raw
+       dominates (the median empty call above ``protocol_dominant`` of the smaller side's median raw
        call): then the raw calls ("raw"), a ratio pulled towards 1, never a gain the subtraction made.
     3. Iterations 2k and 2k+1 (one of each order) form a block; its ratio is the geometric mean of
        their ratios, so a position effect (the first call of an iteration slower, or faster) and a
@@ -151,7 +143,7 @@ def estimate(
     null = median([null_ms[i] for i in kept])
     raw_b, raw_c = median([baseline_ms[i] for i in kept]), median([kernel_ms[i] for i in kept])
     share = null / min(raw_b, raw_c) if min(raw_b, raw_c) > 0 else math.inf
-    basis: Basis = "raw" if share > PROTOCOL_DOMINANT else "net"
+    basis: Basis = "raw" if share > protocol_dominant else "net"
 
     def ratio(i: int) -> float | None:
         if out[i]:

@@ -79,9 +79,6 @@ def process_age() -> float:
     return time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
 
 
-#: in the batch mode, the per-call measurement that follows the batches: this many iterations (20 pairs:
-#: an interval of its own, against which a batch whose calls ran together far faster than apart shows)
-PER_CALL_CHECK = 40
 #: untimed replays of each side's captured batch before sampling (TimingMethod.graph)
 GRAPH_WARMUP = 2
 
@@ -667,7 +664,7 @@ class Supervisor:
             lambda i: self._iteration(m, i, samples, batch, "sample"), samples, self.cfg, lambda: bool(m.mismatch)
         )
         if batch and not m.mismatch:  # the same sides one call at a time: what the batch is held against
-            for i in range(PER_CALL_CHECK):
+            for i in range(self.cfg.per_call_checks):
                 self._iteration(m, i, check, 0, "per-call")
         self._log_measurement(m, samples, check, stopped, lost)
         timing = samples.timing(self.cfg, batch, stopped, warmup * max(batch, 1), cooled)

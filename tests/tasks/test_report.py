@@ -9,7 +9,16 @@ import pytest
 
 from kcoral.tasks import report as report_module
 from kcoral.tasks.documents import EvalReport, WorkloadRow
-from kcoral.tasks.harness.schema import Case, CaseFile, CaseResult, Outcome, Phase, SupervisorResult, Timing
+from kcoral.tasks.harness.schema import (
+    Case,
+    CaseFile,
+    CaseResult,
+    Outcome,
+    Phase,
+    SupervisorResult,
+    Timing,
+    TimingMethod,
+)
 from kcoral.tasks.report import batch_line, net_samples, printable, timing_row
 from tests.tasks.documents import TIMING
 
@@ -201,7 +210,7 @@ def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
 
 def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_failed() -> None:
     """Net baseline 1 or 4 in turn by block against a kernel of 2: the interval runs from 0.5 to 2.0, wider
-    than INCONCLUSIVE_RATIO: no score, not the submission's fault."""
+    than inconclusive_ratio: no score, not the submission's fault."""
     noisy = Timing(
         baseline_ms=[2.0, 2.0, 5.0, 5.0] * 3,
         kernel_ms=[3.0] * 12,
@@ -632,7 +641,7 @@ def test_disturbed_iterations_are_left_out_of_every_figure_and_counted() -> None
 
 
 def test_a_quarter_of_the_iterations_disturbed_is_still_measured() -> None:
-    # 6 of 24, one in each of 6 blocks: a quarter, under DISTURBED_LIMIT; 6 blocks are left
+    # 6 of 24, one in each of 6 blocks: a quarter, under disturbed_limit; 6 blocks are left
     marks = [True, False, False, True, False, False, False, False] * 3
     report = build_report({}, two_timed(), all_pass(t0=disturbed_timing(marks)))
     assert report["workloads"][0]["speedup"] == 4.0 and report["workloads"][0]["disturbed"] == 6 and passed(report)
@@ -661,8 +670,8 @@ def test_more_than_half_the_iterations_disturbed_leaves_the_workload_unmeasured(
 def test_a_candidate_core_shared_with_others_work_leaves_the_workload_unmeasured() -> None:
     """One busy loop beside the CPU demo on a 2-core host ran on the candidate's core (the scheduler's
     least busy one) and slowed only the candidate: A/A requests gave 0.77-0.81x with intervals below
-    1.0. Over SHARED_CORE_LIMIT of its calls' time the workload is not scored; at the limit it is."""
-    limit = report_module.SHARED_CORE_LIMIT
+    1.0. Over TimingMethod.shared_core_share of its calls' time the workload is not scored; at the limit it is."""
+    limit = TimingMethod().shared_core_share
     busy = build_report(
         {}, two_timed(), all_pass(t0=const_timing(4.0, 1.0, shared_core_ms=900.0, shared_core_share=0.6))
     )
@@ -676,11 +685,51 @@ def test_a_candidate_core_shared_with_others_work_leaves_the_workload_unmeasured
     quiet = build_report({}, two_timed(), all_pass(t0=const_timing(4.0, 1.0, shared_core_share=limit)))
     assert quiet["inconclusive"] == [] and quiet["workloads"][0]["shared_core_share"] == limit and passed(quiet)
     # a few of the core's 10 ms clock ticks over a short measurement: not enough to tell
-    few = const_timing(4.0, 1.0, shared_core_ms=report_module.SHARED_CORE_MIN_MS - 10.0, shared_core_share=0.3)
+    few = const_timing(4.0, 1.0, shared_core_ms=TimingMethod().shared_core_ms - 10.0, shared_core_share=0.3)
     short = build_report({}, two_timed(), all_pass(t0=few))
     assert short["inconclusive"] == [] and passed(short)
-    enough = const_timing(4.0, 1.0, shared_core_ms=report_module.SHARED_CORE_MIN_MS, shared_core_share=0.3)
+    enough = const_timing(4.0, 1.0, shared_core_ms=TimingMethod().shared_core_ms, shared_core_share=0.3)
     assert build_report({}, two_timed(), all_pass(t0=enough))["inconclusive"]
+
+
+def test_the_judges_rules_are_the_requests_timing_method() -> None:
+    """The rules that decide whether a workload is scored are the case file's TimingMethod (an operator's
+    ``timing_NAME``, a task's ``timing``), not constants: the same times are refused under the defaults
+    and scored under a method that allows them, and the reverse."""
+    import dataclasses
+
+    def under(t: Timing, **rules: Any) -> dict[str, Any]:
+        cases = dataclasses.replace(two_timed(), timing=dataclasses.replace(TIMING, **rules))
+        return build_report({}, cases, all_pass(t0=t))
+
+    busy = const_timing(4.0, 1.0, shared_core_ms=900.0, shared_core_share=0.6)
+    assert under(busy)["inconclusive"] and not under(busy, shared_core_share=0.7)["inconclusive"]
+    assert under(busy, shared_core_ms=1000.0)["inconclusive"] == []
+    disturbed = const_timing(4.0, 1.0, n=8, disturbed=[True] * 5 + [False] * 3)
+    assert under(disturbed)["inconclusive"][0].startswith("small: 5 of 8 timed iterations were disturbed")
+    lenient = under(disturbed, disturbed_limit=0.7)["inconclusive"]
+    assert not any("disturbed" in why for why in lenient)
+    wide = const_timing(4.0, 1.0, null=0.5)
+    wide.kernel_ms = [1.5, 1.5, 3.5, 3.5] * 3  # net blocks of 3.5/1 and 3.5/3: the interval spans x3.0
+    assert under(wide)["inconclusive"] == [] and "summary" in under(wide)
+    strict = under(wide, inconclusive_ratio=1.5)
+    assert (
+        strict["inconclusive"][0].startswith("small: the speedup's 95% interval")
+        and "x1.5 from end" in (strict["inconclusive"][0])
+    )
+    # the raw basis from a protocol share of 1/4 on (the default: from 1/2)
+    assert under(const_timing(4.0, 2.0, null=1.0))["workloads"][0]["basis"] == "net"
+    assert under(const_timing(4.0, 2.0, null=1.0), protocol_dominant=0.25)["workloads"][0]["basis"] == "raw"
+
+
+def test_a_method_that_cannot_be_followed_is_refused_wherever_it_is_set() -> None:
+    """min_reps above max_reps, a share outside 0-1, a ratio under 1: a ValueError (an operator's
+    setting: exit 2; a task's manifest: the task not loaded; a case file: a SchemaError)."""
+    import dataclasses
+
+    for bad in ({"min_reps": 301}, {"shared_core_share": 1.5}, {"disturbed_limit": -0.1}, {"inconclusive_ratio": 0.9}):
+        with pytest.raises(ValueError, match="timing: "):
+            dataclasses.replace(TimingMethod(), **bad)
 
 
 def test_a_report_written_before_the_basis_and_disturbed_fields_still_parses() -> None:
@@ -755,7 +804,7 @@ def test_a_graph_replayed_batch_row_says_so() -> None:
 
 @pytest.mark.parametrize(("batch_speedup", "flagged"), [(1.09, False), (1.11, True), (3.0, True)])
 def test_calls_far_faster_together_than_apart_are_flagged(batch_speedup: float, flagged: bool) -> None:
-    """The per-call check at 1.0x: a batch speedup above BATCH_GAIN_LIMIT (1.10) of it is work done across
+    """The per-call check at 1.0x: a batch speedup above batch_gain_limit (1.10) of it is work done across
     calls (one call doing a later call's work ahead, or all at once), not speed."""
     row, flags = _batch_row(batch_speedup, const_timing(3.0, 3.0, null=0.5, n=12))
     assert row["speedup"] == pytest.approx(batch_speedup)
@@ -821,9 +870,9 @@ def test_a_remeasured_workload_says_so() -> None:
 
 
 def test_others_work_on_the_submissions_core_refuses_the_times_only_past_both_limits() -> None:
-    """Others' work on the candidate's core makes its times not its own: refused above SHARED_CORE_LIMIT
-    of its calls' time and from SHARED_CORE_MIN_MS of such work on (less is the clock's noise)."""
-    limit = report_module.SHARED_CORE_LIMIT
+    """Others' work on the candidate's core makes its times not its own: refused above shared_core_share
+    of its calls' time and from shared_core_ms of such work on (less is the clock's noise)."""
+    limit = TimingMethod().shared_core_share
     for share, ms, refused in [(limit, 500.0, False), (0.5, 100.0, True), (0.5, 99.0, False)]:
         unmeasured: list[str] = []
         timing_row("w", const_timing(3.0, 1.5, shared_core_share=share, shared_core_ms=ms), {}, [], unmeasured)
@@ -833,7 +882,7 @@ def test_others_work_on_the_submissions_core_refuses_the_times_only_past_both_li
 def test_batch_mode_starts_at_batches_of_two_and_flags_a_gain_past_the_limit_only() -> None:
     """batch_figures: a batch of 1 is the per-call mode (no batch fields); from 2 calls a batch, the
     row says so. The flag (the evaluation fails) needs the batch speedup's *lower* bound above
-    BATCH_GAIN_LIMIT times the per-call interval's upper bound: a gain within it is no flag."""
+    batch_gain_limit times the per-call interval's upper bound: a gain within it is no flag."""
     per_call = const_timing(2.0, 1.0, null=0.0, n=12)  # per call exactly 2x: [2, 2]
     assert report_module.batch_figures("w", const_timing(3.0, 1.5, batch=1, per_call=per_call), (2.0, 2.0), []) == {}
     flags: list[str] = []

@@ -10,7 +10,8 @@ import statistics
 import pytest
 
 from kcoral.tasks.harness import stats
-from kcoral.tasks.harness.stats import PROTOCOL_DOMINANT, estimate, geomean, geomean_ci, median, median_interval
+from kcoral.tasks.harness.schema import TimingMethod
+from kcoral.tasks.harness.stats import estimate, geomean, geomean_ci, median, median_interval
 
 
 def free(n: int) -> list[float]:
@@ -122,8 +123,9 @@ def test_fewer_blocks_than_min_samples_give_no_interval() -> None:
 
 
 def test_the_basis_is_raw_once_the_protocol_dominates() -> None:
-    """Protocol 2 ms: net while it is at most PROTOCOL_DOMINANT of the shorter side's raw call (4 ms), raw above."""
-    assert PROTOCOL_DOMINANT == 0.5
+    """Protocol 2 ms: net while it is at most protocol_dominant (TimingMethod's 0.5) of the shorter side's raw
+    call (4 ms), raw above."""
+    assert TimingMethod().protocol_dominant == 0.5
     null = [2.0] * 6
     net = estimate([6.0] * 6, [4.0] * 6, null)
     assert (net.basis, net.speedup, net.protocol_share) == ("net", 2.0, 0.5)

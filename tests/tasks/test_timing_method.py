@@ -17,7 +17,7 @@ from tests.tasks.documents import TIMING_DOC
 def test_the_server_defaults_are_the_methods_own() -> None:
     """One timing class: the server's limits hold a TimingMethod, its defaults the class's."""
     assert type(Limits().eval_timing) is TimingMethod and Limits().eval_timing == TimingMethod()
-    assert len(fields(TimingMethod)) == 20
+    assert len(fields(TimingMethod)) == 27
 
 
 def test_a_manifest_overrides_some_settings_and_keeps_the_rest() -> None:
@@ -50,6 +50,8 @@ def test_the_case_file_carries_the_whole_method() -> None:
         {"interval_target": float("nan")},
         {"warmup_s": -1.0},
         {"idle_cpu_ms": "0.25"},
+        {"min_reps": 400},  # above max_reps: a method that cannot be followed
+        {"shared_core_share": 2.0},
     ],
 )
 def test_a_bad_method_is_refused(change: dict[str, object]) -> None:
@@ -120,3 +122,24 @@ def test_graph_replay_is_a_flag_on_the_wire() -> None:
     assert parse_cases(case_file({**TIMING_DOC, "batch": 8, "graph": True})).timing.graph is True
     with pytest.raises(SchemaError, match="timing graph: 1 is not true or false"):
         parse_cases(case_file({**TIMING_DOC, "graph": 1}))
+
+
+def test_an_operator_sets_the_method_and_the_judges_rules_and_a_task_refines_them() -> None:
+    """``timing_NAME`` limits are the server's method (runner.limits.with_limits); a task's manifest sets
+    its own over them; a task's mode (batch, graph) is the task's alone."""
+    from kcoral.runner.limits import settable, with_limits
+
+    job, _ = with_limits({"timing_budget_s": "12", "timing_shared_core_share": "0.05", "timing_per_call_checks": "60"})
+    assert (job.eval_timing.budget_s, job.eval_timing.shared_core_share, job.eval_timing.per_call_checks) == (
+        12,
+        0.05,
+        60,
+    )
+    method = timing_method(job.eval_timing, {"timing": {"budget_s": 6}})
+    assert method.budget_s == 6 and method.shared_core_share == 0.05
+    table = settable()
+    assert table["timing_shared_core_share"] == (0.1, "ratio") and table["timing_shared_core_ms"] == (100.0, "ms")
+    assert "timing_batch" not in table and "timing_graph" not in table
+    for bad in ({"timing_batch": "4"}, {"timing_min_reps": "301"}, {"timing_inconclusive_ratio": "0.5"}):
+        with pytest.raises(ValueError, match="timing"):
+            with_limits(bad)
