@@ -56,14 +56,23 @@ from tests.serverproc import free_port  # noqa: E402
 
 JOB_IMAGE = os.environ.get("KCORAL_TEST_IMAGE", "kcoral-job:cpu")
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # a pytest-xdist worker (scripts/test.sh's concurrent lane) starts with COLUMNS=80 and LINES=24 set,
+    # which a run without it does not have: the client's tables would be cut to 80 columns there only
+    # (kcoral.cli.output.stdout: not a terminal, 200 unless COLUMNS says otherwise)
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+
 #: what a test that needs the Docker engine asks for, directly or through another fixture
 ENGINE_FIXTURES = frozenset({"docker_client", "job_image"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects: the engine-free files' mark counts
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """The files whose tests need no engine first (seconds in all: a mistake there shows at once), then
     the rest in their usual order. A file moves as a whole, its tests in their order, so that a
-    module-scoped fixture (a server, a cluster) is still set up once."""
+    module-scoped fixture (a server, a cluster) is still set up once. A file with no engine is
+    ``concurrent`` (pyproject's markers: scripts/test.sh runs those two at a time)."""
     by_file: dict[Any, list[pytest.Item]] = {}
     for item in items:
         by_file.setdefault(item.path, []).append(item)
@@ -71,6 +80,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         path for path, group in by_file.items() if any(ENGINE_FIXTURES & set(i.fixturenames) for i in group)
     }
     items[:] = [i for i in items if i.path not in needs_engine] + [i for i in items if i.path in needs_engine]
+    for item in items:
+        if item.path not in needs_engine:
+            item.add_marker(pytest.mark.concurrent)
 
 
 @pytest.fixture(scope="session")

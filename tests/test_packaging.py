@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = ("runner", "cli", "tasks", "profiling", "images")
 #: where kcoral's own code is written (an install maps the parts into kcoral: runner/ is kcoral.runner)

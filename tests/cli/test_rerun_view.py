@@ -8,12 +8,16 @@ import io
 import json
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from kcoral.cli.commands.rerun_cmd import Side, comparison, comparison_view
 from kcoral.protocol.models import EvalSpec, ImageInfo, JobState, JobTimes, JobView, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt
 from tests.tasks.test_documents import REPORT
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 RECEIPT = {"job": "j1", "task": "demo/softmax", "task_sha256": "t1", "image": "sha256:aa", "submission_sha256": "s1",
            "harness_version": "3", "finished": 1.0}  # fmt: skip

@@ -11,11 +11,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from kcoral.runner.scheduler import UPLOAD_CUT
 from kcoral.runner.store import jobs_dir
 from tests.conftest import make_tar
 from tests.faults.test_lifecycle import submit, wait_for
 from tests.serverproc import ServerProcess, serving
+
+#: a server of its own, the engine's faults behind its own proxy (tests.faults.engine_proxy), its containers
+#: found by its instance label: nothing another file sees; no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 MiB = 1 << 20
 

@@ -21,6 +21,10 @@ from tests.conftest import make_tar, mounted_tmpfs
 from tests.faults.test_lifecycle import containers
 from tests.serverproc import ServerProcess, serving
 
+#: a server of its own, the engine's faults behind its own proxy (tests.faults.engine_proxy), its containers
+#: found by its instance label: nothing another file sees; no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 SIZE_MIB = 24
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import pytest
 
 from kcoral.runner.sandbox import LABEL_INSTANCE
 from kcoral.runner.settings import Settings
@@ -19,6 +20,10 @@ from tests.conftest import wait_for_standby
 from tests.faults.engine_proxy import EngineProxy
 from tests.faults.test_lifecycle import LONG, containers, submit, wait_for
 from tests.serverproc import ServerProcess, serving
+
+#: a server of its own, the engine's faults behind its own proxy (tests.faults.engine_proxy), its containers
+#: found by its instance label: nothing another file sees; no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 
 def test_an_engine_down_at_start_holds_the_queue_until_it_answers(tmp_path: Path, job_image: str) -> None:

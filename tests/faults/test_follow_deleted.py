@@ -7,9 +7,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kcoral.protocol.framing import STATUS, FrameReader, Piece
 from kcoral.runner.api import DELETED
 from tests.serverproc import ServerProcess, serving
+
+#: a server of its own, the engine's faults behind its own proxy (tests.faults.engine_proxy), its containers
+#: found by its instance label: nothing another file sees; no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 
 def test_followers_of_a_job_deleted_under_them_get_a_whole_body_and_a_last_status_frame(

@@ -6,9 +6,14 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
 
 from tests.conftest import job_containers, make_tar
 from tests.serverproc import ServerProcess, serving
+
+#: a server of its own, the engine's faults behind its own proxy (tests.faults.engine_proxy), its containers
+#: found by its instance label: nothing another file sees; no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 
 def _submit(http: httpx.Client, script: str) -> str:

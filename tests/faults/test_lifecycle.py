@@ -13,10 +13,15 @@ from typing import Any
 
 import docker
 import httpx
+import pytest
 
 from kcoral.runner.settings import Settings
 from tests.conftest import job_containers, make_tar, standbys, wait_for_standby
 from tests.serverproc import ROOT, ServerProcess, serving
+
+#: a server of its own, the engine's faults behind its own proxy (tests.faults.engine_proxy), its containers
+#: found by its instance label: nothing another file sees; no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 
 def submit(http: httpx.Client, script: str) -> str:

@@ -61,6 +61,9 @@ from schemathesis.transport.serialization import serialize_binary
 from kcoral.runner.limits import Limits
 from tests.conftest import RunningServer, make_tar
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 #: the hypothesis seed of a run (of its first round)
 SEED = 20261201
 #: schemathesis' own checks every response is held to (those of the installed version)

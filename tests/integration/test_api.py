@@ -10,6 +10,9 @@ import pytest
 
 from kcoral.runner.limits import Limits
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 
 def _tar(add) -> bytes:
     buf = io.BytesIO()

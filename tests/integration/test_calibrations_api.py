@@ -19,6 +19,9 @@ from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS, AaRun
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
 from tests.conftest import RunningServer
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 TASK = "demo/softmax"
 SLOT = "cpu0+cpu1@0:0:1"
 

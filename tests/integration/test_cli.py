@@ -26,6 +26,9 @@ from kcoral.protocol.models import JobView, from_data
 from kcoral.runner.limits import KiB, Limits, MiB
 from tests.conftest import RunningServer, free_port
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Prints what the job sees: its argv, chosen env vars, the sent files; writes two output files.

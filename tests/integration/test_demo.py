@@ -8,8 +8,12 @@ import sys
 from pathlib import Path
 
 import docker
+import pytest
 
 from tests.conftest import free_port
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.serverproc import ROOT, free_port
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 
 def doctor(*args: str, token: str = "") -> tuple[int, dict[str, Any], str]:

@@ -15,6 +15,9 @@ from docker.types import LogConfig
 from kcoral.protocol.framing import STDERR, STDOUT
 from kcoral.runner.enginelog import ContainerOutput, EngineStreamError, _logged, missed_output
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 #: short lines on both streams, a block of each in turn, each stream's last line without a newline
 PRINTS = """\
 import os

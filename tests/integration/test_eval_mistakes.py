@@ -15,11 +15,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.main import run
 from kcoral.protocol.models import JobView, from_data
 from kcoral.tasks.documents import EvalReport
 from tests.conftest import RunningServer, make_tar
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 TASK = "demo/softmax"
 SOFTMAX = "torch.softmax(x, dim=-1, out=y)"

@@ -21,6 +21,9 @@ import pytest
 from kcoral.runner.limits import Limits
 from tests.conftest import RunningServer, make_tar
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 
 def error(r: httpx.Response, status: int) -> dict[str, Any]:
     """The body of an error answer, checked to be ours: {"error": code, "message": text}."""

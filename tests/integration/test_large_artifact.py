@@ -13,10 +13,15 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from kcoral.cli.client import KcoralClient
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.protocol.models import PythonSpec, Verdict
 from tests.conftest import RunningServer
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 SIZE_MIB = 200
 

@@ -6,7 +6,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 
 def scrape(http: Any, **headers: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:

@@ -20,6 +20,9 @@ from kcoral.images.profilers import ProfilerBuild, build_iket_image, build_ncu_i
 from kcoral.images.refs import IMAGE_LABEL, IMAGE_REFS
 from tests.conftest import RunningServer
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 CAPTURE = Path(__file__).resolve().parents[2] / "examples" / "iket_capture"
 STAND_IN_NCU = "#!/bin/sh\necho 'NVIDIA (R) Nsight Compute Command Line Profiler'\necho 'Version 0.0.0-stand-in'\n"
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from kcoral.protocol import framing
 from kcoral.runner import joblog
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 SCRIPT = """
 import os, sys

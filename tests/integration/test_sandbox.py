@@ -11,6 +11,9 @@ from testcontainers.core.container import DockerContainer
 from kcoral.runner.limits import Limits, MiB
 from tests.conftest import mounted_tmpfs, wait_for_ready_standby
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 
 def test_uid_capabilities_and_hardening(server):
     script = """

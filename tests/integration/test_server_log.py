@@ -8,9 +8,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import make_tar
 from tests.serverproc import ServerProcess
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 
 def one_job_logged(job_image: str, tmp_path: Path, *options: str) -> tuple[str, str]:

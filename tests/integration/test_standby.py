@@ -10,6 +10,9 @@ import pytest
 
 from tests.conftest import job_containers, standbys, wait_for_ready_standby, wait_for_standby
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 PROBE = """
 import json, os, sys
 out = os.environ["KCORAL_OUTPUT_DIR"]

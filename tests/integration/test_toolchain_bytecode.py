@@ -13,6 +13,9 @@ import pytest
 from kcoral.images.refs import IMAGE_REFS
 from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS, PYCACHE_COMPLETE, PYCACHE_MOUNT
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 HOST_PYTHON = "/usr/bin/python3"
 SCRIPT = r"""
 import importlib.util, json, os, sys

@@ -18,6 +18,9 @@ from kcoral.protocol.errors import UsageError
 from tests.conftest import RunningServer
 from tests.profiling.conftest import FIXTURES
 
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 
 def test_split_ncu_args() -> None:
     parsed = split_ncu_args(

@@ -8,8 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import docker
+import pytest
 
 from tests.package_copy import package_copy
+
+#: tests run inside the job image: no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 REPO = Path(__file__).resolve().parents[2]
 

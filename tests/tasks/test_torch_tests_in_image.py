@@ -9,8 +9,12 @@ import importlib.util
 from pathlib import Path
 
 import docker
+import pytest
 
 from tests.package_copy import package_copy
+
+#: tests run inside the job image: no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
 
 REPO = Path(__file__).resolve().parents[2]
 #: they import torch (pytest.importorskip here, so they are skipped outside the image)
