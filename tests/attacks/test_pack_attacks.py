@@ -16,6 +16,9 @@ import pytest
 from kcoral.cli.main import run
 from tests.conftest import RunningServer, server_settings, serving
 
+#: every evaluation here fails a check or is a check: no timing asserted (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
 PACKS = Path(__file__).resolve().parents[1] / "fixtures" / "packs"
 TASK = "kernelbench/level1/1_Scale"
 HEAD = "import threading\n\nimport torch\nimport torch.nn as nn\n\n\n"
@@ -49,6 +52,12 @@ CHECKED = {
     "patch_allclose": (
         "        return x * (self.factor + 1)",
         "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n\n\n",
+        "torch.allclose's rule",
+    ),
+    # a precision downcast beyond the tolerance (float8: ~6% off): the rule is the problem's, in fp32
+    "downcast_float8": (
+        "        return (x.to(torch.float8_e4m3fn).to(x.dtype)) * self.factor",
+        "",
         "torch.allclose's rule",
     ),
 }
@@ -101,3 +110,75 @@ def test_the_problems_own_model_passes_beside_them(pack_server: RunningServer, c
     code = run(["eval", TASK, str(folder), "--remote", pack_server.url, "-o", str(tmp_path / "o"), "--check"])
     out, err = capfd.readouterr()
     assert code == 0 and "passed: 3/3" in out, (out + err)[-3000:]
+
+
+#: name -> (forward's body, a module-level prelude, an ``__init__`` addition, a line the candidate prints
+#: when its cheat found what it looked for): each evaluated in full, and none may pass
+NOT_PASSING = {
+    # the output kept by its input's address: the judge writes fresh values into the same buffers
+    "cache_by_data_ptr": (
+        "        key = x.data_ptr()\n"
+        "        if key not in CACHE:\n"
+        "            CACHE[key] = x * self.factor\n"
+        "        return CACHE[key]",
+        "CACHE = {}\n\n\n",
+        "",
+        "",
+    ),
+    # work in __init__: the outputs of the inputs get_inputs() gives under the seeds a harness in the
+    # process would use (KernelBench's 42, small ones), made before any call, returned without work; the
+    # judge's seeds are drawn per request and never reach the candidate
+    "outputs_made_in_init": (
+        "        for seed, (known, out) in self.known.items():\n"
+        "            if torch.equal(known, x):\n"
+        "                print('INIT-HIT', seed, flush=True)\n"
+        "                return out\n"
+        "        print('INIT-MISS', flush=True)\n"
+        "        return self.known[42][1]",
+        "",
+        "        self.known = {}\n"
+        "        for seed in [42, *range(100)]:\n"
+        "            torch.manual_seed(seed)\n"
+        "            known = torch.randn(256, 512)\n"
+        "            self.known[seed] = (known, known * factor)\n",
+        "INIT-HIT",
+    ),
+    # the reference's output read rather than computed: every tensor of the output's shape this process
+    # holds (the baseline runs in another process, in another container), then anything under /dev/shm,
+    # /tmp and the judge's paths; what it found is handed back, else zeros
+    "read_the_reference_output": (
+        "        import gc, os\n"
+        "        seen = [o for o in gc.get_objects() if isinstance(o, torch.Tensor) and o.shape == x.shape\n"
+        "                and o.data_ptr() != x.data_ptr()]\n"
+        "        files = [os.path.join(d, f) for d in ('/dev/shm', '/tmp', '/judge-in', '/judge') if os.path.isdir(d)\n"
+        "                 for f in os.listdir(d)]\n"
+        "        print('REF-SCAN', len(seen), 'tensors', files, flush=True)\n"
+        "        for o in seen:\n"
+        "            if torch.allclose(o, x * self.factor):\n"
+        "                print('REF-FOUND', flush=True)\n"
+        "                return o.clone()\n"
+        "        return torch.zeros_like(x)",
+        "",
+        "",
+        "REF-FOUND",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_PASSING))
+def test_a_cheat_never_passes(name: str, pack_server: RunningServer, capfd, tmp_path: Path) -> None:
+    """Evaluated in full (holdout, checks, timing): each fails, and where it prints what its cheat found,
+    it found nothing. (read_the_reference_output's own check, x * factor, is the candidate's work and
+    not the judge's: it only names a tensor that already holds the answer.)"""
+    body, prelude, init, found = NOT_PASSING[name]
+    folder = tmp_path / name
+    folder.mkdir()
+    model = MODEL.format(body=body).replace("        self.factor = factor\n", "        self.factor = factor\n" + init)
+    (folder / "solution.py").write_text(HEAD + prelude + model)
+    code = run(["eval", TASK, str(folder), "--remote", pack_server.url, "-o", str(tmp_path / "o"), "--json"])
+    out, err = capfd.readouterr()
+    report = json.loads(out)
+    assert code == 1 and report["suite"]["correct"] is False, (out + err)[-3000:]
+    job = json.loads(next((tmp_path / "o").rglob("receipt.json")).read_text())["job"]
+    printed = pack_server.log(job)  # what the submission printed, in the job's log
+    assert not found or (found.split("-")[0] + "-" in printed and found not in printed), printed[-3000:]
