@@ -8,7 +8,8 @@ Tools return structured results (the server's own models as JSON: a job's view, 
 report lines); long work reports progress (the job's state and queue position, once a second); logs
 come in bounded pages that say what was cut and how to get the rest; a failure is a tool error with
 the CLI's message and exit code, never a traceback. Resources: a task's contract
-(``kcoral://tasks/{family}/{name}``) and a finished evaluation's report (``kcoral://jobs/{job}/report``).
+(``kcoral://tasks/{task_id}``, the id whole: ``demo/softmax``, ``kernelbench/level1/19_ReLU``) and a
+finished evaluation's report (``kcoral://jobs/{job}/report``).
 
     kcoral mcp [--remote URL] [--token T]            (stdio; $KCORAL_REMOTE / $KCORAL_TOKEN)
     kcoral mcp --http 127.0.0.1:8931                 (streamable HTTP, loopback only; every request must
@@ -156,7 +157,8 @@ class KcoralTools:
     )
     #: the methods that are resources, by URI template
     RESOURCES = {
-        "kcoral://tasks/{family}/{name}": "task_contract",
+        # RFC 6570's reserved expansion: the id's slashes kept (a problem pack's ids have three parts)
+        "kcoral://tasks/{+task_id}": "task_contract",
         "kcoral://jobs/{job_id}/report": "job_report",
     }
 
@@ -386,10 +388,10 @@ class KcoralTools:
 
     # --- resources ------------------------------------------------------------------------------
 
-    async def task_contract(self, family: str, name: str) -> str:
-        """A task's contract (as show_task); task ids are FAMILY/NAME."""
+    async def task_contract(self, task_id: str) -> str:
+        """A task's contract (as show_task): ``demo/softmax``, a problem pack's ``gpumode/PACK/PROBLEM``."""
         try:
-            return json.dumps((await self.call(self.client.task, f"{family}/{name}")).document())
+            return json.dumps((await self.call(self.client.task, task_id)).document())
         except ToolError as err:
             raise ResourceNotFoundError(str(err)) from None
 

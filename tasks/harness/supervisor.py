@@ -31,7 +31,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,8 @@ from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cores import parse as parse_cores
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
 from kcoral.tasks.harness.gpuclock import GpuClock, open_clock, reasons_text
-from kcoral.tasks.harness.interference import JudgeWatch, busy_gpu
+from kcoral.tasks.harness.gpuguard import GpuGuard
+from kcoral.tasks.harness.interference import JudgeWatch
 from kcoral.tasks.harness.link import CandidateGone, Worker, hello
 from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE, TRUSTED_WORKERS
 from kcoral.tasks.harness.sampling import Samples
@@ -198,15 +199,15 @@ class Supervisor:
         self.cfg = self.doc.timing
         self.key = bytes.fromhex(self.doc.sample_key)
         self.flush = torch.zeros(max(self.cfg.flush_bytes // 4, 1), dtype=torch.float32, device=self.device)
-        self.probe = torch.zeros(1, device=self.device)
         self.last_cpu = self._cpu()
         self.gaps: list[tuple[int, int]] = []
         #: per timed candidate call: (ms its core ran others' work, ms the window lasted)
         self.shared: list[tuple[float, float]] = []
-        self.gpu_busy = False
         #: reference outputs computed ahead (:meth:`_precompute`), by case id, each used once
         self.references: dict[str, dict[str, torch.Tensor]] = {}
         self.clock: GpuClock | None = _gpu_clock() if self.device == "cuda" else None
+        probe = _probe(self.device) if self.device == "cuda" else None
+        self.gpu = GpuGuard(self.clock, probe, self.cfg.hot_c, self.cfg.cool_s, self.cfg.quiet_probe_ms)
         self.deadline = self.doc.deadline
         self._where: dict[str, Any] = {}
         self._written_at = 0.0
@@ -653,7 +654,7 @@ class Supervisor:
         if sides is None:
             return Timing([], [], [], "setup", 0), error
         m = Measurement(case, label, sides, tol)
-        cooled = self._cool()
+        cooled = self.gpu.cool()
         warmup = self._warm_up_sides(m)
         if batch and self.cfg.graph and (failed := self._capture(m)):
             return Timing([], [], [], "setup", 0), f"capturing its batch of calls in a CUDA graph: {failed}"
@@ -923,43 +924,24 @@ class Supervisor:
         if self.device == "cuda":
             torch.cuda.synchronize()
 
-    def _cool(self) -> float:
-        """Seconds spent letting a GPU hotter than the method's ``hot_c`` cool (``cool_s`` at most),
-        before a case's sampling starts; 0 on a CPU or where NVML cannot be read."""
-        if self.clock is None:
-            return 0.0
-        began = time.monotonic()
-        while (now := self.clock.read()) is not None and now.temp_c > self.cfg.hot_c:
-            if time.monotonic() - began >= self.cfg.cool_s:
-                print(f"the GPU was still at {now.temp_c} C after {self.cfg.cool_s:.0f} s of cooling", file=sys.stderr)
-                break
-            time.sleep(0.5)
-        return round(time.monotonic() - began, 3)
-
     def _wait_quiet(self) -> None:
-        """Wait until no other context keeps the GPU busy; flag it if that never happens.
+        """Wait for a GPU no other context keeps busy (tasks.harness.gpuguard); flagged once if never."""
+        flag = self.gpu.wait_quiet()
+        if flag:
+            self.interference.append(flag)
 
-        The probe is the fastest of three tiny kernels, each with a device-wide synchronize: on an idle
-        H200 one takes ~0.1 ms (p50 98 us, p99 174 us), behind another process's queued work ~0.35 ms
-        (p10 329 us), since the GPU must switch contexts first (bench/gpu_quiet_probe.py). Once
-        flagged, later calls do not wait again."""
-        if self.gpu_busy:
-            return
 
-        def probe() -> float:
-            t = _ns()
-            self.probe.add_(1.0)
-            torch.cuda.synchronize()
-            return (_ns() - t) / 1e6
+def _probe(device: str) -> Callable[[], float]:
+    """ms for one tiny kernel and a device-wide synchronize (tasks.harness.gpuguard's probe)."""
+    one = torch.zeros(1, device=device)
 
-        fastest = busy_gpu(probe, self.cfg.quiet_probe_ms)
-        if fastest is None:
-            return
-        self.gpu_busy = True
-        self.interference.append(
-            f"the GPU stayed busy with work the supervisor did not start (the fastest probe "
-            f"kernel took {fastest:.3f} ms; limit {self.cfg.quiet_probe_ms} ms)"
-        )
+    def probe() -> float:
+        t = _ns()
+        one.add_(1.0)
+        torch.cuda.synchronize()
+        return (_ns() - t) / 1e6
+
+    return probe
 
 
 def _gpu_clock() -> GpuClock | None:

@@ -22,6 +22,7 @@ from tests.attacks.test_attacks import CANDIDATES
 from tests.conftest import quick_tasks
 from tests.serverproc import ROOT
 
+PACKS = ROOT / "tests" / "fixtures" / "packs"
 TRANSCRIPT = Path(os.environ.get("KCORAL_MCP_TRANSCRIPT") or Path(__file__).parent / "artifacts" / "transcript.json")
 TOOLS = {"list_tasks", "show_task", "evaluate", "check", "run_python", "job_status", "job_log",
          "download_outputs", "ncu", "iket", "cancel", "history", "compare", "best"}  # fmt: skip
@@ -29,7 +30,7 @@ TOOLS = {"list_tasks", "show_task", "evaluate", "check", "run_python", "job_stat
 
 def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_path: Path) -> None:
     # demo/softmax timed briefly (tests.conftest.quick_tasks): the tools' answers are checked, not the score's size
-    srv = server_factory(tasks_dirs=(quick_tasks(tmp_path / "tasks"),))
+    srv = server_factory(tasks_dirs=(quick_tasks(tmp_path / "tasks"), PACKS))
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "kcoral", "mcp", "--remote", srv.url],
@@ -124,6 +125,10 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
                 await client.read_resource(f"kcoral://jobs/{ran['job_id']}/report")
             read = await client.read_resource("kcoral://tasks/demo/softmax")
             assert json.loads(read.contents[0].text)["id"] == "demo/softmax"  # type: ignore[union-attr]
+            read = await client.read_resource("kcoral://tasks/kernelbench/level1/1_Scale")  # a pack's: three parts
+            assert json.loads(read.contents[0].text)["id"] == "kernelbench/level1/1_Scale"  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match="no task"):
+                await client.read_resource("kcoral://tasks/demo/nothing")
 
             missing = await tool("job_status", job_id="20990101-000000-deadbeef")
             assert "no job" in missing.lower() and "Traceback" not in missing, missing
