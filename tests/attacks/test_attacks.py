@@ -6,20 +6,20 @@ server, real containers (the supervisor and the candidate's worker). Each attack
 must get, with its own reason: the holdout fails with the named kind, a named workload fails with
 the named reason, the evaluation is flagged for the named cause, or the attack is neutralised: the
 evaluation passes with no better speedup than an honest run (and, where the attack prints what it
-managed, it managed nothing). The failed checks' tests are in test_attack_failures.py (no timing
-asserted there: it may run beside another file); the servers in tests/attacks/conftest.py.
+managed, it managed nothing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 
 from kcoral.runner.codecopy import PACKAGE_ROOT
-from tests.conftest import RunningServer, make_tar, mounted_tmpfs, quick_tasks
+from tests.conftest import RunningServer, make_tar, mounted_tmpfs, quick_tasks, server_settings, serving
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 TASK = "demo/softmax"
@@ -91,6 +91,29 @@ QUICK_NEUTRALISED = {
 }
 
 
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
+) -> Iterator[RunningServer]:
+    """One server for the file's evaluations, with tests.conftest's settings (each evaluation is a job
+    of its own, its containers removed before its result: a server per test only added its start, its
+    standby containers' and its stop, ~0.5 s each time)."""
+    with serving(docker_client, server_settings(tmp_path_factory.mktemp("attacks"), job_image)) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def quick_server(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
+) -> Iterator[RunningServer]:
+    """A server whose demo/softmax is timed briefly (tests.conftest.quick_tasks), for the evaluations
+    whose assertions are about what the attack found or printed, not about the timing's precision."""
+    tasks = quick_tasks(tmp_path_factory.mktemp("quicktasks"))
+    settings = server_settings(tmp_path_factory.mktemp("attacks-quick"), job_image, tasks_dirs=(tasks,))
+    with serving(docker_client, settings) as srv:
+        yield srv
+
+
 def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
     """Evaluate candidates/<name>; return (job, report, log)."""
     folder = CANDIDATES / name
@@ -109,6 +132,17 @@ def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str
     r = server.http.get(f"/v1/jobs/{job_id}/outputs/report.json")
     assert r.status_code == 200, f"no report for {name}: job {job} log tail {log[-3000:]}"
     return job, r.json(), log
+
+
+#: evaluations that more than one test reads (test_forged_report_lines_are_not_the_last_word reads the
+#: holdout test's evaluation of fake_report_lines): made once, by whichever test asks first
+_shared: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {}
+
+
+def evaluate_shared(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    if name not in _shared:
+        _shared[name] = evaluate(server, name)
+    return _shared[name]
 
 
 def speedup(report: dict[str, Any]) -> float | None:
@@ -133,6 +167,26 @@ def assert_honest(job: dict[str, Any], report: dict[str, Any]) -> None:
     assert job["verdict"] == "ok" and not report["flags"], describe(job, report)
     s = speedup(report)
     assert s is not None and 0.5 < s < HONEST_LIMIT, describe(job, report)
+
+
+@pytest.mark.parametrize("name", sorted(HOLDOUT))
+def test_attack_fails_the_holdout(server: RunningServer, name: str) -> None:
+    job, report, _ = evaluate_shared(server, name)
+    assert failed_evaluation(job), describe(job, report)
+    assert report["holdout"] == "FAIL" and report["holdout_failure"] == HOLDOUT[name], describe(job, report)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOAD))
+def test_attack_fails_its_workload(server: RunningServer, name: str) -> None:
+    workload, verdict, reason = WORKLOAD[name]
+    job, report, _ = evaluate(server, name)
+    assert failed_evaluation(job), describe(job, report)
+    if name in MAY_FAIL_THE_HOLDOUT and report["holdout"] == "FAIL":
+        assert report["holdout_failure"] == "FAIL", describe(job, report)
+        return
+    assert report["holdout"] == "PASS", describe(job, report)
+    row = next(w for w in report["workloads"] if w["id"] == workload)
+    assert row["verdict"] == verdict and reason in row["reason"], describe(job, report)
 
 
 @pytest.mark.parametrize("name", sorted(FLAGGED))
@@ -191,6 +245,13 @@ def test_early_answer_buys_nothing(server: RunningServer) -> None:
     job, report, _ = evaluate(server, "patch_timer")
     s = speedup(report)
     assert no_score(job) or (s is not None and s < HONEST_LIMIT), describe(job, report)
+
+
+def test_forged_report_lines_are_not_the_last_word(server: RunningServer) -> None:
+    job, report, log = evaluate_shared(server, "fake_report_lines")
+    assert failed_evaluation(job) and report["holdout"] == "FAIL"
+    verdict_lines = [line for line in log.splitlines() if line.startswith("holdout correctness:")]
+    assert verdict_lines[-1].startswith("holdout correctness: FAIL ("), verdict_lines
 
 
 def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], tmp_path: Path) -> None:

@@ -21,9 +21,6 @@ from kcoral.cli.main import run
 from kcoral.protocol.submission import tar_digest
 from tests.conftest import RunningServer, make_tar, quick_tasks
 
-#: an evaluation's verdict may be ok or inconclusive here: no timing asserted (scripts/test.sh)
-pytestmark = pytest.mark.concurrent
-
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "tests" / "eval_candidates" / "softmax_good"
 TASK = "demo/softmax"

@@ -19,9 +19,6 @@ from kcoral.runner.warmup import WARM_UP_OWNER, template, template_tar
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 from tests.conftest import RunningServer, free_port, quick_tasks, remove_containers, start_server
 
-#: an evaluation's verdict may be ok or inconclusive here: no timing asserted (scripts/test.sh)
-pytestmark = pytest.mark.concurrent
-
 TASK = "demo/softmax"
 
 
