@@ -177,9 +177,11 @@ def test_attack_fails_the_holdout(server: RunningServer, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOAD))
-def test_attack_fails_its_workload(server: RunningServer, name: str) -> None:
+def test_attack_fails_its_workload(quick_server: RunningServer, name: str) -> None:
+    """Each is caught by a check (of a timed sample's outputs, or of a later workload), not by how precise
+    the timing is: on ``quick_server`` (ten timed iterations; ~1 s less each than the task's own timing)."""
     workload, verdict, reason = WORKLOAD[name]
-    job, report, _ = evaluate(server, name)
+    job, report, _ = evaluate(quick_server, name)
     assert failed_evaluation(job), describe(job, report)
     if name in MAY_FAIL_THE_HOLDOUT and report["holdout"] == "FAIL":
         assert report["holdout_failure"] == "FAIL", describe(job, report)
