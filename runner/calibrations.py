@@ -74,7 +74,7 @@ def calibration_floors(svc: Services, task: str | None = None, current_only: boo
         if current_only and not current:
             continue
         runs = svc.store.calibration_runs(slot, task_id, sha)
-        found = floors(runs, now)
+        found = floors(runs, now, svc.settings.limits.calibration)
         rows.append(
             CalibrationFloors(
                 slot=slot,
@@ -82,7 +82,7 @@ def calibration_floors(svc: Services, task: str | None = None, current_only: boo
                 task_sha256=sha,
                 current=current,
                 workloads={w: f.document() for w, f in sorted(found.items())},
-                requests=len({r.job for r in usable(runs, now)}),
+                requests=len({r.job for r in usable(runs, now, svc.settings.limits.calibration)}),
             )
         )
     return rows

@@ -32,6 +32,9 @@ values a server runs with.
 | source_bytes        | bytes | 1 MiB   | page): a file over source_file_bytes, or past source_bytes|
 | source_files        | count | 200     | or source_files in all, is named as left out, not shown   |
 | diff_bytes          | bytes | 256 KiB | two submissions' unified diff is cut here (``truncated``) |
+| calibration_keep    | count | 20      | a slot's noise floor rests on this many of its latest A/A |
+|                     |       |         | requests at most (tasks.calibration)                      |
+| calibration_max_age_s | s   | 7 days  | older A/A requests no longer count for a floor            |
 
 An evaluation's timing method and the judge's rules (:class:`kcoral.tasks.harness.schema.TimingMethod`,
 whose defaults these are; an operator sets them as ``timing_NAME`` (``--limit timing_budget_s=60``,
@@ -53,12 +56,14 @@ server sends the whole method to the supervisor in the case file, and the receip
 | quiet_probe_ms    | ms    | 0.25    | GPU: a probe kernel slower than this means another context    |
 |                   |       |         | has work queued; the call waits for a quiet GPU               |
 | noisy_budget_s    | s     | 120     | when the speedup's interval is still wider than scorable_ratio |
-|                   |       |         | at budget_s (a busy host), sampling goes on up to this long   |
-|                   |       |         | more (and 10x max_reps), until it is not                      |
+| noisy_reps        | count | 10      | at budget_s (a busy host), sampling goes on up to this long   |
+|                   |       |         | more (and noisy_reps x max_reps), until it is not             |
 | scorable_ratio    | ratio | 2.0     | an interval (hi / lo) this narrow can be scored; the report   |
 |                   |       |         | calls wider than 3 inconclusive (tasks.report)                |
 | connect_timeout_s | s     | 180     | the candidate's worker must connect and set up within this    |
 | call_timeout_s    | s     | 300     | every call must be answered within this                       |
+| deadline_margin_s | s     | 5       | kept before the evaluation's deadline for its end: a call too |
+|                   |       |         | slow to be measured before then FAILs its case ("too slow")   |
 | disturbed_ms      | ms    | 0.1     | an iteration in which the judge's processes waited for a CPU, |
 | disturbed_share   | ratio | 0.02    | or its cores served interrupts, longer than the larger of     |
 |                   |       |         | these (disturbed_share of the shorter call) is left out of    |
@@ -97,6 +102,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
+from kcoral.tasks.calibration import CalibrationPolicy
 from kcoral.tasks.harness.schema import TimingMethod
 
 GiB = 1 << 30
@@ -158,6 +164,8 @@ class Limits:
     #: seconds between checks of the output directory while a job runs
     output_poll_s: float = 0.25
     eval_timing: TimingMethod = TimingMethod()
+    #: which A/A requests a slot's noise floor rests on (``calibration_keep``, ``calibration_max_age_s``)
+    calibration: CalibrationPolicy = CalibrationPolicy()
 
 
 #: a limit set from the environment: KCORAL_LIMIT_MEMORY_BYTES=16GiB (``kcoral serve --limit NAME=VALUE`` wins)
@@ -167,6 +175,8 @@ CONNECTION = "connection_"
 #: a field of the server's timing method among the limits (``timing_budget_s``, ``timing_shared_core_share``):
 #: the defaults a task's manifest ``timing`` refines (a task's mode, ``batch`` and ``graph``, is its own)
 TIMING = "timing_"
+#: a field of the calibration policy among the limits (``calibration_keep``, ``calibration_max_age_s``)
+CALIBRATION = "calibration_"
 _TASKS_OWN = ("batch", "graph")
 _RATIOS = (
     "interval_target",
@@ -182,12 +192,20 @@ _RATIOS = (
 _SIZES = {"kib": KiB, "mib": MiB, "gib": GiB, "k": KiB, "m": MiB, "g": GiB, "b": 1}
 
 
+_GROUPS: tuple[tuple[str, type], ...] = (
+    ("", Limits),
+    (CONNECTION, ConnectionLimits),
+    (TIMING, TimingMethod),
+    (CALIBRATION, CalibrationPolicy),
+)
+
+
 def settable() -> dict[str, tuple[int | float, str]]:
     """Every limit an operator may set, by name: its default and unit (the job limits, the connection
     limits as ``connection_NAME``, then the timing method's defaults and the judge's rules as
     ``timing_NAME``: a task's manifest may set its own over them)."""
     table: dict[str, tuple[int | float, str]] = {}
-    for prefix, cls in (("", Limits), (CONNECTION, ConnectionLimits), (TIMING, TimingMethod)):
+    for prefix, cls in _GROUPS:
         for f in fields(cls):
             default = getattr(cls(), f.name)
             if isinstance(default, bool) or not isinstance(default, int | float) or f.name in _TASKS_OWN:
@@ -210,16 +228,17 @@ def with_limits(values: Mapping[str, str]) -> tuple[Limits, ConnectionLimits]:
     """The job and connection limits with ``values`` (name -> text: ``8GiB``, ``30``, ``0.5``) set; a
     ValueError names the limit and what it takes."""
     table = settable()
-    groups: dict[str, dict[str, int | float]] = {"": {}, CONNECTION: {}, TIMING: {}}
+    groups: dict[str, dict[str, int | float]] = {prefix: {} for prefix, _ in _GROUPS}
     for name, text in values.items():
         key = name.strip().lower().replace("-", "_")
         if key not in table:
             raise ValueError(f"no limit named {name!r}; the limits: {', '.join(table)}")
         default, unit = table[key]
-        prefix = next((p for p in (CONNECTION, TIMING) if key.startswith(p)), "")
+        prefix = next((p for p, _ in _GROUPS if p and key.startswith(p)), "")
         groups[prefix][key.removeprefix(prefix)] = _parse(key, text, default, unit)
     timing = replace(TimingMethod(), **groups[TIMING])  # type: ignore[arg-type]
-    job = replace(Limits(), **groups[""], eval_timing=timing)  # type: ignore[arg-type]
+    calibration = replace(CalibrationPolicy(), **groups[CALIBRATION])  # type: ignore[arg-type]
+    job = replace(Limits(), **groups[""], eval_timing=timing, calibration=calibration)  # type: ignore[arg-type]
     return job, replace(ConnectionLimits(), **groups[CONNECTION])  # type: ignore[arg-type]
 
 

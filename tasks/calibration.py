@@ -20,8 +20,9 @@ request to the next on that slot, and no single request can see them:
   calibration's gets the floor, a noisier one more (:func:`widen`). Runs stored before their own
   intervals were kept have none: with no typical own interval, the whole of a request's own is added.
 
-A floor needs MIN_REQUESTS A/A requests no older than MAX_AGE_S, of this task's content, on the same
-slot and core layout; the most recent KEEP are used. Without one, the report says its interval is
+A floor needs MIN_REQUESTS A/A requests no older than the policy's ``max_age_s``, of this task's content,
+on the same slot and core layout; the most recent ``keep`` are used (:class:`CalibrationPolicy`, an
+operator's ``calibration_NAME`` limits). Without one, the report says its interval is
 the request's alone. Pure: the server stores the runs (runner.store) and passes them here.
 """
 
@@ -37,13 +38,21 @@ from kcoral.tasks.documents import EvalReport
 
 #: fewer A/A requests than this give no floor (sd of two is no estimate)
 MIN_REQUESTS = 3
-#: the floor rests on at most this many of the latest A/A requests (t(n-1) falls from 2.57 at 6 to
-#: 2.09 at 20: more calibration requests, a narrower floor)
-KEEP = 20
-#: A/A requests older than this no longer count (a host changes: kernel, firmware, neighbours)
-MAX_AGE_S = 7 * 86400.0
 #: ``kcoral calibrate``'s default number of A/A requests
 DEFAULT_REQUESTS = 5
+
+
+@dataclass(frozen=True)
+class CalibrationPolicy:
+    """Which A/A requests a floor rests on: the server's (runner.limits.Limits.calibration; an operator
+    sets them as ``calibration_keep`` and ``calibration_max_age_s``)."""
+
+    #: the floor rests on at most this many of the latest A/A requests (t(n-1) falls from 2.57 at 6 to
+    #: 2.09 at 20: more calibration requests, a narrower floor)
+    keep: int = 20
+    #: A/A requests older than this no longer count (a host changes: kernel, firmware, neighbours)
+    max_age_s: float = 7 * 86400.0
+
 
 #: Student's t, two-sided 95%, by degrees of freedom 1-30 (beyond: 1.96)
 _T975 = (
@@ -125,21 +134,22 @@ def aa_runs(report: EvalReport, job: str, at: float) -> list[AaRun]:
     ]
 
 
-def usable(runs: Iterable[AaRun], now: float) -> list[AaRun]:
-    """The runs a floor may rest on: no older than MAX_AGE_S, the latest KEEP per workload."""
-    fresh = sorted((r for r in runs if now - r.at <= MAX_AGE_S), key=lambda r: r.at, reverse=True)
+def usable(runs: Iterable[AaRun], now: float, policy: CalibrationPolicy = CalibrationPolicy()) -> list[AaRun]:
+    """The runs a floor may rest on: no older than the policy's max_age_s, its latest ``keep`` per
+    workload."""
+    fresh = sorted((r for r in runs if now - r.at <= policy.max_age_s), key=lambda r: r.at, reverse=True)
     kept: dict[str, list[AaRun]] = {}
     for r in fresh:
-        if len(kept.setdefault(r.workload, [])) < KEEP:
+        if len(kept.setdefault(r.workload, [])) < policy.keep:
             kept[r.workload].append(r)
     return [r for rs in kept.values() for r in rs]
 
 
-def floors(runs: Iterable[AaRun], now: float) -> dict[str, NoiseFloor]:
-    """Each workload's floor from ``runs`` (those :func:`usable` at ``now``); workloads with fewer
-    than MIN_REQUESTS runs have none."""
+def floors(runs: Iterable[AaRun], now: float, policy: CalibrationPolicy = CalibrationPolicy()) -> dict[str, NoiseFloor]:
+    """Each workload's floor from ``runs`` (those :func:`usable` at ``now`` under ``policy``); workloads
+    with fewer than MIN_REQUESTS runs have none."""
     by: dict[str, list[AaRun]] = {}
-    for r in usable(runs, now):
+    for r in usable(runs, now, policy):
         by.setdefault(r.workload, []).append(r)
     out = {}
     for workload, rs in by.items():

@@ -348,7 +348,8 @@ class _Evaluation:
             return f"calibration: this A/A request on slot {slot} is not kept ({why})"
         runs = calibration.aa_runs(report, self.ctx.job.id, time.time())
         book.add_calibration(slot, self.task.id, task_sha256, runs)
-        kept = {r.job for r in calibration.usable(book.calibration_runs(slot, self.task.id, task_sha256), time.time())}
+        runs = book.calibration_runs(slot, self.task.id, task_sha256)
+        kept = {r.job for r in calibration.usable(runs, time.time(), self.ctx.settings.limits.calibration)}
         return (
             f"calibration: this A/A request is kept for slot {slot} ({len(kept)} recent there; a noise floor "
             f"needs {calibration.MIN_REQUESTS})"
@@ -369,7 +370,8 @@ class _Evaluation:
         aa = self._aa_request()
         floors = None
         if not self.check and not aa and ctx.calibrations is not None:
-            floors = calibration.floors(ctx.calibrations.calibration_runs(slot, task.id, task_sha256), time.time())
+            runs = ctx.calibrations.calibration_runs(slot, task.id, task_sha256)
+            floors = calibration.floors(runs, time.time(), ctx.settings.limits.calibration)
         report = build_report(task.manifest, doc, result, check=self.check, floors=floors)
         if not self.check and not self.cores.separated:
             report = report.model_copy(update={"inconclusive": [*report.inconclusive, UNSEPARATED]})

@@ -8,7 +8,7 @@ appends its figures to a :class:`Samples`; :func:`sample` decides when to stop:
 - at ``max_reps`` otherwise ("max_reps");
 - then, if the speedup cannot be scored yet (its interval wider than ``scorable_ratio`` end to end, or
   too many iterations disturbed: a busy host), on until it can ("noisy, then settled", checked every
-  ten iterations) or until ``noisy_budget_s`` more have passed or NOISY_REPS x ``max_reps`` iterations
+  ten iterations) or until ``noisy_budget_s`` more have passed or ``noisy_reps`` x ``max_reps`` iterations
   were made ("noisy").
 Sampling stops early only for a precise answer or the time limits; a check that failed ends it
 (``failed``). The rules are the report's (tasks.report, tasks.harness.stats): what the supervisor
@@ -25,9 +25,6 @@ from typing import TypeVar
 from kcoral.tasks.harness.interference import disturbed
 from kcoral.tasks.harness.schema import Timing, TimingMethod
 from kcoral.tasks.harness.stats import Speedup, estimate, too_disturbed
-
-#: on a busy host, sampling may go on up to this many times max_reps (see TimingMethod.noisy_budget_s)
-NOISY_REPS = 10
 
 T = TypeVar("T")
 
@@ -137,7 +134,7 @@ def sample(
     # more samples) until it can, or until noisy_budget_s more have passed.
     limit = clock() + cfg.noisy_budget_s
     i = len(samples)
-    while i < NOISY_REPS * cfg.max_reps and clock() < limit and not failed():
+    while i < cfg.noisy_reps * cfg.max_reps and clock() < limit and not failed():
         iteration(i)
         i += 1
         if i % 10 == 0 and samples.scorable(cfg):

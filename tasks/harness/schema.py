@@ -62,9 +62,14 @@ class TimingMethod:
     idle_cpu_share: float = 0.10
     quiet_probe_ms: float = 0.25
     noisy_budget_s: float = 120.0
+    #: ... and up to this many times max_reps iterations (tasks.harness.sampling)
+    noisy_reps: int = 10
     scorable_ratio: float = 2.0
     connect_timeout_s: float = 180.0
     call_timeout_s: float = 300.0
+    #: seconds before the evaluation's deadline that the supervisor keeps for ending (its result, the
+    #: report): a call too slow to be measured before then FAILs its case at once ("too slow")
+    deadline_margin_s: float = 5.0
     disturbed_ms: float = 0.1
     disturbed_share: float = 0.02
     hot_c: float = 80.0
@@ -124,7 +129,7 @@ class TimingMethod:
                 raise ValueError(f"timing: {name} {getattr(self, name)!r} is a ratio of at least 1")
 
 
-_COUNTS = ("min_reps", "max_reps", "flush_bytes", "buffer_sets", "batch", "per_call_checks")
+_COUNTS = ("min_reps", "max_reps", "noisy_reps", "flush_bytes", "buffer_sets", "batch", "per_call_checks")
 _FLAGS = ("graph",)
 
 

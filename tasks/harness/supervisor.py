@@ -161,10 +161,6 @@ class TooSlow(Exception):
     FAILs with this reason, at once, instead of the evaluation running out of time."""
 
 
-#: seconds before the evaluation's deadline that the supervisor keeps for ending (its result, the report)
-DEADLINE_MARGIN_S = 5.0
-
-
 @dataclass
 class Supervisor:
     task_dir: Path
@@ -749,7 +745,7 @@ class Supervisor:
         baseline's: a task whose own baseline is too slow for its limit runs to the deadline)."""
         if not self.deadline or cand_ms <= base_ms:
             return
-        left = self.deadline - time.time() - DEADLINE_MARGIN_S
+        left = self.deadline - time.time() - self.cfg.deadline_margin_s
         if iterations * iteration_s <= left:
             return
         batch = max(self.cfg.batch, 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kcoral.runner.store import CALIBRATION_REQUESTS, JobStore
-from kcoral.tasks.calibration import KEEP, AaRun, floors
+from kcoral.tasks.calibration import AaRun, CalibrationPolicy, floors
 
 SLOT = "cpu0+cpu1@0:0:1"
 TASK = "demo/softmax"
@@ -52,7 +52,7 @@ def test_only_the_latest_requests_are_read_and_they_make_a_floor(tmp_path: Path)
         assert len(jobs) == CALIBRATION_REQUESTS and len(got) == 2 * CALIBRATION_REQUESTS
         assert "j000" not in jobs and f"j{CALIBRATION_REQUESTS + 4:03d}" in jobs
         found = floors(got, now=2000.0)
-        assert set(found) == {"standard", "wide"} and found["standard"].requests == KEEP
+        assert set(found) == {"standard", "wide"} and found["standard"].requests == CalibrationPolicy().keep
     finally:
         store.close()
 

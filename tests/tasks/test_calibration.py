@@ -59,11 +59,24 @@ def test_the_floor_is_a_prediction_interval_for_one_more_request() -> None:
 
 
 def test_old_requests_do_not_count_and_only_the_latest_are_kept() -> None:
-    old = [run(0.5, at=NOW - calibration.MAX_AGE_S - 1) for _ in range(5)]
+    old = [run(0.5, at=NOW - calibration.CalibrationPolicy().max_age_s - 1) for _ in range(5)]
     assert floors(old, NOW) == {}
     many = [run(1.0 + 0.001 * i, at=NOW - i) for i in range(30)]
     (floor,) = floors(many, NOW).values()
-    assert floor.requests == calibration.KEEP
+    assert floor.requests == calibration.CalibrationPolicy().keep
+
+
+def test_an_operators_policy_decides_which_requests_count() -> None:
+    """``calibration_keep`` and ``calibration_max_age_s`` (runner.limits): the same runs, another floor."""
+    from kcoral.runner.limits import with_limits
+
+    limits, _ = with_limits({"calibration_keep": "4", "calibration_max_age_s": "10"})
+    policy = limits.calibration
+    assert (policy.keep, policy.max_age_s) == (4, 10.0)
+    runs = [run(1.0 + 0.01 * i, at=NOW - i) for i in range(8)]  # 0..7 s old
+    (floor,) = floors(runs, NOW, policy).values()
+    assert floor.requests == 4
+    assert floors(runs, NOW + 9, policy) == {}  # 9 s later only the two newest are 10 s old or less: too few
 
 
 def test_floors_are_per_workload() -> None:

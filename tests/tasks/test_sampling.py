@@ -147,10 +147,10 @@ def test_noisy_sampling_ends_at_its_budget_to_the_iteration() -> None:
 
 def test_noisy_sampling_stops_at_noisy_reps_times_max_reps_however_fast_the_calls() -> None:
     """A clock that hardly moves (calls far shorter than the budget) still ends the noisy phase: at
-    NOISY_REPS x max_reps iterations in all (the supervisor's record of a case stays bounded)."""
+    noisy_reps x max_reps iterations in all (the supervisor's record of a case stays bounded)."""
     cfg = dataclasses.replace(METHOD, min_reps=6, max_reps=6)
     stopped, samples = simulate(cfg, noise=0.001, step=0.0, wait=5.0)
-    assert stopped == "noisy" and len(samples) == sampling.NOISY_REPS * 6 == 60
+    assert stopped == "noisy" and len(samples) == TimingMethod().noisy_reps * 6 == 60
 
 
 @pytest.mark.parametrize(
