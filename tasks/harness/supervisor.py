@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from kcoral.tasks.harness import autotune, checks, cpuwatch, pinning, sampling, schema, shared
+from kcoral.tasks.harness.callwatch import CallWatch
 from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen
 from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cores import parse as parse_cores
@@ -170,18 +171,16 @@ class Supervisor:
     #: candidate's alike, follows a call made by another process (see :meth:`time_case`)
     null: Worker | None
     out: Path | None = None
-    #: the candidate's worker and its CPU watch: given by :meth:`join` once it has connected
+    #: the candidate's worker: given by :meth:`join` once it has connected (with its CPU watch)
     candidate: Worker | None = None
-    watch: CpuWatch | None = None
     interference: list[str] = field(default_factory=list)
     #: seconds per phase (schema.SupervisorResult.phases)
     phases: dict[str, float] = field(default_factory=dict)
     #: who runs on which core while a case is timed (tasks.harness.cores)
     cores: CoreLayout = field(default_factory=lambda: CoreLayout(None, None, ()))
-    #: the trusted side's unbilled waits, read around every timed call (tasks.harness.interference)
-    judge: JudgeWatch | None = None
-    #: ms the trusted side waited for a CPU during the calls of the iteration being timed
-    waited: float = 0.0
+    #: what is read around every timed call: the candidate's CPU, its core's other work, the trusted
+    #: side's unbilled waits (tasks.harness.callwatch; its judge set where the cores are separated)
+    calls: CallWatch = field(init=False)
     #: what the cases said so far (progress.json's ``done``: what a killed evaluation still shows)
     done: list[str] = field(default_factory=list)
     #: ms the submission's last call took (per call, in a batch)
@@ -195,10 +194,7 @@ class Supervisor:
         self.cfg = self.doc.timing
         self.key = bytes.fromhex(self.doc.sample_key)
         self.flush = torch.zeros(max(self.cfg.flush_bytes // 4, 1), dtype=torch.float32, device=self.device)
-        self.last_cpu = self._cpu()
-        self.gaps: list[tuple[int, int]] = []
-        #: per timed candidate call: (ms its core ran others' work, ms the window lasted)
-        self.shared: list[tuple[float, float]] = []
+        self.calls = CallWatch(self.cores)
         #: reference outputs computed ahead (:meth:`_precompute`), by case id, each used once
         self.references: dict[str, dict[str, torch.Tensor]] = {}
         self.clock: GpuClock | None = _gpu_clock() if self.device == "cuda" else None
@@ -211,8 +207,8 @@ class Supervisor:
 
     def join(self, candidate: Worker, watch: CpuWatch | None) -> None:
         """The candidate's worker has connected and said hello: the cases can run."""
-        self.candidate, self.watch = candidate, watch
-        self.last_cpu = self._cpu()
+        self.candidate, self.calls.watch = candidate, watch
+        self.calls.settled()
 
     def _candidate(self) -> Worker:
         assert self.candidate is not None, "the cases run only once the candidate has joined"
@@ -471,7 +467,7 @@ class Supervisor:
             if b.fd is not None:
                 os.close(b.fd)
                 b.fd = None
-        self.last_cpu = self._cpu()  # the candidate may work while it sets up
+        self.calls.settled()  # the candidate may work while it sets up
         return error
 
     # --- one call, timed -------------------------------------------------------------------------
@@ -479,36 +475,29 @@ class Supervisor:
     def call(self, side: Side, sample: dict[str, Any]) -> tuple[float, dict[str, torch.Tensor], str | None]:
         """(ms, the side's snapshot of the outputs, error): inputs written, caches flushed, the call
         made and its outputs copied, all on the supervisor's clock. The candidate's CPU time before
-        the call (since its previous call, and while its inputs were written) goes to ``self.gaps``."""
+        the call (since its previous call, and while its inputs were written) goes to ``self.calls``."""
         _poison(side.outputs)
         if self.device == "cuda":
             shared.reset_persisting_l2()
             self._wait_quiet()
-        cpu_a = self._cpu()
-        core_a = self._core_busy(side.worker)
-        watched = self._watched(side.worker)
-        waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
+        window = self.calls.open(side.worker is self.candidate)
+        self.calls.judging(window, self._watched(side.worker))
         self._sync()
         t0 = _ns()
         for name, t in side.inputs.items():
             t.copy_(sample[name])
         self.flush.add_(1.0)
         self._sync()
-        cpu_b = self._cpu()
+        self.calls.written(window)
         error = side.worker.ask({"op": "call", "case": side.case})
         for name, t in side.outputs.items():
             side.snapshot[name].copy_(t)
         self._sync()
         elapsed = (_ns() - t0) / 1e6
-        if self.judge is not None:
-            self.waited += self.judge.waited_ms(watched) - waited
-        cpu_c = self._cpu()
-        self._shared_core(core_a, cpu_c - cpu_a)
+        self.calls.close(window)
         if side.worker is not self.candidate:
             _poison(side.outputs)  # the baseline's answer never waits in memory for the candidate's call
-        if side.worker is self.candidate:
-            self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
-            self.last_cpu = cpu_c
+        else:
             self.last_call_ms = elapsed
         return elapsed, side.snapshot, error
 
@@ -524,8 +513,7 @@ class Supervisor:
         batch's time is its calls' and the protocol's (the empty call's batch measures that). ``graph``:
         the worker replays the batch's captured CUDA graph (TimingMethod.graph) instead of calling."""
         worker = sides[0].worker
-        cpu_a = self._cpu()
-        core_a = self._core_busy(worker)
+        window = self.calls.open(worker is self.candidate)
         for side, sample in zip(sides, samples, strict=True):
             _poison(side.outputs)
             if worker is not self.null:
@@ -537,16 +525,12 @@ class Supervisor:
         self._sync()
         if self.device == "cuda":
             self._wait_quiet()
-        watched = self._watched(worker)
-        waited = self.judge.waited_ms(watched) if self.judge is not None else 0.0
-        cpu_b = self._cpu()
+        self.calls.judging(window, self._watched(worker))
+        self.calls.written(window)
         t0 = _ns()
         error = worker.ask({"op": "batch", "cases": [side.case for side in sides], "graph": graph})
         elapsed = (_ns() - t0) / 1e6
-        if self.judge is not None:
-            self.waited += self.judge.waited_ms(watched) - waited
-        cpu_c = self._cpu()
-        self._shared_core(core_a, cpu_c - cpu_a)
+        self.calls.close(window)
         for side in {id(side): side for side in sides}.values():  # the empty call's batch repeats one side
             for name, t in side.outputs.items():
                 side.snapshot[name].copy_(t)
@@ -554,35 +538,11 @@ class Supervisor:
                 _poison(side.outputs)
         self._sync()
         if worker is self.candidate:
-            self.gaps.append((cpu_a - self.last_cpu, cpu_b - cpu_a))
-            self.last_cpu = cpu_c
             self.last_call_ms = elapsed / len(sides)
         return elapsed / len(sides), [side.snapshot for side in sides], error
 
-    def _core_busy(self, worker: Worker) -> tuple[int, float] | None:
-        """Before a call to the candidate on a core of its own: (now in ns, ms its core has run
-        processes so far); None for any other call."""
-        core = self.cores.candidate_core
-        if worker is not self.candidate or self.judge is None or core is None:
-            return None
-        return _ns(), self.judge.busy_ms(core)
-
-    def _shared_core(self, before: tuple[int, float] | None, own_ns: int) -> None:
-        """After a call to the candidate: what else its core ran since ``before`` (:meth:`_core_busy`),
-        its time less the candidate container's own ``own_ns``, goes to ``self.shared`` with the
-        window's length (tasks.harness.interference)."""
-        if before is None or self.judge is None or self.cores.candidate_core is None:
-            return
-        window = (_ns() - before[0]) / 1e6
-        busy = self.judge.busy_ms(self.cores.candidate_core) - before[1]
-        self.shared.append((busy - own_ns / 1e6, window))
-
     def _watched(self, worker: Worker) -> list[str]:
-        """The trusted processes whose waits for a CPU during a call to ``worker`` disturb its time: the
-        worker itself if trusted, and the supervisor unless it shares that worker's core (there the
-        worker runs while the supervisor waits its turn, by design)."""
-        shared = worker.trusted and self.cores.supervisor == self.cores.workers
-        return ([worker.name] if worker.trusted else []) + ([] if shared else ["supervisor"])
+        return self.calls.watched(worker.trusted, worker.name)
 
     @contextlib.contextmanager
     def _pinned(self) -> Iterator[None]:
@@ -654,8 +614,8 @@ class Supervisor:
         warmup = self._warm_up_sides(m)
         if batch and self.cfg.graph and (failed := self._capture(m)):
             return Timing([], [], [], "setup", 0), f"capturing its batch of calls in a CUDA graph: {failed}"
-        self.gaps, self.shared = [], []  # only the measured calls count
-        lost = self.judge.lost_ms() if self.judge is not None else {}
+        self.calls.measuring()  # only the measured calls count
+        lost = self.calls.judge.lost_ms() if self.calls.judge is not None else {}
         samples, check = Samples(), Samples()
         stopped = sampling.sample(
             lambda i: self._iteration(m, i, samples, batch, "sample"), samples, self.cfg, lambda: bool(m.mismatch)
@@ -673,12 +633,12 @@ class Supervisor:
     def _watch_figures(self, workload: str, timing: Timing, baseline_total: float) -> None:
         """The measurement's CPU watches into ``timing``: the candidate's CPU outside its calls (against
         the baseline's ``baseline_total`` ms; flagged over the limits), others' work on its core."""
-        cpu = cpuwatch.outside_calls(self.gaps, baseline_total)
+        cpu = cpuwatch.outside_calls(self.calls.gaps, baseline_total)
         self._flag_outside_cpu(workload, cpu)
         timing.idle_cpu_ms, timing.idle_cpu_share = cpu["idle_cpu_ms"], cpu["idle_cpu_share"]
         timing.early_cpu_ms, timing.early_cpu_share = cpu["early_cpu_ms"], cpu["early_cpu_share"]
-        if self.shared:
-            timing.shared_core_ms, timing.shared_core_share = cpuwatch.shared_core(self.shared)
+        if self.calls.shared:
+            timing.shared_core_ms, timing.shared_core_share = cpuwatch.shared_core(self.calls.shared)
             print(
                 f"{workload}: others' work on the candidate's core during its calls: "
                 f"{timing.shared_core_ms:.0f} ms, {timing.shared_core_share:.1%} of their time",
@@ -786,8 +746,9 @@ class Supervisor:
         t1 = time.monotonic()
         outs: dict[str, list[dict[str, torch.Tensor]]] = {}
         times: dict[str, float] = {}
-        self.waited = 0.0
-        irq = self.judge.irq_ms() if self.judge is not None else 0.0
+        self.calls.waited = 0.0
+        judge = self.calls.judge
+        irq = judge.irq_ms() if judge is not None else 0.0
         before = self.clock.read() if self.clock is not None else None
         for key, sides in m.sides.calls(i, per):
             if per or m.sides.graphed:  # graphed: the per-call check replays each call's graph of its own
@@ -800,7 +761,7 @@ class Supervisor:
         into.baseline.append(times["b"])
         into.candidate.append(times["c"])
         into.null.append(times["n"])
-        into.waits.append(self.waited + (self.judge.irq_ms() - irq if self.judge is not None else 0.0))
+        into.waits.append(self.calls.waited + (judge.irq_ms() - irq if judge is not None else 0.0))
         after = self.clock.read() if self.clock is not None else None
         if before is not None and after is not None:
             into.mhz.append(min(before.sm_mhz, after.sm_mhz))
@@ -843,8 +804,8 @@ class Supervisor:
                 f"({reasons_text(m.throttles)}), left out",
                 file=sys.stderr,
             )
-        if self.judge is not None:  # each core of the lease, what the host took from it
-            now = self.judge.lost_ms()
+        if self.calls.judge is not None:  # each core of the lease, what the host took from it
+            now = self.calls.judge.lost_ms()
             mine = sorted({*self.cores.judge, *self.cores.candidate})
             print(
                 f"{name}: irq, softirq and steal ms per core while timed: "
@@ -856,7 +817,7 @@ class Supervisor:
     def _flag_outside_cpu(self, name: str, figures: dict[str, float]) -> None:
         """The candidate's CPU use outside its calls (tasks.harness.cpuwatch): flagged over the method's
         limits where it is watched, and in the judge's log."""
-        if self.watch is None:
+        if self.calls.watch is None:
             return
         self.interference += cpuwatch.outside_flags(name, figures, self.cfg.idle_cpu_ms, self.cfg.idle_cpu_share)
         print(
@@ -912,9 +873,6 @@ class Supervisor:
     def _seed(self, case_id: str, label: str) -> int:
         digest = hmac.new(self.key, f"{case_id}/{label}".encode(), hashlib.sha256).digest()
         return int.from_bytes(digest[:8], "little") >> 1
-
-    def _cpu(self) -> int:
-        return self.watch.ns() if self.watch is not None else 0
 
     def _sync(self) -> None:
         if self.device == "cuda":
@@ -1050,7 +1008,7 @@ def _trusted_side(
     sup = Supervisor(task_dir, doc, baseline, null, out, cores=cores)
     if cores.separated:
         pids = {name: proc.pid for name, (_, proc) in zip(TRUSTED_WORKERS, started, strict=False)}
-        sup.judge = JudgeWatch({"supervisor": os.getpid(), **pids}, cores.judge)
+        sup.calls.judge = JudgeWatch({"supervisor": os.getpid(), **pids}, cores.judge)
     write_progress(out, phase="start", step="the first calls of the reference and the baseline")
     try:
         sup.warm_up()

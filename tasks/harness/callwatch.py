@@ -1,0 +1,121 @@
+"""What the supervisor reads around every call it times, and keeps for the measurement's checks:
+
+- the candidate container's CPU time between its calls and while its inputs are written (``gaps``:
+  tasks.harness.cpuwatch.outside_calls flags work done outside its own calls);
+- others' work on the candidate's core during its calls, less the candidate's own (``shared``:
+  tasks.harness.cpuwatch.shared_core; over the method's limits the workload is not scored);
+- the trusted side's unbilled waits for a CPU during the calls of the iteration being timed
+  (``waited``: tasks.harness.interference; a disturbed iteration is left out).
+
+One :class:`Window` per call: :meth:`CallWatch.open` before its inputs are written, :meth:`written` once
+they are, :meth:`judging` just before the clock starts and :meth:`close` once the outputs are held.
+The counters are the ones given (tasks.harness.cpuwatch.CpuWatch, tasks.harness.interference.JudgeWatch),
+so the bookkeeping is unit-tested on counters of its own (tests/tasks/test_callwatch.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kcoral.tasks.harness.cores import CoreLayout
+
+
+class CpuCounter(Protocol):
+    def ns(self) -> int: ...
+
+
+class CoreCounters(Protocol):
+    """tasks.harness.interference.JudgeWatch's readings."""
+
+    def waited_ms(self, names: list[str]) -> float: ...
+
+    def busy_ms(self, core: int) -> float: ...
+
+    def irq_ms(self) -> float: ...
+
+    def lost_ms(self) -> dict[int, float]: ...
+
+
+@dataclass
+class Window:
+    """One call's readings taken before it."""
+
+    #: the call is the candidate's
+    candidate: bool
+    #: the candidate container's CPU ns as the window opened
+    cpu_opened: int
+    #: (ns, ms the candidate's core had run) as it opened: a candidate's call on a core of its own only
+    core_opened: tuple[int, float] | None
+    #: ... once its inputs were written
+    cpu_written: int = 0
+    #: the trusted processes whose waits count against this call, and their waits before it
+    watched: list[str] = field(default_factory=list)
+    waited_before: float = 0.0
+
+
+@dataclass
+class CallWatch:
+    cores: CoreLayout
+    #: the trusted side's waits and the cores' time (None where the cores are not separated)
+    judge: CoreCounters | None = None
+    #: the candidate container's CPU (None until it has joined, or where it cannot be read)
+    watch: CpuCounter | None = None
+    #: per candidate call: (ns of its CPU since its previous call, ns while its inputs were written)
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    #: per candidate call: (ms its core ran others' work, ms the window lasted)
+    shared: list[tuple[float, float]] = field(default_factory=list)
+    #: ms the trusted side waited during the calls of the iteration being timed
+    waited: float = 0.0
+    last_cpu: int = 0
+    clock: Callable[[], int] = time.perf_counter_ns
+
+    def cpu(self) -> int:
+        return self.watch.ns() if self.watch is not None else 0
+
+    def settled(self) -> None:
+        """The candidate's CPU so far is not a gap's (it joined, or set up: it may work then)."""
+        self.last_cpu = self.cpu()
+
+    def measuring(self) -> None:
+        """Only the measured calls count from here."""
+        self.gaps, self.shared = [], []
+
+    def watched(self, trusted: bool, name: str) -> list[str]:
+        """The trusted processes whose waits for a CPU during a call to a worker disturb its time: the
+        worker itself if trusted, and the supervisor unless it shares that worker's core (there the
+        worker runs while the supervisor waits its turn, by design)."""
+        shares = trusted and self.cores.supervisor == self.cores.workers
+        return ([name] if trusted else []) + ([] if shares else ["supervisor"])
+
+    def open(self, candidate: bool) -> Window:
+        """Before a call's inputs are written."""
+        cpu = self.cpu()
+        core, judge = self.cores.candidate_core, self.judge
+        core_opened = (self.clock(), judge.busy_ms(core)) if candidate and judge and core is not None else None
+        return Window(candidate, cpu, core_opened)
+
+    def judging(self, w: Window, watched: list[str]) -> None:
+        """Just before the clock starts: the waits of ``watched`` from here are the call's."""
+        w.watched = watched
+        w.waited_before = self.judge.waited_ms(watched) if self.judge is not None else 0.0
+
+    def written(self, w: Window) -> None:
+        """The call's inputs are written (the candidate's CPU until here is while they were)."""
+        w.cpu_written = self.cpu()
+
+    def close(self, w: Window) -> None:
+        """The call's outputs are held: its waits, its core's other work and its gap are kept."""
+        if self.judge is not None:
+            self.waited += self.judge.waited_ms(w.watched) - w.waited_before
+        cpu_closed = self.cpu()
+        core = self.cores.candidate_core
+        if w.core_opened is not None and self.judge is not None and core is not None:
+            window_ms = (self.clock() - w.core_opened[0]) / 1e6
+            busy = self.judge.busy_ms(core) - w.core_opened[1]
+            self.shared.append((busy - (cpu_closed - w.cpu_opened) / 1e6, window_ms))
+        if w.candidate:
+            self.gaps.append((w.cpu_opened - self.last_cpu, w.cpu_written - w.cpu_opened))
+            self.last_cpu = cpu_closed

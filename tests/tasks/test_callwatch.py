@@ -1,0 +1,116 @@
+"""tasks.harness.callwatch on counters of our own: what a window around each call keeps (the candidate's
+gaps, others' work on its core, the trusted side's waits), and for whom."""
+
+from __future__ import annotations
+
+from kcoral.tasks.harness.callwatch import CallWatch
+from kcoral.tasks.harness.cores import CoreLayout
+
+
+class Counters:
+    """The candidate container's CPU (ns), its core's busy ms, the trusted processes' waits: moved by
+    the test; and a clock in ns."""
+
+    def __init__(self) -> None:
+        self.cpu_ns = 0
+        self.core_ms = 0.0
+        self.waits: dict[str, float] = {}
+        self.now = 0
+
+    def ns(self) -> int:
+        return self.cpu_ns
+
+    def waited_ms(self, names: list[str]) -> float:
+        return sum(self.waits.get(n, 0.0) for n in names)
+
+    def busy_ms(self, core: int) -> float:
+        return self.core_ms
+
+    def irq_ms(self) -> float:
+        return 0.0
+
+    def lost_ms(self) -> dict[int, float]:
+        return {}
+
+
+SEPARATED = CoreLayout(supervisor=0, workers=1, candidate=(2,))
+
+
+def watch(layout: CoreLayout = SEPARATED) -> tuple[CallWatch, Counters]:
+    c = Counters()
+    return CallWatch(layout, judge=c, watch=c, clock=lambda: c.now), c
+
+
+def test_a_candidate_call_keeps_its_gap_and_what_it_used_while_its_inputs_were_written() -> None:
+    w, c = watch()
+    c.cpu_ns = 1_000
+    w.settled()
+    c.cpu_ns = 4_000  # 3 us between its previous call and this one's window
+    window = w.open(candidate=True)
+    c.cpu_ns = 4_500  # 0.5 us while its inputs were written
+    w.written(window)
+    c.cpu_ns = 9_000  # its call
+    w.close(window)
+    assert w.gaps == [(3_000, 500)] and w.last_cpu == 9_000
+
+
+def test_a_trusted_call_keeps_no_gap_and_leaves_the_candidates_last_reading() -> None:
+    w, c = watch()
+    c.cpu_ns = 2_000
+    w.settled()
+    c.cpu_ns = 5_000
+    window = w.open(candidate=False)
+    w.written(window)
+    w.close(window)
+    assert w.gaps == [] and w.shared == [] and w.last_cpu == 2_000
+
+
+def test_others_work_on_the_candidates_core_is_its_busy_time_less_the_candidates_own() -> None:
+    w, c = watch()
+    window = w.open(candidate=True)
+    c.now, c.core_ms, c.cpu_ns = 10_000_000, 7.0, 4_000_000  # 10 ms window, core busy 7 ms, 4 of them its own
+    w.close(window)
+    assert w.shared == [(3.0, 10.0)]
+
+
+def test_no_core_of_its_own_or_no_judge_watch_keeps_no_shared_figure() -> None:
+    for layout in (CoreLayout(None, None, ()), CoreLayout(0, 0, ())):
+        w, c = watch(layout)
+        window = w.open(candidate=True)
+        c.core_ms = 5.0
+        w.close(window)
+        assert w.shared == [] and len(w.gaps) == 1
+    bare = CallWatch(SEPARATED)  # no counters at all: nothing read, nothing kept but the gaps' zeros
+    window = bare.open(candidate=True)
+    bare.close(window)
+    assert bare.shared == [] and bare.gaps == [(0, 0)] and bare.waited == 0.0
+
+
+def test_the_waits_counted_are_those_of_the_watched_from_judging_on() -> None:
+    w, c = watch()
+    window = w.open(candidate=False)
+    c.waits = {"baseline": 1.0, "supervisor": 2.0}  # before the clock: not the call's
+    w.judging(window, w.watched(trusted=True, name="baseline"))
+    c.waits = {"baseline": 1.5, "supervisor": 2.25, "null": 9.0}
+    w.close(window)
+    assert w.waited == 0.75
+
+
+def test_who_is_watched_during_a_call() -> None:
+    """The trusted worker itself and the supervisor; not the supervisor where it shares that worker's core
+    (it waits its turn there by design); for the candidate's call, the supervisor alone."""
+    apart, _ = watch(SEPARATED)
+    assert apart.watched(trusted=True, name="baseline") == ["baseline", "supervisor"]
+    assert apart.watched(trusted=False, name="candidate") == ["supervisor"]
+    together, _ = watch(CoreLayout(supervisor=0, workers=0, candidate=(1,)))
+    assert together.watched(trusted=True, name="baseline") == ["baseline"]
+    assert together.watched(trusted=False, name="candidate") == ["supervisor"]
+
+
+def test_measuring_starts_the_kept_figures_afresh() -> None:
+    w, c = watch()
+    window = w.open(candidate=True)
+    w.close(window)
+    assert w.gaps
+    w.measuring()
+    assert w.gaps == [] and w.shared == []
