@@ -102,7 +102,7 @@ def summarize(report: Report) -> dict[str, Any]:
 
 
 def _triple(values: object) -> str:
-    if isinstance(values, list) and all(isinstance(v, int) for v in values):
+    if isinstance(values, list) and values and all(isinstance(v, int) for v in values):
         return "(" + ",".join(str(v) for v in values) + ")"
     return "?"
 
@@ -118,10 +118,10 @@ def format_lines(doc: dict[str, Any]) -> list[str]:
     ]
     for g in doc.get("groups", []):
         where = printable(str(g.get("location") or "no source line"))
-        kernel = printable(str(g.get("kernel") or "?"))
+        kernel = printable(str(g.get("kernel") or "(no kernel)"))
         level = "" if g.get("level") == "error" else f" [{printable(str(g.get('level')))}]"
-        first = f"first thread {_triple(g.get('thread'))} block {_triple(g.get('block'))}"
-        lines.append(f"  {g.get('count'):>6}x  {kernel}: {printable(str(g.get('kind')))}{level} at {where}; {first}")
+        first = f"; first thread {_triple(g.get('thread'))} block {_triple(g.get('block'))}" if g.get("thread") else ""
+        lines.append(f"  {g.get('count'):>6}x  {kernel}: {printable(str(g.get('kind')))}{level} at {where}{first}")
     for note in doc.get("notes", []):
         lines.append(f"  note: {printable(str(note))}")
     return lines
