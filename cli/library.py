@@ -1,6 +1,6 @@
 """kcoral for programs: ``from kcoral import Client``.
 
-The same four experiments as the command line (``run``, ``evaluate``, ``ncu``, ``iket``), over the same
+The same experiments as the command line (``run``, ``evaluate``, ``ncu``, ``iket``, ``sanitizer``), over the same
 HTTP client (cli.client.KcoralClient), with typed results (the server's own models: JobView,
 EvalReport, Receipt, TaskContract) instead of printed text, and failures as exceptions
 (kcoral.protocol.errors.KcoralError and its subclasses; ``err.exit_code`` is what the CLI would exit with).
@@ -32,7 +32,17 @@ from kcoral.cli.tarball import IGNORE_FILE, build_tarball
 from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.evaluations import Board, Comparison, History
 from kcoral.protocol.framing import STDERR
-from kcoral.protocol.models import DataError, EvalSpec, IketSpec, JobView, NcuSpec, PythonSpec, SpecBase, Verdict
+from kcoral.protocol.models import (
+    DataError,
+    EvalSpec,
+    IketSpec,
+    JobView,
+    NcuSpec,
+    PythonSpec,
+    SanitizerSpec,
+    SpecBase,
+    Verdict,
+)
 from kcoral.tasks.documents import EvalReport, Receipt, TaskContract
 
 __all__ = ["Client", "JobResult", "KcoralError"]
@@ -154,9 +164,29 @@ class Client:
         """IKET in-kernel trace files of ``command`` (``iket_args``: run-iket's own words)."""
         return self._profile(IketSpec, command, iket_args, send, env, timeout, output_dir, wait)
 
+    def sanitizer(
+        self,
+        command: Sequence[str],
+        sanitizer_args: Sequence[str] = ("--tool", "memcheck"),
+        send: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """compute-sanitizer's reports on ``command`` (``sanitizer_args``: its options, profiling.sanitizer's
+        allow-list; the job's exit code is 86 when it reported errors)."""
+        from kcoral.profiling.sanitizer import SanitizerOptionError, normalise_options
+
+        try:
+            args = normalise_options(list(sanitizer_args))
+        except SanitizerOptionError as exc:
+            raise UsageError(str(exc)) from None
+        return self._profile(SanitizerSpec, command, args, send, env, timeout, output_dir, wait)
+
     def _profile(
         self,
-        model: type[NcuSpec] | type[IketSpec],
+        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec],
         command: Sequence[str],
         args: Sequence[str],
         send: str | Path | None,

@@ -63,6 +63,16 @@ class IketOutcome(JobOutcome):
     traces: list[str] = Field(description="local paths of the trace files (.trace.json, .pftrace)")
 
 
+class SanitizerOutcome(JobOutcome):
+    """A finished compute-sanitizer job (``job_exit_code`` 86: it reported errors)."""
+
+    errors: int | None = Field(description="the errors compute-sanitizer counted (None: no report came back)")
+    summary: dict[str, Any] | None = Field(
+        description="the errors grouped by kernel and kind: count, first source line, first thread and block"
+    )
+    reports: list[str] = Field(description="local paths of the text and XML reports")
+
+
 class LogPage(BaseModel):
     """A page of a job's log."""
 
@@ -133,6 +143,22 @@ def ncu(done: JobResult) -> NcuOutcome:
 def iket(done: JobResult) -> IketOutcome:
     traces = [str(p) for p in done.files if p.name.endswith((".trace.json", ".pftrace"))]
     return IketOutcome(**job_outcome(done), summary=_json_output(done, "summary.json"), traces=traces)
+
+
+def sanitizer(done: JobResult) -> SanitizerOutcome:
+    from kcoral.profiling.sanitizer import TEXT_FILE, XML_FILE
+    from kcoral.profiling.sanitizer_findings import ReportError
+    from kcoral.profiling.sanitizer_report import load_pair, summarize
+
+    xml = next((p for p in done.files if p.name == XML_FILE), None)
+    text = next((p for p in done.files if p.name == TEXT_FILE), None)
+    try:
+        summary: dict[str, Any] | None = summarize(load_pair(xml, text))
+    except ReportError as exc:
+        summary = {"error": str(exc)}
+    errors = summary.get("errors") if summary else None
+    reports = [str(p) for p in (text, xml) if p is not None]
+    return SanitizerOutcome(**job_outcome(done), errors=errors, summary=summary, reports=reports)
 
 
 def _json_output(done: JobResult, suffix: str) -> Any:

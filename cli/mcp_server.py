@@ -34,7 +34,16 @@ from pydantic import Field
 from kcoral import __version__
 from kcoral.cli import mcp_results as results
 from kcoral.cli.library import Client, JobResult
-from kcoral.cli.mcp_results import LOG_PAGE, Downloaded, EvaluationOutcome, IketOutcome, JobOutcome, LogPage, NcuOutcome
+from kcoral.cli.mcp_results import (
+    LOG_PAGE,
+    Downloaded,
+    EvaluationOutcome,
+    IketOutcome,
+    JobOutcome,
+    LogPage,
+    NcuOutcome,
+    SanitizerOutcome,
+)
 from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.evaluations import Board, Comparison, History
 from kcoral.protocol.models import JobView
@@ -100,6 +109,13 @@ Offset = Annotated[int, Field(description="the log byte to start from (a previou
 Limit = Annotated[int, Field(description=f"bytes of log to return, at most {LOG_PAGE_MAX}")]
 Command = Annotated[list[str], Field(description="the command to profile, e.g. ['python', 'capture.py']")]
 NcuArgs = Annotated[list[str] | None, Field(description="ncu's own options (default ['--set', 'full'])")]
+SanitizerArgs = Annotated[
+    list[str] | None,
+    Field(
+        description="compute-sanitizer's options (default ['--tool', 'memcheck']): --tool memcheck|racecheck|"
+        "initcheck|synccheck, --leak-check, --print-limit, ... (others are refused)"
+    ),
+]
 IketArgs = Annotated[
     list[str] | None, Field(description="run-iket's words before the command (default profile --postprocess all)")
 ]
@@ -154,6 +170,7 @@ class KcoralTools:
         "best",
         "ncu",
         "iket",
+        "sanitizer",
     )
     #: the methods that are resources, by URI template
     RESOURCES = {
@@ -385,6 +402,22 @@ class KcoralTools:
         Returns the trace summary and the local paths of the trace files."""
         args = iket_args or ["profile", "--postprocess", "all"]
         return results.iket(await self.profiled(self.client.iket, command, args, directory, files, output_dir, ctx))
+
+    async def sanitizer(
+        self,
+        command: Command,
+        sanitizer_args: SanitizerArgs = None,
+        directory: Directory = None,
+        files: Files = None,
+        output_dir: OutputDir = None,
+        ctx: Context | None = None,
+    ) -> SanitizerOutcome:
+        """Check ``command`` with compute-sanitizer (memcheck by default: out-of-bounds and misaligned
+        accesses; racecheck: shared-memory races; initcheck: uninitialised reads; synccheck: barriers).
+        Returns the errors grouped by kernel and kind, and the local paths of the reports."""
+        args = sanitizer_args or ["--tool", "memcheck"]
+        done = await self.profiled(self.client.sanitizer, command, args, directory, files, output_dir, ctx)
+        return results.sanitizer(done)
 
     # --- resources ------------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
-"""What profiling this server can do: ncu (and whether the driver lets non-admins read counters), run-iket.
+"""What profiling this server can do: ncu (and whether the driver lets non-admins read counters), run-iket,
+compute-sanitizer.
 
 ``probe()`` looks at the host, which is what jobs see in toolchain mode (the host's /usr, /opt...
 are mounted into the job). Results are cached for the process; ``probe(refresh=True)`` looks again.
-In image mode ncu and iket jobs run in their own images (images/profilers.py): ``for_server()``
-then asks whether those images are present (each time: an operator may build one later).
+In image mode ncu and iket jobs run in their own images (images/profilers.py), sanitizer jobs in the
+ncu image (compute-sanitizer on its PATH): ``for_server()`` then asks whether those images are
+present (each time: an operator may build one later).
 The server's /health includes ``for_server(...)`` under ``"profiling"``.
 """
 
@@ -43,9 +45,14 @@ def counters_restricted(params_file: str = PARAMS_FILE) -> bool | None:
     return None
 
 
-def ncu_version(ncu: str) -> str | None:
+#: where the CUDA toolkit keeps compute-sanitizer when its bin/ has no link to it
+SANITIZER_FALLBACK = "/usr/local/cuda/compute-sanitizer/compute-sanitizer"
+
+
+def tool_version(tool: str) -> str | None:
+    """What ``TOOL --version`` says after "Version" (ncu's and compute-sanitizer's banners alike)."""
     try:
-        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.search(r"Version\s+([\w.\-() ]+)", out)
@@ -53,6 +60,17 @@ def ncu_version(ncu: str) -> str | None:
         return m.group(1).strip()
     lines = out.strip().splitlines()
     return lines[-1] if lines else None
+
+
+ncu_version = tool_version
+
+
+def find_sanitizer(path: str = JOB_PATH, fallback: str = SANITIZER_FALLBACK) -> str | None:
+    """compute-sanitizer on the job PATH, or in the CUDA toolkit's own folder."""
+    found = shutil.which("compute-sanitizer", path=path)
+    if found:
+        return found
+    return fallback if os.access(fallback, os.X_OK) else None
 
 
 def find_run_iket(python: str | None = None, path: str = JOB_PATH) -> str | None:
@@ -69,6 +87,7 @@ def find_run_iket(python: str | None = None, path: str = JOB_PATH) -> str | None
     return None
 
 
+NO_SANITIZER = "compute-sanitizer (part of the CUDA toolkit) is not installed on this server"
 RESTRICTED = (
     "the NVIDIA driver restricts GPU performance counters to admins (RmProfilingAdminOnly=1): ncu "
     "would fail with ERR_NVGPUCTRPERM; the operator must set NVreg_RestrictProfilingToAdminUsers=0"
@@ -95,14 +114,28 @@ def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, A
         "ok": iket_path is not None,
         "reason": "" if iket_path else "run-iket (nvidia-cutlass-dsl >= 4.6) is not installed on this server",
     }
-    return {"source": "host", "counters_restricted": restricted, "ncu": ncu_info, "iket": iket_info}
+    sanitizer_path = find_sanitizer()
+    sanitizer_info = {
+        "path": sanitizer_path,
+        "version": tool_version(sanitizer_path) if sanitizer_path else None,
+        "ok": sanitizer_path is not None,
+        "reason": "" if sanitizer_path else NO_SANITIZER,
+    }
+    return {
+        "source": "host",
+        "counters_restricted": restricted,
+        "ncu": ncu_info,
+        "iket": iket_info,
+        "sanitizer": sanitizer_info,
+    }
 
 
 def probe(
     python: str | None = None, *, ncu: str | None = None, params_file: str = PARAMS_FILE, refresh: bool = False
 ) -> dict[str, Any]:
     """``{"counters_restricted": bool|None, "ncu": {path, version, ncu_report, ok, reason},
-    "iket": {path, ok, reason}}``; ``python`` is the job's interpreter (settings.python)."""
+    "iket": {path, ok, reason}, "sanitizer": {path, version, ok, reason}}``; ``python`` is the job's
+    interpreter (settings.python)."""
     key = (python, ncu)
     with _lock:
         if refresh or key not in _cache or params_file != PARAMS_FILE:
@@ -113,15 +146,17 @@ def probe(
         return _cache[key]
 
 
-#: the tool each profiler image puts on the jobs' PATH
-IMAGE_TOOLS = {"ncu": "ncu", "iket": "run-iket"}
+#: the tool each profiler image puts on the jobs' PATH (compute-sanitizer: the ncu image's)
+IMAGE_TOOLS = {"ncu": "ncu", "iket": "run-iket", "sanitizer": "compute-sanitizer"}
+#: the kinds that run in another kind's image
+SHARED_IMAGES = {"sanitizer": "ncu"}
 
 
 def profiler_image(settings: Settings, kind: str) -> str:
     """The image a ``kind`` job runs in: the toolchain image in toolchain mode, else the profiler's own."""
     if settings.toolchain_mounts:
         return settings.image
-    return settings.ncu_image if kind == "ncu" else settings.iket_image
+    return settings.iket_image if kind == "iket" else settings.ncu_image
 
 
 def tool_path(settings: Settings, kind: str) -> str:
@@ -139,17 +174,23 @@ def for_server(settings: Settings, has_image: Callable[[str], bool], params_file
         return probe(settings.python, params_file=params_file)
     restricted = counters_restricted(params_file)
     out: dict[str, Any] = {"source": "images", "counters_restricted": restricted}
+    present: dict[str, bool] = {}  # each image asked about once
     for kind in IMAGE_TOOLS:
         ref = profiler_image(settings, kind)
         info: dict[str, Any] = {"image": ref, "path": tool_path(settings, kind), "ok": False, "reason": ""}
-        if not has_image(ref):
+        if ref not in present:
+            present[ref] = has_image(ref)
+        if not present[ref]:
+            built = SHARED_IMAGES.get(kind, kind)
             info["reason"] = (
-                f"the {kind} image {ref} is not built on this server: "
-                f"kcoral images build {kind} --base <the GPU job image>"
+                f"the {built} image {ref} is not built on this server: "
+                f"kcoral images build {built} --base <the GPU job image>"
             )
         elif kind == "ncu" and restricted:
             info["reason"] = RESTRICTED
         else:
             info["ok"] = True
+        if kind in SHARED_IMAGES:
+            info["note"] = f"{IMAGE_TOOLS[kind]} must be on the PATH of {ref} (not checked here)"
         out[kind] = info
     return out

@@ -13,6 +13,8 @@ and /job/out itself is a mount point that cannot be removed.
 
 from __future__ import annotations
 
+from kcoral.profiling.toolargs import ToolOptionError
+from kcoral.profiling.toolargs import driver_command as _driver
 from kcoral.protocol.jobenv import OUTPUT_MOUNT as OUTPUT_DIR
 
 #: run-iket's --output-dir inside the container; emptied into OUTPUT_DIR when it ends
@@ -23,7 +25,7 @@ IKET_ENV = {"CUTE_DSL_NO_CACHE": "1"}
 _OUTPUT_OPTION = "--output-dir"
 
 
-class IketOptionError(ValueError):
+class IketOptionError(ToolOptionError):
     """A client's run-iket arguments are not acceptable; the message says why."""
 
 
@@ -89,15 +91,4 @@ def build_iket_command(
 
 def driver_command(python: str, iket_argv: list[str]) -> list[str]:
     """The container's command: run run-iket, then move its files up into /job/out."""
-    return [
-        python,
-        "-m",
-        "kcoral.profiling.run_tool",
-        "iket",
-        "--stage",
-        STAGE_DIR,
-        "--out",
-        OUTPUT_DIR,
-        "--",
-        *iket_argv,
-    ]
+    return _driver(python, "iket", ["--stage", STAGE_DIR, "--out", OUTPUT_DIR], iket_argv)

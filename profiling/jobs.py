@@ -1,9 +1,10 @@
-"""The ``ncu`` and ``iket`` job kinds (runner.jobkinds imports them by name).
+"""The ``ncu``, ``iket`` and ``sanitizer`` job kinds (runner.jobkinds imports them by name).
 
 Each job is one hardened container in the profiler's image: the sent directory read-only as the
 working directory, kcoral's ``profiling`` package read-only (kcoral.profiling, /kcoral on PYTHONPATH),
 and :mod:`profiling.run_tool` as the command, which runs the tool, does the follow-up (the ncu
-summary; moving run-iket's files into /job/out) and exits with the tool's code. Its exit code
+summary; moving run-iket's files into /job/out; counting compute-sanitizer's errors) and exits with
+the tool's code (a sanitizer job that found errors: profiling.sanitizer_findings.ERRORS_EXIT). Its exit code
 decides and its outputs are collected, as for a python job.
 """
 
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kcoral.profiling import capabilities, iket, ncu
+from kcoral.profiling import capabilities, iket, ncu, sanitizer
+from kcoral.profiling.toolargs import ToolOptionError
 from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.jobenv import INPUT_MOUNT
 from kcoral.protocol.models import JobKindName, ProfileSpec, SpecBase
@@ -54,7 +56,7 @@ class _ProfilerKind:
         profile = spec_as(spec, ProfileSpec)
         try:
             self.check_options(profile)
-        except (ncu.NcuOptionError, iket.IketOptionError) as exc:
+        except ToolOptionError as exc:
             raise BadRequest(str(exc)) from None
         caps = capabilities.for_server(host.settings, host.has_image)
         _check_runnable(profile, host, self.name, caps[self.name])
@@ -104,3 +106,16 @@ class IketKind(_ProfilerKind):
 
     def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         return iket.driver_command(python, iket.build_iket_command(spec.argv, spec.command, tool))
+
+
+class SanitizerKind(_ProfilerKind):
+    """``kcoral sanitizer``: argv = compute-sanitizer options, command = the checked command."""
+
+    name = JobKindName.sanitizer
+
+    def check_options(self, spec: ProfileSpec) -> None:
+        sanitizer.normalise_options(spec.argv)
+        sanitizer.check_command(spec.command)
+
+    def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
+        return sanitizer.driver_command(python, sanitizer.build_command(spec.argv, spec.command, tool))

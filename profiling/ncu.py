@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kcoral.profiling.toolargs import ToolOptionError
+from kcoral.profiling.toolargs import driver_command as _driver
 from kcoral.protocol.jobenv import OUTPUT_MOUNT as OUTPUT_DIR  # where the report and its summary are written
 
 REPORT_NAME = "report"
@@ -63,7 +65,7 @@ REFUSED: dict[str, str] = {
 }
 
 
-class NcuOptionError(ValueError):
+class NcuOptionError(ToolOptionError):
     """A client's ncu options are not acceptable; the message says why."""
 
 
@@ -159,15 +161,9 @@ def build_ncu_command(options: list[str], command: list[str], ncu: str = "ncu") 
 
 def driver_command(python: str, ncu_argv: list[str]) -> list[str]:
     """The container's command: run ncu, then summarise its report; exits with ncu's code."""
-    return [
+    return _driver(
         python,
-        "-m",
-        "kcoral.profiling.run_tool",
         "ncu",
-        "--report",
-        f"{OUTPUT_DIR}/{REPORT_FILE}",
-        "--summary",
-        f"{OUTPUT_DIR}/{SUMMARY_FILE}",
-        "--",
-        *ncu_argv,
-    ]
+        ["--report", f"{OUTPUT_DIR}/{REPORT_FILE}", "--summary", f"{OUTPUT_DIR}/{SUMMARY_FILE}"],
+        ncu_argv,
+    )

@@ -2,8 +2,8 @@
 
 A kind has two methods: ``validate`` (at submit time: a BadRequest for a spec this server cannot
 run) and ``plan`` (at run time: a runner.plan.Plan, the containers and how their outcomes become
-the result; runner.runplan runs it). ``python`` lives here; ``eval`` (tasks.evaluate), ``ncu`` and
-``iket`` (profiling.jobs) are imported when first needed, so a server without their packages
+the result; runner.runplan runs it). ``python`` lives here; ``eval`` (tasks.evaluate), ``ncu``,
+``iket`` and ``sanitizer`` (profiling.jobs) are imported when first needed, so a server without their packages
 still runs python jobs. Adding a kind: one module with the class, one line in ``_PLUGINS``.
 """
 
@@ -108,6 +108,7 @@ _PLUGINS = {
     JobKindName.eval: "kcoral.tasks.evaluate:EvalKind",
     JobKindName.ncu: "kcoral.profiling.jobs:NcuKind",
     JobKindName.iket: "kcoral.profiling.jobs:IketKind",
+    JobKindName.sanitizer: "kcoral.profiling.jobs:SanitizerKind",
 }
 _KINDS: dict[str, JobKind] = {JobKindName.python: PythonKind()}
 

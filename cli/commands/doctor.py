@@ -164,11 +164,14 @@ def _images(images: list[dict[str, Any]]) -> list[Check]:
 
 def _profilers(profiling: dict[str, Any]) -> list[Check]:
     checks = []
-    for tool in ("ncu", "iket"):
+    for tool in ("ncu", "iket", "sanitizer"):
         info = profiling.get(tool)
         if isinstance(info, dict):
             if info.get("ok"):
-                checks.append(Check(tool, "ok", str(info.get("image") or info.get("path") or "available")))
+                where = str(info.get("image") or info.get("path") or "available")
+                version = f" (version {info['version']})" if info.get("version") else ""
+                note = f"; {info['note']}" if info.get("note") else ""
+                checks.append(Check(tool, "ok", where + version + note))
             else:
                 checks.append(Check(tool, "warn", str(info.get("reason") or "not available"), "see docs/profiling.md"))
     return checks

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json as jsonlib
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,9 +29,9 @@ from kcoral.cli.commands.common import (
     connect,
     job_spec,
 )
-from kcoral.cli.durations import parse_duration
 from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, common_options, split_tool_args
 from kcoral.profiling import ncu as ncu_opts
 from kcoral.profiling.ncu_summary import SummaryError, format_kernel_lines, summarize
 from kcoral.protocol.errors import UsageError
@@ -42,69 +41,24 @@ OPTIONS_METAVAR = "[OPTIONS] [NCU OPTIONS] -- COMMAND [ARGS]...  |  summarize FI
 
 #: kcoral's own options, recognised also after the first ncu option: name -> takes a value
 OWN_OPTIONS = {
+    **COMMON_OWN_OPTIONS,
     "-o": True,
     "--output": True,
-    "--send": True,
-    "-e": True,
-    "--env": True,
-    "--timeout": True,
-    "--gpus": True,
-    "--gpu-type": True,
-    "--remote": True,
-    "-r": True,
-    "--token": True,
-    "--json": False,
     "-f": False,
     "--force-overwrite": False,
 }
 
 
-@dataclass
-class NcuArgs:
-    ncu: list[str] = field(default_factory=list)
-    command: list[str] = field(default_factory=list)
-    own: dict[str, list[str]] = field(default_factory=dict)
-
-    def last(self, *names: str) -> str | None:
-        values = [v for n in names for v in self.own.get(n, [])]
-        return values[-1] if values else None
-
-    def flag(self, *names: str) -> bool:
-        return any(n in self.own for n in names)
+class NcuArgs(ToolArgs):
+    @property
+    def ncu(self) -> list[str]:
+        return self.tool
 
 
 def split_ncu_args(args: list[str]) -> NcuArgs:
     """Split what typer left over into ncu options, kcoral options and the command (UsageError when bad)."""
-    out = NcuArgs()
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word == "--":
-            out.command = args[i + 1 :]
-            break
-        if not word.startswith("-") or word == "-":
-            out.command = args[i:]
-            break
-        name, sep, inline = word.partition("=")
-        if name in OWN_OPTIONS:
-            if OWN_OPTIONS[name]:
-                if sep:
-                    value, i = inline, i + 1
-                elif i + 1 < len(args):
-                    value, i = args[i + 1], i + 2
-                else:
-                    raise UsageError(f"option {name} needs a value")
-                out.own.setdefault(name, []).append(value)
-            else:
-                out.own.setdefault(name, [])
-                i += 1
-            continue
-        try:
-            words, i = ncu_opts.take_ncu_option(args, i)
-        except ncu_opts.NcuOptionError as exc:
-            raise UsageError(str(exc)) from None
-        out.ncu.extend(words)
-    return out
+    parsed = split_tool_args(args, OWN_OPTIONS, ncu_opts.take_ncu_option)
+    return NcuArgs(parsed.tool, parsed.command, parsed.own)
 
 
 def report_path(output: str | None) -> Path:
@@ -190,24 +144,6 @@ def build_ncu_spec(
     return job_spec(fields, env, timeout)
 
 
-def _float(value: str | None, name: str) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        raise UsageError(f"{name} takes a number, not {value!r}") from None
-
-
-def _duration(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise UsageError(f"--timeout: {exc}") from None
-
-
 def ncu(
     ctx: typer.Context,
     send: Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")] = Path("."),
@@ -234,27 +170,19 @@ def ncu(
     if args and args[0] == "summarize":
         raise typer.Exit(run_summarize(args[1:]))
     parsed = split_ncu_args(args)
-    env_all = [*(env or []), *parsed.own.get("-e", []), *parsed.own.get("--env", [])]
+    opts = common_options(parsed, CommonOptions(send, env or [], timeout, gpus, gpu_type, json, remote, token))
     output = parsed.last("-o", "--output") or output
-    send = Path(parsed.last("--send") or send)
-    timeout = _duration(parsed.last("--timeout")) or timeout
-    gpus_text = parsed.last("--gpus")
-    gpus = int(_float(gpus_text, "--gpus") or gpus) if gpus_text else gpus
-    gpu_type = parsed.last("--gpu-type") or gpu_type
-    remote = parsed.last("--remote", "-r") or remote
-    token = parsed.last("--token") or token
-    json = json or parsed.flag("--json")
     force = force or parsed.flag("-f", "--force-overwrite")
 
     report = report_path(output)
-    spec = build_ncu_spec(parsed, env_all, timeout, gpus, gpu_type)
-    if not send.is_dir():
-        raise UsageError(f"--send {send}: not a directory")
+    spec = build_ncu_spec(parsed, opts.env, opts.timeout, opts.gpus, opts.gpu_type)
+    if not opts.send.is_dir():
+        raise UsageError(f"--send {opts.send}: not a directory")
     if report.exists() and not force:
         raise UsageError(f"{report} exists: pass -f to overwrite it")
     staging = report.parent / f".{report.name}.kcoral-download"
-    options = RunOptions(spec=spec, send_dir=send, output_dir=staging, json=json)
-    with connect(remote, token) as client:
+    options = RunOptions(spec=spec, send_dir=opts.send, output_dir=staging, json=opts.json)
+    with connect(opts.remote, opts.token) as client:
         code = NcuRun(client, options, report).run()
     raise typer.Exit(code)
 

@@ -44,6 +44,7 @@ class JobKindName(StrEnum):
     eval = "eval"
     ncu = "ncu"
     iket = "iket"
+    sanitizer = "sanitizer"
 
 
 class Verdict(StrEnum):
@@ -191,7 +192,7 @@ class EvalSpec(SpecBase):
 
 @dataclass(kw_only=True)
 class ProfileSpec(SpecBase):
-    """A profiler (ncu, iket) around the client's command."""
+    """A profiler (ncu, iket, compute-sanitizer) around the client's command."""
 
     #: the profiler's own options
     argv: list[str] = field(default_factory=list)
@@ -224,9 +225,17 @@ class IketSpec(ProfileSpec):
     kind: Literal[JobKindName.iket] = JobKindName.iket
 
 
+@dataclass(kw_only=True)
+class SanitizerSpec(ProfileSpec):
+    """``kcoral sanitizer``: argv = compute-sanitizer options (``--tool=memcheck``, ...), command = the checked
+    command."""
+
+    kind: Literal[JobKindName.sanitizer] = JobKindName.sanitizer
+
+
 #: What a client submits (POST /v1/jobs), one class per kind, told apart by ``kind`` (python when a
 #: client leaves it out). The sent directory follows as a tar.
-JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec
+JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec | SanitizerSpec
 
 
 def parse_spec(data: str | bytes | dict[str, Any]) -> JobSpec:

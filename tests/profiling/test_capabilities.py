@@ -48,7 +48,7 @@ def test_probe_is_cached_and_json_friendly() -> None:
     first = capabilities.probe()
     assert capabilities.probe() is first
     json.dumps(first)
-    assert set(first) == {"source", "counters_restricted", "ncu", "iket"} and first["source"] == "host"
+    assert set(first) == {"source", "counters_restricted", "ncu", "iket", "sanitizer"} and first["source"] == "host"
 
 
 def test_image_mode_asks_for_the_profiler_images(tmp_path: Path) -> None:
@@ -73,3 +73,29 @@ def test_image_mode_asks_for_the_profiler_images(tmp_path: Path) -> None:
     # toolchain mode: the host, whatever the images
     host = capabilities.for_server(Settings(toolchain_mounts=("/usr",)), has_image, params_file=str(params))
     assert host["source"] == "host"
+
+
+def test_compute_sanitizer_on_the_path_or_in_the_toolkit(tmp_path: Path) -> None:
+    tool = tmp_path / "bin" / "compute-sanitizer"
+    tool.parent.mkdir()
+    tool.write_text(
+        "#!/bin/sh\necho 'NVIDIA (R) Compute Sanitizer'\necho 'Copyright (c) 2020-2025 NVIDIA Corporation'\n"
+        "echo 'Version 2025.3.1.0 (build 36400806) (public-release)'\n"
+    )
+    tool.chmod(0o755)
+    assert capabilities.find_sanitizer(str(tool.parent), fallback=str(tmp_path / "none")) == str(tool)
+    assert capabilities.find_sanitizer(str(tmp_path / "empty"), fallback=str(tool)) == str(tool)
+    assert capabilities.find_sanitizer(str(tmp_path / "empty"), fallback=str(tmp_path / "none")) is None
+    assert (capabilities.tool_version(str(tool)) or "").startswith("2025.3.1.0")
+
+
+def test_image_mode_runs_the_sanitizer_in_the_ncu_image(tmp_path: Path) -> None:
+    from kcoral.runner.settings import Settings
+
+    params = tmp_path / "params"
+    params.write_text("RmProfilingAdminOnly: 1\n")
+    caps = capabilities.for_server(Settings(), lambda ref: ref == "kcoral-ncu:latest", params_file=str(params))
+    assert caps["sanitizer"]["image"] == "kcoral-ncu:latest" and caps["sanitizer"]["path"] == "compute-sanitizer"
+    assert caps["sanitizer"]["ok"] is True and "not checked" in caps["sanitizer"]["note"]
+    caps = capabilities.for_server(Settings(), lambda ref: False, params_file=str(params))
+    assert "kcoral images build ncu" in caps["sanitizer"]["reason"] and not caps["sanitizer"]["ok"]

@@ -1,5 +1,5 @@
-"""``kcoral ncu`` / ``kcoral iket``: argument splitting, local tools, and the flows end to end against the
-test server with stand-in tools (the CPU image has neither ncu nor run-iket)."""
+"""``kcoral ncu`` / ``kcoral iket`` / ``kcoral sanitizer``: argument splitting, local tools, and the flows
+end to end against the test server with stand-in tools (the CPU image has neither ncu nor run-iket)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from kcoral.cli.commands.iket_cmd import split_iket_args
 from kcoral.cli.commands.ncu_cmd import split_ncu_args
+from kcoral.cli.commands.sanitizer_cmd import split_sanitizer_args
 from kcoral.cli.main import run
 from kcoral.profiling import jobs
 from kcoral.protocol.errors import UsageError
@@ -66,6 +67,32 @@ def test_split_iket_args() -> None:
         split_iket_args(["profile", "--output-dir", "x", "--", "python"])
 
 
+def test_split_sanitizer_args() -> None:
+    parsed = split_sanitizer_args(
+        [
+            "--tool",
+            "racecheck",
+            "-e",
+            "A=1",
+            "--print-limit=3",
+            "--json",
+            "-o",
+            "out",
+            "--",
+            "python",
+            "r.py",
+            "--",
+            "z",
+        ]
+    )
+    assert parsed.tool == ["--tool=racecheck", "--print-limit=3"]
+    assert parsed.command == ["python", "r.py", "--", "z"]
+    assert parsed.own == {"-e": ["A=1"], "--json": [], "-o": ["out"]}
+    assert split_sanitizer_args(["python", "x.py"]).command == ["python", "x.py"]
+    with pytest.raises(UsageError, match="--save is not allowed"):
+        split_sanitizer_args(["--save", "x", "--", "python"])
+
+
 def test_usage_errors_before_anything_is_sent(
     tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -79,6 +106,50 @@ def test_usage_errors_before_anything_is_sent(
     assert "exists: pass -f" in capfd.readouterr().err
     assert run(["iket", "--send", str(tmp_path), "--", "--output-dir", "d", "profile", "--", "python"]) == 2
     assert "--output-dir is not allowed" in capfd.readouterr().err
+    assert run(["sanitizer", "--send", str(tmp_path), "--error-exitcode", "0", "--", "python"]) == 2
+    assert "--error-exitcode is not allowed" in capfd.readouterr().err
+    assert run(["sanitizer", "--send", str(tmp_path), "--tool", "racecheck", "--leak-check", "full", "--", "x"]) == 2
+    assert "applies to memcheck, not racecheck" in capfd.readouterr().err
+    assert run(["sanitizer", "--send", str(tmp_path), "--tool=memcheck"]) == 2
+    assert "no command to sanitize" in capfd.readouterr().err
+
+
+SANITIZER_FIXTURES = FIXTURES.parent.parent / "fixtures" / "sanitizer"
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("handmade-memcheck.txt", 86), ("handmade-memcheck.xml", 86), ("handmade-clean.txt", 0)],
+)
+def test_sanitizer_summarize(name: str, code: int, capfd: pytest.CaptureFixture[str]) -> None:
+    assert run(["sanitizer", "summarize", str(SANITIZER_FIXTURES / name)]) == code
+    out = capfd.readouterr().out
+    assert out.startswith("compute-sanitizer: ")
+    assert run(["sanitizer", "summarize", "--json", str(SANITIZER_FIXTURES / name)]) == code
+    assert json.loads(capfd.readouterr().out)["errors"] == (0 if code == 0 else 3 if name.endswith("xml") else 4)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hostile-truncated.xml",
+        "hostile-bomb.xml",
+        "hostile-external-entity.xml",
+        "hostile-wrong-root.xml",
+        "hostile-not-a-report.txt",
+        "absent.txt",
+    ],
+)
+def test_sanitizer_summarize_hostile(name: str, capfd: pytest.CaptureFixture[str]) -> None:
+    assert run(["sanitizer", "summarize", str(SANITIZER_FIXTURES / name)]) == 2
+    captured = capfd.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "Traceback" not in captured.err
+
+
+def test_sanitizer_summarize_escapes(capfd: pytest.CaptureFixture[str]) -> None:
+    assert run(["sanitizer", "summarize", str(SANITIZER_FIXTURES / "hostile-escapes.txt")]) == 86
+    out = capfd.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b[2K" in out
 
 
 def test_iket_summarize_and_plot(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
@@ -138,6 +209,7 @@ def fake_tools(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Runnin
         "counters_restricted": False,
         "ncu": {"path": "/job/input/fake-ncu", "ok": True, "reason": ""},
         "iket": {"path": "/job/input/fake-run-iket", "ok": True, "reason": ""},
+        "sanitizer": {"path": "/job/input/fake-sanitizer", "ok": True, "reason": ""},
     }
     monkeypatch.setattr(jobs.capabilities, "for_server", lambda *a, **k: caps)
     monkeypatch.setattr(jobs.capabilities, "tool_path", lambda settings, kind: caps[kind]["path"])
@@ -177,6 +249,34 @@ def test_ncu_end_to_end(
     assert doc["summary"]["kernels"] == [] and doc["summary"]["errors"]
     assert (Path("kcoral-out") / doc["id"] / "extra.txt").read_text() == "other\n"
     assert not list(Path("prof").glob(".*"))  # the staging directory is gone
+
+
+FAKE_SANITIZER = """#!/bin/sh
+echo "fake compute-sanitizer $*"
+for w in "$@"; do
+  case "$w" in --log-file=*) log="${w#--log-file=}";; --save=*) xml="${w#--save=}";; esac
+done
+cp memcheck.txt "$log"
+cp memcheck.xml "$xml"
+exit 86
+"""
+
+
+def test_sanitizer_end_to_end(fake_tools: RunningServer, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    send = _send_dir(tmp_path, {"fake-sanitizer": FAKE_SANITIZER})
+    shutil.copy(SANITIZER_FIXTURES / "handmade-memcheck.txt", send / "memcheck.txt")
+    shutil.copy(SANITIZER_FIXTURES / "handmade-memcheck.xml", send / "memcheck.xml")
+    out = tmp_path / "out"
+    code = run(["sanitizer", "--send", str(send), "--print-limit", "5", "-o", str(out), "--", "python3", "oob.py"])
+    captured = capfd.readouterr()
+    assert code == 86, captured
+    assert (
+        "fake compute-sanitizer --tool=memcheck --error-exitcode=86 --log-file=/job/out/sanitizer.txt "
+        "--save=/job/out/sanitizer.xml --xml=yes --print-limit=5 python3 oob.py" in captured.out
+    )
+    assert "compute-sanitizer: 4 errors (3 printed in the report)" in captured.out
+    assert "2x  add_kernel: Invalid __global__ read of size 4 bytes at /job/input/oob.py:14" in captured.out
+    assert sorted(p.name for p in out.iterdir()) == ["sanitizer.txt", "sanitizer.xml"]
 
 
 def test_iket_end_to_end(fake_tools: RunningServer, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,16 @@ import pytest
 
 from kcoral.profiling import capabilities, jobs
 from kcoral.protocol.errors import BadRequest
-from kcoral.protocol.models import GpuInfo, IketSpec, JobState, JobTimes, NcuSpec, ProfileSpec, Verdict
+from kcoral.protocol.models import (
+    GpuInfo,
+    IketSpec,
+    JobState,
+    JobTimes,
+    NcuSpec,
+    ProfileSpec,
+    SanitizerSpec,
+    Verdict,
+)
 from kcoral.runner.jobkinds import HostFacts, kind_for
 from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep, RunResult, StepOutcome
@@ -24,6 +33,7 @@ CAPS_OK = {
     "counters_restricted": False,
     "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.3.1", "ncu_report": None, "ok": True, "reason": ""},
     "iket": {"path": "/opt/torch/.venv/bin/run-iket", "ok": True, "reason": ""},
+    "sanitizer": {"path": "/usr/local/cuda/bin/compute-sanitizer", "version": "2025.3.1.0", "ok": True, "reason": ""},
 }
 
 
@@ -153,3 +163,46 @@ def test_iket_run_sets_cute_dsl_no_cache(tmp_path: Path, caps: dict[str, Any]) -
     spec = IketSpec(argv=["profile"], command=["python", "c.py"], env={"CUTE_DSL_NO_CACHE": "0"})
     run(tmp_path, spec, executor, Settings(data_dir=tmp_path))
     assert executor.ran[0].steps[0].env["CUTE_DSL_NO_CACHE"] == "1"
+
+
+def test_sanitizer_validate(caps: dict[str, Any]) -> None:
+    kind = kind_for("sanitizer")
+    assert isinstance(kind, jobs.SanitizerKind)
+    kind.validate(SanitizerSpec(argv=["--tool=racecheck"], command=["python", "r.py"]), services())
+    with pytest.raises(BadRequest, match="--save is not allowed"):
+        kind.validate(SanitizerSpec(argv=["--save=/job/input/x"], command=["python"]), services())
+    with pytest.raises(BadRequest, match="not allowed through kcoral"):
+        kind.validate(SanitizerSpec(argv=["--injection-path=/x.so"], command=["python"]), services())
+    with pytest.raises(BadRequest, match="no command to sanitize"):
+        kind.validate(SanitizerSpec(argv=[]), services())
+    with pytest.raises(BadRequest, match="need a GPU"):
+        kind.validate(SanitizerSpec(command=["python"], gpus=0), services())
+    caps["sanitizer"].update(ok=False, reason=capabilities.NO_SANITIZER)
+    with pytest.raises(BadRequest, match="cannot run sanitizer jobs: compute-sanitizer .* is not installed"):
+        kind.validate(SanitizerSpec(command=["python"]), services())
+
+
+def test_sanitizer_command_and_image() -> None:
+    spec = SanitizerSpec(argv=["--tool=initcheck"], command=["python", "i.py"])
+    cmd = jobs.SanitizerKind().command(Settings(), spec)
+    assert cmd[:4] == ["python3", "-m", "kcoral.profiling.run_tool", "sanitizer"]
+    assert cmd[cmd.index("--") + 1 : cmd.index("--") + 3] == ["compute-sanitizer", "--tool=initcheck"]
+    assert cmd[-2:] == ["python", "i.py"]
+    assert capabilities.profiler_image(Settings(ncu_image="n:1"), "sanitizer") == "n:1"
+
+
+def test_sanitizer_run_collects_both_reports(tmp_path: Path, caps: dict[str, Any]) -> None:
+    def play(job_id: str, steps: list[ContainerStep], cancel: Any, deadline: float) -> list[StepOutcome]:
+        out = steps[0].output_dir
+        assert out is not None
+        (out / "sanitizer.txt").write_text("========= ERROR SUMMARY: 1 error\n")
+        (out / "sanitizer.xml").write_text("<ComputeSanitizerOutput/>")
+        return [StepOutcome(None, 86, False, 0)]
+
+    executor = FakeExecutor(play)
+    spec = SanitizerSpec(argv=["--tool=memcheck"], command=["python", "x.py"])
+    result, paths = run(tmp_path, spec, executor, Settings(data_dir=tmp_path))
+    assert result.verdict == Verdict.exit and result.exit_code == 86
+    assert sorted(o.path for o in result.outputs) == ["sanitizer.txt", "sanitizer.xml"]
+    assert executor.ran[0].steps[0].name == "sanitizer"
+    assert executor.ran[0].image == executor.image_info("kcoral-ncu:latest").digest

@@ -1,0 +1,168 @@
+"""``kcoral sanitizer``: check a command with compute-sanitizer on the server; its reports come back with
+their errors grouped by kernel and kind.
+
+    kcoral sanitizer --send DIR [--output-dir OUT] [--tool memcheck|racecheck|initcheck|synccheck]
+                     [sanitizer options] [-e K=V] [--timeout S] [--json] -- COMMAND...
+    kcoral sanitizer summarize FILE [--json]      (sanitizer.txt or sanitizer.xml, told apart by their bytes)
+
+kcoral's own options may come anywhere before ``--``; every other option there must be one of the
+compute-sanitizer options the server passes through (profiling.sanitizer.ALLOWED), checked here first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kcoral.cli.commands.common import (
+    EnvOption,
+    GpuTypeOption,
+    JsonOption,
+    ProfilerGpusOption,
+    RemoteOption,
+    TimeoutOption,
+    TokenOption,
+    connect,
+    job_spec,
+)
+from kcoral.cli.output import emit_json, note
+from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, common_options, split_tool_args
+from kcoral.profiling import sanitizer as san
+from kcoral.profiling.sanitizer_findings import ERRORS_EXIT, ReportError
+from kcoral.protocol.errors import UsageError
+from kcoral.protocol.models import JobView, SpecBase
+
+OPTIONS_METAVAR = "[OPTIONS] [SANITIZER OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE"
+
+#: kcoral's own options, recognised also after the first sanitizer option: name -> takes a value
+OWN_OPTIONS = {**COMMON_OWN_OPTIONS, "--output-dir": True, "-o": True}
+
+
+def _take(args: list[str], i: int) -> tuple[list[str], int]:
+    name, value, nxt = san.take_option(args, i)
+    return [f"{name}={value}"], nxt
+
+
+def split_sanitizer_args(args: list[str]) -> ToolArgs:
+    """Split what typer left over into compute-sanitizer options (``--long=value``), kcoral's and the command."""
+    return split_tool_args(args, OWN_OPTIONS, _take)
+
+
+def build_sanitizer_spec(
+    parsed: ToolArgs, env: list[str], timeout: float | None, gpus: int, gpu_type: str = "any"
+) -> SpecBase:
+    try:
+        options = san.normalise_options(parsed.tool)
+        san.check_command(parsed.command)
+    except san.SanitizerOptionError as exc:
+        raise UsageError(str(exc)) from None
+    fields = {"kind": "sanitizer", "argv": options, "command": parsed.command, "gpus": gpus, "gpu_type": gpu_type}
+    return job_spec(fields, env, timeout)
+
+
+def print_summary(doc: dict[str, Any]) -> None:
+    from kcoral.profiling.sanitizer_report import format_lines
+
+    for line in format_lines(doc):
+        print(line, flush=True)
+
+
+class SanitizerRun(PythonRun):
+    """``kcoral python``'s flow; afterwards, the reports' errors grouped and printed."""
+
+    def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
+        from kcoral.profiling.sanitizer_report import load_pair, summarize
+
+        extra: dict[str, Any] = {"text_report": None, "xml_report": None, "summary": None}
+        if output_dir is None:
+            note("kcoral: the job returned no report (see the log above)")
+            return extra
+        xml, text = output_dir / san.XML_FILE, output_dir / san.TEXT_FILE
+        extra["xml_report"] = str(xml) if xml.is_file() else None
+        extra["text_report"] = str(text) if text.is_file() else None
+        try:
+            extra["summary"] = summarize(load_pair(xml, text))
+        except ReportError as exc:
+            note(f"kcoral: cannot summarise the reports: {exc}")
+            return extra
+        if not self.opts.json:
+            print_summary(extra["summary"])
+        for path in (extra["text_report"], extra["xml_report"]):
+            if path:
+                note(f"kcoral: report {path}  (kcoral sanitizer summarize {path})")
+        return extra
+
+
+def sanitizer(
+    ctx: typer.Context,
+    send: Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")] = Path("."),
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", "-o", help="where the reports go [default: ./kcoral-out/JOB_ID]")
+    ] = None,
+    env: EnvOption = None,
+    timeout: TimeoutOption = None,
+    gpus: ProfilerGpusOption = 1,
+    gpu_type: GpuTypeOption = "any",
+    json: JsonOption = False,
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Check COMMAND with compute-sanitizer on the server; print its errors grouped by kernel and kind.
+
+    compute-sanitizer options passed through: --tool memcheck|racecheck|initcheck|synccheck (default
+    memcheck), --leak-check full|no, --check-device-heap yes|no, --padding N (memcheck),
+    --racecheck-report analysis|hazard|all (racecheck), --track-unused-memory yes|no (initcheck),
+    --print-limit N, --show-backtrace yes|no|host|device, --kernel-name F, --kernel-name-exclude F,
+    --launch-skip N, --launch-count N. The reports come back as sanitizer.txt and sanitizer.xml.
+    Exit code: 0 when the tool reported no error, 86 when it reported errors (whatever the command's own
+    code), else the command's. `kcoral sanitizer summarize FILE` reads a report here.
+    """
+    args = list(ctx.args)
+    if args and args[0] == "summarize":
+        raise typer.Exit(run_summarize(args[1:]))
+    parsed = split_sanitizer_args(args)
+    opts = common_options(parsed, CommonOptions(send, env or [], timeout, gpus, gpu_type, json, remote, token))
+    chosen = parsed.last("--output-dir", "-o")
+    out = Path(chosen) if chosen else output_dir
+    spec = build_sanitizer_spec(parsed, opts.env, opts.timeout, opts.gpus, opts.gpu_type)
+    if not opts.send.is_dir():
+        raise UsageError(f"--send {opts.send}: not a directory")
+    options = RunOptions(spec=spec, send_dir=opts.send, output_dir=out, json=opts.json)
+    with connect(opts.remote, opts.token) as client:
+        code = SanitizerRun(client, options).run()
+    raise typer.Exit(code)
+
+
+# --- kcoral sanitizer summarize -----------------------------------------------------------------------------
+
+summarize_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@summarize_app.command()
+def _summarize(
+    report: Annotated[Path, typer.Argument(help="sanitizer.txt or sanitizer.xml", metavar="FILE")],
+    json: JsonOption = False,
+) -> None:
+    """Group a compute-sanitizer report's errors by kernel and kind: count, first source line, first thread.
+
+    Exits 0 when the report counts no error, 86 when it counts some, 2 when FILE is not a report."""
+    from kcoral.profiling.sanitizer_report import load, summarize
+
+    try:
+        doc = summarize(load(report))
+    except ReportError as exc:
+        raise UsageError(f"{report}: {exc}") from None
+    if json:
+        emit_json(doc)
+    else:
+        print_summary(doc)
+    if doc["errors"]:
+        raise typer.Exit(ERRORS_EXIT)
+
+
+def run_summarize(args: list[str]) -> int:
+    rv = summarize_app(args=args, prog_name="kcoral sanitizer summarize", standalone_mode=False)
+    return rv if isinstance(rv, int) else 0

@@ -1,0 +1,129 @@
+"""The command line of a profiler command (``kcoral ncu``, ``kcoral sanitizer``): kcoral's own options, the
+tool's options (each checked by the tool's module before anything is sent) and the command after ``--``.
+
+typer stops at the first word it does not know, so what it leaves over may still hold kcoral's own
+options after a tool option: :func:`split_tool_args` takes both kinds from it, :func:`common_options`
+resolves kcoral's own (the last one given wins, over what typer parsed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kcoral.cli.durations import parse_duration
+from kcoral.protocol.errors import UsageError
+
+#: kcoral's options that every profiler command takes: name -> takes a value
+COMMON_OWN_OPTIONS: dict[str, bool] = {
+    "--send": True,
+    "-e": True,
+    "--env": True,
+    "--timeout": True,
+    "--gpus": True,
+    "--gpu-type": True,
+    "--remote": True,
+    "-r": True,
+    "--token": True,
+    "--json": False,
+}
+
+#: how a tool's module reads one of its options: (words, index) -> (normalised words, next index); raises
+#: the tool's option error (a ValueError) when it refuses it
+TakeOption = Callable[[list[str], int], tuple[list[str], int]]
+
+
+@dataclass
+class ToolArgs:
+    #: the tool's options, normalised by its module
+    tool: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
+    own: dict[str, list[str]] = field(default_factory=dict)
+
+    def last(self, *names: str) -> str | None:
+        values = [v for n in names for v in self.own.get(n, [])]
+        return values[-1] if values else None
+
+    def flag(self, *names: str) -> bool:
+        return any(n in self.own for n in names)
+
+
+def split_tool_args(args: list[str], own_options: dict[str, bool], take: TakeOption) -> ToolArgs:
+    """Split what typer left over into the tool's options, kcoral's and the command (UsageError when bad)."""
+    out = ToolArgs()
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            out.command = args[i + 1 :]
+            break
+        if not word.startswith("-") or word == "-":
+            out.command = args[i:]
+            break
+        name, sep, inline = word.partition("=")
+        if name in own_options:
+            if own_options[name]:
+                if sep:
+                    value, i = inline, i + 1
+                elif i + 1 < len(args):
+                    value, i = args[i + 1], i + 2
+                else:
+                    raise UsageError(f"option {name} needs a value")
+                out.own.setdefault(name, []).append(value)
+            else:
+                out.own.setdefault(name, [])
+                i += 1
+            continue
+        try:
+            words, i = take(args, i)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        out.tool.extend(words)
+    return out
+
+
+@dataclass
+class CommonOptions:
+    """kcoral's options of a profiler command, resolved."""
+
+    send: Path
+    env: list[str]
+    timeout: float | None
+    gpus: int
+    gpu_type: str
+    json: bool
+    remote: str | None
+    token: str | None
+
+
+def _duration(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise UsageError(f"--timeout: {exc}") from None
+
+
+def _gpus(value: str | None, default: int) -> int:
+    if value is None:
+        return default
+    try:
+        return int(float(value) or default)
+    except ValueError:
+        raise UsageError(f"--gpus takes a number, not {value!r}") from None
+
+
+def common_options(parsed: ToolArgs, typed: CommonOptions) -> CommonOptions:
+    """``typed`` (what typer parsed) with what came after a tool option in ``parsed`` over it."""
+    return CommonOptions(
+        send=Path(parsed.last("--send") or typed.send),
+        env=[*typed.env, *parsed.own.get("-e", []), *parsed.own.get("--env", [])],
+        timeout=_duration(parsed.last("--timeout")) or typed.timeout,
+        gpus=_gpus(parsed.last("--gpus"), typed.gpus),
+        gpu_type=parsed.last("--gpu-type") or typed.gpu_type,
+        json=typed.json or parsed.flag("--json"),
+        remote=parsed.last("--remote", "-r") or typed.remote,
+        token=parsed.last("--token") or typed.token,
+    )
