@@ -7,19 +7,31 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import docker
 import pytest
 
 from kcoral.cli.main import run
 from kcoral.protocol.errors import EXIT_INCONCLUSIVE
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, server_settings, serving
 
 PACKS = Path(__file__).resolve().parents[1] / "fixtures" / "packs"
 #: a GPU problem as GPU suites write them (its tensors made on "cuda" by name): shown on a host without one
 PACKS_CUDA = PACKS.parent / "packs-cuda"
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
+) -> Iterator[RunningServer]:
+    """One server of the packs for the evaluations (its start inspects every problem in the job image:
+    once for the file, not once a test)."""
+    settings = server_settings(tmp_path_factory.mktemp("packs"), job_image, tasks_dirs=(PACKS,))
+    with serving(docker_client, settings) as srv:
+        yield srv
 
 
 def test_packs_are_listed_shown_and_initialised(
@@ -85,12 +97,11 @@ def test_packs_are_listed_shown_and_initialised(
 
 
 def test_a_kernelbench_problems_own_model_as_modelnew_passes_and_a_wrong_one_fails(
-    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+    server: RunningServer, capfd, tmp_path: Path
 ) -> None:
     """Judged by kcoral's supervisor: the problem's Model as ModelNew (weights from the same seed, a
     tuple of outputs, a number among the inputs) passes every check, and a wrong one fails with its
     reason. The speedup (about 1.0x) is asserted only where the host was quiet enough to give one."""
-    server = server_factory(tasks_dirs=(PACKS,))
     task = "kernelbench/level2/1_Linear_Tanh"
     assert run(["init", task, str(tmp_path / "aa"), "--remote", server.url]) == 0
     code = run(["eval", task, str(tmp_path / "aa"), "--remote", server.url, "-o", str(tmp_path / "o1"), "--json"])
@@ -119,12 +130,11 @@ def test_a_kernelbench_problems_own_model_as_modelnew_passes_and_a_wrong_one_fai
 
 
 def test_a_gpumode_problems_reference_as_custom_kernel_passes_its_check_and_a_wrong_one_fails_it(
-    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+    server: RunningServer, capfd, tmp_path: Path
 ) -> None:
     """Judged by the problem's own check_implementation, run by the supervisor: submission.py (its own
     template, the reference's approach) writing into the preallocated output passes; one that
     subtracts fails with the check's message."""
-    server = server_factory(tasks_dirs=(PACKS,))
     task = "gpumode/cpu_pack/vecadd_py"
     assert run(["init", task, str(tmp_path / "aa"), "--remote", server.url]) == 0
     code = run(["eval", task, str(tmp_path / "aa"), "--remote", server.url, "-o", str(tmp_path / "o1"), "--json"])
@@ -155,12 +165,11 @@ def test_a_gpumode_problems_reference_as_custom_kernel_passes_its_check_and_a_wr
 
 
 def test_kernelbench_init_inputs_numbers_and_tuples_of_outputs_and_a_result_of_the_wrong_form(
-    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+    server: RunningServer, capfd, tmp_path: Path
 ) -> None:
     """`--check` (correctness only): a constructor argument (1_Scale), a number among the forward's
     inputs and two outputs (2_SumMax) pass as the problem's own Model; a ModelNew that returns one
     output of two, or a tensor of another shape, fails with what it returned."""
-    server = server_factory(tasks_dirs=(PACKS,))
 
     def check(task: str, folder: Path) -> tuple[int, str]:
         code = run(
@@ -192,11 +201,10 @@ def test_kernelbench_init_inputs_numbers_and_tuples_of_outputs_and_a_result_of_t
 
 
 def test_a_modelnew_whose_weights_are_not_models_is_refused_before_any_call(
-    server_factory: Callable[..., RunningServer], capfd, tmp_path: Path
+    server: RunningServer, capfd, tmp_path: Path
 ) -> None:
     """KernelBench's models share their weights' seed: a ModelNew that draws its Linear's weights after
     another draw, or names its layer otherwise, is refused with the difference, not timed."""
-    server = server_factory(tasks_dirs=(PACKS,))
     task = "kernelbench/level2/1_Linear_Tanh"
     assert run(["init", task, str(tmp_path / "aa"), "--remote", server.url]) == 0
     source = (tmp_path / "aa" / "solution.py").read_text()
