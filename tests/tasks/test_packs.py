@@ -256,9 +256,21 @@ def test_each_suites_headline() -> None:
         "correct": True,
         "speedup_over_eager": 1.2,
         "fast_1": True,
+        "fast_1_interval": False,
         "fast_1_certain": False,
+        "calibrated": False,
     }
     assert line(doc) == "KernelBench: correct, 1.2000x over eager PyTorch: fast_1 yes (not its whole 95% interval)"
+    # wholly above 1.0: certain only where the slot's A/A calibration widened it (one request's interval
+    # alone misses the noise between requests)
+    above = {**summary, "speedup_lo": 1.05}
+    alone = headline(kb, {**report, "summary": above}) or {}
+    assert alone["fast_1_certain"] is False and alone["calibrated"] is False
+    assert alone["fast_1_interval"] is True
+    assert line(alone).endswith("but this slot is uncalibrated: not certain (kcoral calibrate TASK))")
+    floor = {"requests": 8, "position_ms": 0.0, "half_width": 0.1}
+    calibrated = headline(kb, {**report, "workloads": [{**rows[0], "calibration": floor}], "summary": above}) or {}
+    assert calibrated["fast_1_certain"] is True and line(calibrated).endswith("(its whole 95% interval too)")
     assert line(headline(kb, {**report, "holdout": "FAIL"}) or {}).startswith("KernelBench: not correct")
     gm = {"pack": {"format": "gpumode"}}
     two = rows + [{"id": "b1", "timed": True, "speedup": 1.0, "kernel_ms": 8.0, "baseline_ms": 8.0}]
