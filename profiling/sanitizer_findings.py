@@ -70,7 +70,7 @@ class Report:
 
     @property
     def errors(self) -> int:
-        """Errors in all: the tool's total when it printed one, else the error findings read."""
-        if self.total is not None:
-            return self.total
-        return sum(1 for f in self.findings if f.level == "error")
+        """Errors in all: the tool's total, never fewer than the error findings read (a total under them
+        is not the tool's: the report is the job's file, and a job can write it)."""
+        found = sum(1 for f in self.findings if f.level == "error")
+        return found if self.total is None else max(self.total, found)

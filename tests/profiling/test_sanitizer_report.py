@@ -160,3 +160,12 @@ def test_an_unnamed_error_with_a_location_is_counted_and_a_bare_line_is_a_note()
     d = doc("handmade-memcheck-exception.txt")
     assert groups(d) == [("gather_kernel", "Warp Illegal Address", 1, "/job/input/gather.py:40")]
     assert d["groups"][0]["block"] == [12, 0, 0] and d["notes"] == ["Target application returned an error"]
+
+
+def test_a_total_under_the_errors_printed_is_not_believed() -> None:
+    """The report is the job's file, and a job can write it: an ERROR SUMMARY that says fewer errors than
+    the report prints counts as those printed (the job's exit code 86 and summarize's rest on it)."""
+    text = (FIXTURES / "handmade-memcheck.txt").read_text()
+    printed = parse(text.encode()).errors
+    forged = parse(text.replace(f"ERROR SUMMARY: {printed} error", "ERROR SUMMARY: 0 error").encode())
+    assert printed >= 1 and forged.total == 0 and forged.errors == printed
