@@ -3,7 +3,7 @@
 Pure functions, shared by the server (validation at submit, command building) and the client (the same
 check before anything is sent). The client's options travel as ``--long=value`` words, each checked
 against :data:`ALLOWED` (a name, a value of a fixed set or a number); everything else is refused. The
-server adds what it decides itself: where the reports go (``--log-file``, ``--save`` with ``--xml yes``)
+server adds what it decides itself: where the reports go (``--log-file``, ``--save`` with ``--xml``)
 and the exit code that says errors were found (``--error-exitcode`` :data:`ERRORS_EXIT`).
 """
 
@@ -17,7 +17,7 @@ from kcoral.profiling.toolargs import check_command as _check_command
 from kcoral.profiling.toolargs import driver_command as _driver
 from kcoral.protocol.jobenv import OUTPUT_MOUNT as OUTPUT_DIR
 
-#: the text report (compute-sanitizer's --log-file) and the XML report (--save with --xml yes)
+#: the text report (compute-sanitizer's --log-file) and the XML report (--save with --xml)
 TEXT_FILE = "sanitizer.txt"
 XML_FILE = "sanitizer.xml"
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -34,6 +34,8 @@ class SanitizerOption:
     #: the values it takes (None: a non-negative integer when ``integer``, else any one-line text)
     choices: tuple[str, ...] | None = None
     integer: bool = False
+    #: compute-sanitizer takes it bare (no value): the client says yes or no, and yes passes the bare flag
+    flag: bool = False
     #: the tools it applies to (None: every tool)
     tools: tuple[str, ...] | None = None
     help: str = ""
@@ -50,7 +52,9 @@ ALLOWED: dict[str, SanitizerOption] = {
         ),
         SanitizerOption("--padding", integer=True, tools=("memcheck",), help="bytes of padding after each allocation"),
         SanitizerOption("--racecheck-report", ("analysis", "hazard", "all"), tools=("racecheck",), help="report kind"),
-        SanitizerOption("--track-unused-memory", ("yes", "no"), tools=("initcheck",), help="report unused memory"),
+        SanitizerOption(
+            "--track-unused-memory", ("yes", "no"), flag=True, tools=("initcheck",), help="report unused memory"
+        ),
         SanitizerOption("--print-limit", integer=True, help="errors printed at most (0: all)"),
         SanitizerOption("--show-backtrace", ("yes", "no", "host", "device"), help="backtraces shown"),
         SanitizerOption("--kernel-name", help="only these kernels (kns=NAME, kne=NAME, ...)"),
@@ -130,7 +134,13 @@ def normalise_options(args: list[str]) -> list[str]:
         tools = ALLOWED[name].tools
         if tools is not None and tool not in tools:
             raise SanitizerOptionError(f"compute-sanitizer option {name} applies to {', '.join(tools)}, not {tool}")
-    return [f"--tool={tool}", *(f"{name}={value}" for name, value in chosen.items())]
+    words = [f"--tool={tool}"]
+    for name, value in chosen.items():
+        if not ALLOWED[name].flag:
+            words.append(f"{name}={value}")
+        elif value == "yes":
+            words.append(name)
+    return words
 
 
 def tool_of(options: list[str]) -> str:
@@ -143,7 +153,7 @@ def check_command(command: list[str]) -> None:
 
 
 def build_command(options: list[str], command: list[str], sanitizer: str = "compute-sanitizer") -> list[str]:
-    """``compute-sanitizer --tool=T --error-exitcode=86 --log-file=... --save=... --xml=yes <options> <command>``."""
+    """``compute-sanitizer --tool=T --error-exitcode=86 --log-file=... --save=... --xml <options> <command>``."""
     check_command(command)
     tool, *rest = normalise_options(options)
     return [
@@ -152,7 +162,7 @@ def build_command(options: list[str], command: list[str], sanitizer: str = "comp
         f"--error-exitcode={ERRORS_EXIT}",
         f"--log-file={OUTPUT_DIR}/{TEXT_FILE}",
         f"--save={OUTPUT_DIR}/{XML_FILE}",
-        "--xml=yes",
+        "--xml",  # a bare flag: compute-sanitizer 2025.3 refuses "--xml=yes" (its help, on the H200)
         *rest,
         *command,
     ]

@@ -1,4 +1,4 @@
-"""compute-sanitizer's XML report (``--save FILE --xml yes``) as findings, read safely.
+"""compute-sanitizer's XML report (``--save FILE --xml``) as findings, read safely.
 
 The layout read (NVIDIA publishes no schema; unknown elements are ignored)::
 

@@ -272,7 +272,7 @@ def test_sanitizer_end_to_end(fake_tools: RunningServer, tmp_path: Path, capfd: 
     assert code == 86, captured
     assert (
         "fake compute-sanitizer --tool=memcheck --error-exitcode=86 --log-file=/job/out/sanitizer.txt "
-        "--save=/job/out/sanitizer.xml --xml=yes --print-limit=5 python3 oob.py" in captured.out
+        "--save=/job/out/sanitizer.xml --xml --print-limit=5 python3 oob.py" in captured.out
     )
     assert "compute-sanitizer: 4 errors (3 printed in the report)" in captured.out
     assert "2x  add_kernel: Invalid __global__ read of size 4 bytes at /job/input/oob.py:14" in captured.out

@@ -103,7 +103,7 @@ def test_sanitizer_exits_86_when_its_reports_count_errors(
     monkeypatch.setenv("ERRORS", errors)
     monkeypatch.setenv("CODE", code)
     text, xml = tmp_path / "sanitizer.txt", tmp_path / "sanitizer.xml"
-    argv = [tool, "--tool=memcheck", f"--log-file={text}", f"--save={xml}", "--xml=yes", "python", "x.py"]
+    argv = [tool, "--tool=memcheck", f"--log-file={text}", f"--save={xml}", "--xml", "python", "x.py"]
     assert run_tool.main(["sanitizer", "--text", str(text), "--xml", str(xml), "--", *argv]) == expected
     err = capfd.readouterr().err
     assert f"ERROR SUMMARY: {errors} errors" in err  # the text report is echoed into the job's log

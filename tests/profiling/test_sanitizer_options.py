@@ -65,7 +65,16 @@ def test_every_listed_option_has_a_valid_value() -> None:
         value = option.choices[0] if option.choices else "1" if option.integer else "kns=k"
         tool = option.tools[0] if option.tools else "memcheck"
         words = ["--tool", tool] if option.long != "--tool" else []
-        assert f"{option.long}={value}" in san.normalise_options([*words, option.long, value])
+        expected = option.long if option.flag else f"{option.long}={value}"
+        assert expected in san.normalise_options([*words, option.long, value])
+
+
+def test_a_flag_is_passed_bare_and_only_when_asked_for() -> None:
+    """compute-sanitizer 2025.3 takes --track-unused-memory without a value (its help on the H200)."""
+    on = ["--tool", "initcheck", "--track-unused-memory", "yes"]
+    off = ["--tool", "initcheck", "--track-unused-memory=no"]
+    assert san.normalise_options(on) == ["--tool=initcheck", "--track-unused-memory"]
+    assert san.normalise_options(off) == ["--tool=initcheck"]
 
 
 def test_command_building() -> None:
@@ -76,7 +85,7 @@ def test_command_building() -> None:
         f"--error-exitcode={ERRORS_EXIT}",
         "--log-file=/job/out/sanitizer.txt",
         "--save=/job/out/sanitizer.xml",
-        "--xml=yes",
+        "--xml",
         "--print-limit=3",
         "python",
         "race.py",
