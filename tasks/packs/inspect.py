@@ -3,11 +3,12 @@ the job image (runner.packprobe starts it in a container of the jobs' profile, t
 
 REQUEST_JSON: ``{"deadline_s": S, "problems": [{"key", "root", "manifest"}]}``. For each problem, a
 child process (forked once torch is imported) builds every public workload's inputs and the
-reference's outputs, first on the meta device (shapes without memory or compute), else on the CPU,
-and hands back their shapes and dtypes. A child that raises, runs past ``deadline_s`` or dies is
-that problem's error; the next problem gets a child of its own. Each answer is one line on stdout,
-``KCORAL-INSPECT {"key": ..., "shapes": [...]}`` or ``{"key": ..., "error": "..."}``; what a problem
-prints goes nowhere.
+reference's outputs, first on the meta device (shapes without memory or compute), else on the CPU
+(an op the meta device lacks: torch.bincount's output size is its data's), a problem's "cuda"
+tensors made on whichever of the two, and hands back their shapes and dtypes. A child that raises,
+runs past ``deadline_s`` or dies is that problem's error; the next problem gets a child of its own.
+Each answer is one line on stdout, ``KCORAL-INSPECT {"key": ..., "shapes": [...]}`` or ``{"key": ...,
+"error": "..."}``; what a problem prints goes nowhere.
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ def describe(root: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
         if any(s["params"] == w["params"] for s in shapes):
             continue
         try:
-            with torch.device("meta"), cuda_as_meta():
+            with torch.device("meta"), cuda_as("meta"):
                 inputs = adapter.make_inputs(w["params"], 0, "meta")
                 outputs = adapter.reference(inputs, w["params"])
             built = "meta"
         except Exception:  # noqa: BLE001 - an op the meta device lacks: build them for real
-            inputs = adapter.make_inputs(w["params"], 0, "cpu")
-            outputs = adapter.reference(inputs, w["params"])
+            with cuda_as("cpu"):
+                inputs = adapter.make_inputs(w["params"], 0, "cpu")
+                outputs = adapter.reference(inputs, w["params"])
             built = "cpu"
         tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         scalars = {k: v for k, v in inputs.items() if not isinstance(v, torch.Tensor) and k != values.TREE}
@@ -63,12 +65,12 @@ def describe(root: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
     return shapes
 
 
-def cuda_as_meta() -> Any:
-    """A torch function mode under which a problem's CUDA tensors are meta ones (shapes and dtypes, no
-    device): the inspector's container has no GPU, and a GPU suite's problems name "cuda" (a factory's
-    ``device=``, ``.cuda()``, ``.to("cuda")``, a CUDA ``torch.Generator``). Only ever in the inspector's
-    child, a process thrown away after one problem: it also swaps torch.Generator and makes CUDA's
-    synchronisation nothing there."""
+def cuda_as(device: str) -> Any:
+    """A torch function mode under which a problem's CUDA tensors are ``device`` ones ("meta": shapes and
+    dtypes, no memory; "cpu": for an op the meta device lacks): the inspector's container has no GPU,
+    and a GPU suite's problems name "cuda" (a factory's ``device=``, ``.cuda()``, ``.to("cuda")``, a
+    CUDA ``torch.Generator``). Only ever in the inspector's child, a process thrown away after one
+    problem: it also swaps torch.Generator and makes CUDA's synchronisation nothing there."""
     import torch  # noqa: PLC0415
     from torch.overrides import TorchFunctionMode  # noqa: PLC0415
 
@@ -78,30 +80,33 @@ def cuda_as_meta() -> Any:
         except (RuntimeError, TypeError):
             return False
 
-    original = torch.Generator
+    if not getattr(torch.Generator, "kcoral_cuda_as_cpu", False):  # once per child
+        original = torch.Generator
 
-    class Generator(original):  # type: ignore[misc, valid-type]
-        """torch.Generator, a CPU one where a CUDA one is asked for (still a type: torch's own modules
-        annotate with it)."""
+        class Generator(original):  # type: ignore[misc, valid-type]
+            """torch.Generator, a CPU one where a CUDA one is asked for (still a type: torch's own modules
+            annotate with it)."""
 
-        def __new__(cls, device: Any = "cpu") -> Any:
-            return original() if cuda(device) else original(device)
+            kcoral_cuda_as_cpu = True
 
-    torch.Generator = Generator
-    torch.cuda.synchronize = lambda *args, **kwargs: None
+            def __new__(cls, device: Any = "cpu") -> Any:
+                return original() if cuda(device) else original(device)
 
-    class CudaAsMeta(TorchFunctionMode):
+        torch.Generator = Generator
+        torch.cuda.synchronize = lambda *args, **kwargs: None
+
+    class CudaAs(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = dict(kwargs or {})
             if cuda(kwargs.get("device")):
-                kwargs["device"] = "meta"
+                kwargs["device"] = device
             if func is torch.Tensor.cuda:
-                return args[0].to("meta")
+                return args[0].to(device)
             if func is torch.Tensor.to:
-                args = tuple("meta" if cuda(a) else a for a in args)
+                args = tuple(device if cuda(a) else a for a in args)
             return func(*args, **kwargs)
 
-    return CudaAsMeta()
+    return CudaAs()
 
 
 def _child(root: Path, manifest: dict[str, Any], write: int) -> None:

@@ -42,6 +42,11 @@ def test_packs_are_listed_shown_and_initialised(
     gpu = server.http.get("/v1/tasks/kernelbench/level1/1_CudaInputs")
     assert gpu.status_code == 200, gpu.text
     assert gpu.json()["device"] == "cuda" and gpu.json()["workloads"][0]["outputs"]["out0"]["shape"] == [32, 128]
+    # ... and one with an op the meta device lacks (torch.bincount) on the CPU, its "cuda" tensors made there
+    counts = server.http.get("/v1/tasks/kernelbench/level1/2_CudaBincount")
+    assert counts.status_code == 200, counts.text
+    standard = counts.json()["workloads"][0]
+    assert standard["outputs"]["out0"] == {"shape": [256], "dtype": "int64"}
     # a problem's contract: its inputs and outputs built by its own code in the job image
     r = server.http.get("/v1/tasks/kernelbench/level1/2_SumMax")
     assert r.status_code == 200, r.text
