@@ -67,13 +67,23 @@ def custom_kernel(data):
 """
 
 
-def kcoral(*args: str, remote: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``python -m kcoral ARGS --remote URL``, its output captured."""
+#: kcoral's exit code for "not now, the same call may succeed later" (the server busy: ServerBusy)
+EXIT_TRY_LATER = 75
+
+
+def kcoral(*args: str, remote: str, timeout: float = 120, tries: int = 40) -> subprocess.CompletedProcess[str]:
+    """``python -m kcoral ARGS --remote URL``, its output captured; asked again (5 s apart) while the server
+    answers busy (a fresh server describes its packs' problems first)."""
     argv = [sys.executable, "-m", "kcoral", *args, "--remote", remote]
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:
-        return subprocess.CompletedProcess(argv, 124, str(exc.stdout or ""), f"killed after {timeout:g} s here")
+    for _ in range(tries):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as exc:
+            return subprocess.CompletedProcess(argv, 124, str(exc.stdout or ""), f"killed after {timeout:g} s here")
+        if done.returncode != EXIT_TRY_LATER:
+            return done
+        time.sleep(5)
+    return done
 
 
 def wrong_submission(template: str, fmt: str) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kcoral.protocol.errors import BadRequest, KcoralError
+from kcoral.protocol.errors import BadRequest, KcoralError, ServerBusy
 from kcoral.protocol.framing import STDOUT
 from kcoral.runner.jobkinds import code_mounts, with_code_path
 from kcoral.runner.joblog import read_pieces
@@ -34,6 +34,9 @@ START_S = 60.0
 MAX_ANSWER_BYTES = 16 << 20
 MARK = b"KCORAL-INSPECT "
 PACKS_MOUNT = "/packs"
+#: seconds a request waits for an inspection under way (the server's start inspects every problem in one
+#: container: 37 GPU-sized problems took minutes on the H200) before it is answered busy, to ask again
+REQUEST_WAIT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -51,19 +54,30 @@ class PackProbe:
         self.executor, self.image, self.python, self.data_dir = executor, image, python, data_dir
         self._lock = threading.Lock()  # one container at a time; guards _known
         self._known: dict[str, Inspection] = {}
+        self._since = 0.0  # when the container under way started (time.monotonic)
 
     def known(self, task: Task) -> Inspection | None:
         """What is known of ``task`` without running anything (None: not inspected yet)."""
         return self._known.get(task.content_hash())
 
-    def inspect(self, tasks: list[Task]) -> dict[str, Inspection]:
-        """Each pack task's inspection, by task id; the ones not known yet are inspected (one container)."""
+    def inspect(self, tasks: list[Task], wait_s: float | None = None) -> dict[str, Inspection]:
+        """Each pack task's inspection, by task id; the ones not known yet are inspected (one container).
+        With ``wait_s``, an inspection already under way is waited for that long at most, then ServerBusy."""
         packs = [t for t in tasks if t.pack is not None]
-        with self._lock:
+        if not self._lock.acquire(timeout=-1 if wait_s is None else wait_s):
+            raise ServerBusy(
+                f"the server is still building its packs' problems to describe them (one container, for "
+                f"{time.monotonic() - self._since:.0f} s so far); ask again in a few seconds",
+                retry_after=5,
+            )
+        try:
             todo = {t.content_hash(): t for t in packs if t.content_hash() not in self._known}
             if todo:
+                self._since = time.monotonic()
                 self._known.update(self._ask(todo))
             return {t.id: self._known[t.content_hash()] for t in packs}
+        finally:
+            self._lock.release()
 
     def start(self, tasks: list[Task]) -> None:
         """Inspect ``tasks`` in the background (the server's start: the list soon shows which cannot load)."""
@@ -73,7 +87,7 @@ class PackProbe:
     def with_shapes(self, task: Task) -> Task:
         """``task`` with its inspected shapes in its manifest (its adapter's ``signature`` reads them);
         BadRequest with the reason when the problem cannot be built."""
-        found = self.inspect([task])[task.id]
+        found = self.known(task) or self.inspect([task], wait_s=REQUEST_WAIT_S)[task.id]
         if found.error:
             raise BadRequest(f"task {task.id} cannot be loaded: {found.error}")
         return replace(task, manifest={**task.manifest, "pack": {**(task.pack or {}), "shapes": list(found.shapes)}})

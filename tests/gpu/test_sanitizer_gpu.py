@@ -61,7 +61,10 @@ def gpu_server(server_factory: Any) -> Any:
         toolchain_mounts=DEFAULT_TOOLCHAIN_MOUNTS,
         gpus="auto",
         python=PYTHON,
-        job_env={"PATH": PATH},
+        # Triton finds libcuda through ldconfig's cache, which holds no driver libraries where the host's are
+        # mounted (the H200: /usr/local/nvidia/lib64, as scripts/gpu-host-prepare.sh's job options say);
+        # without it the Triton script failed at its first launch and memcheck saw no kernel
+        job_env={"PATH": PATH, "TRITON_LIBCUDA_PATH": "/usr/local/nvidia/lib64"},
     )
 
 

@@ -281,3 +281,40 @@ def test_each_suites_headline() -> None:
         and doc["reference_geomean_ms"] == pytest.approx((2.4 * 8.0) ** 0.5)
     )
     assert line(doc).startswith("GPU MODE: geometric mean of the benchmarks' times 4.000000 ms")
+
+
+def test_a_request_is_answered_busy_while_the_start_inspects_the_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's start inspects every problem in one container (minutes for a GPU-sized pack): a
+    request for a problem not known yet waits a little, then is told to ask again (503), not held until
+    its client times out (on the H200 three `kcoral init`s did, 2026-12-05)."""
+    import threading
+
+    from kcoral.protocol.errors import ServerBusy
+    from kcoral.runner import packprobe
+
+    monkeypatch.setattr(packprobe, "REQUEST_WAIT_S", 0.2)
+    started, release = threading.Event(), threading.Event()
+
+    class SlowEngine:
+        def run_group(self, *args: object) -> None:
+            started.set()
+            release.wait(10)
+
+        def remove_exited(self, job_id: str) -> None:
+            pass
+
+    task = find_task(PACKS, "kernelbench/level1/1_Scale")
+    probe = packprobe.PackProbe(SlowEngine(), "image", "python3", tmp_path)  # type: ignore[arg-type]
+    first = threading.Thread(target=probe.inspect, args=([task],))
+    first.start()
+    assert started.wait(5)
+    t0 = time.monotonic()
+    with pytest.raises(ServerBusy, match="ask again") as busy:
+        probe.with_shapes(task)
+    assert busy.value.status == 503 and busy.value.retry_after == 5
+    assert time.monotonic() - t0 < 5
+    release.set()
+    first.join(10)
+    assert probe.known(task) is not None  # answered (here: no answer, so the reason) and kept
