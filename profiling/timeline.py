@@ -22,7 +22,8 @@ class PlotUnavailable(RuntimeError):
     """matplotlib is not installed."""
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend (PlotUnavailable without matplotlib)."""
     try:
         import matplotlib
 
@@ -68,7 +69,7 @@ def plot(
     max_rows: int = 256,
 ) -> Path:
     """Draw the timeline of one launch (default: the one with the most events) into ``out_png``."""
-    plt = _pyplot()
+    plt = pyplot()
     if not isinstance(trace, Trace):
         trace = load(trace)
     la = _pick(trace, launch, kernel)
