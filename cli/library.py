@@ -41,6 +41,7 @@ from kcoral.protocol.models import (
     PythonSpec,
     SanitizerSpec,
     SpecBase,
+    TimelineSpec,
     Verdict,
 )
 from kcoral.tasks.documents import EvalReport, Receipt, TaskContract
@@ -184,9 +185,30 @@ class Client:
             raise UsageError(str(exc)) from None
         return self._profile(SanitizerSpec, command, args, send, env, timeout, output_dir, wait)
 
+    def timeline(
+        self,
+        command: Sequence[str],
+        timeline_args: Sequence[str] = (),
+        send: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """A Chrome trace of a Python ``command``'s GPU activity (torch.profiler through CUPTI):
+        timeline.trace.json among the files (``timeline_args``: --record-shapes, --with-stack)."""
+        from kcoral.profiling.gputrace import TimelineOptionError, check_command, normalise_options
+
+        try:
+            args = normalise_options(list(timeline_args))
+            check_command(list(command))
+        except TimelineOptionError as exc:
+            raise UsageError(str(exc)) from None
+        return self._profile(TimelineSpec, command, args, send, env, timeout, output_dir, wait)
+
     def _profile(
         self,
-        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec],
+        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec] | type[TimelineSpec],
         command: Sequence[str],
         args: Sequence[str],
         send: str | Path | None,

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from kcoral.profiling.gputrace_load import HOST_SYNC_NAMES, Timeline, load
-from kcoral.profiling.gputrace_summary import short, top_kernels
+from kcoral.profiling.gputrace_summary import kernel_label, short, top_kernels
 from kcoral.profiling.timeline import pyplot
 
 #: the colours of what is not a kernel (none of them among tab10's, the kernels')
@@ -49,7 +49,7 @@ def plot(trace: Timeline | str | os.PathLike[str], out_png: str | os.PathLike[st
     ax.set_xlabel("time since the first GPU activity (ms)")
     ax.set_title(f"{len(tl.ops)} GPU operations on {len(streams)} streams", fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour[n]) for n in names]
-    labels = [short(n, 60) for n in names]
+    labels = [kernel_label(n, 60) for n in names]
     for kind, c in OTHER.items():
         if any(o.kind == kind for o in tl.ops):
             handles.append(plt.Rectangle((0, 0), 1, 1, color=c))

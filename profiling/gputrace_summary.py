@@ -175,6 +175,28 @@ def _plural(n: int, what: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
+_OPEN, _CLOSE = "<({[", ">)}]"
+
+
+def kernel_label(name: str, width: int = 90) -> str:
+    """A kernel's name as a person scans it: without ``void``, what is nested two deep in its template
+    arguments and parameters as ``...``, its parameter list dropped; escaped, cut to ``width``."""
+    out, depth = [], 0
+    for ch in name.removeprefix("void ").replace("(anonymous namespace)::", ""):
+        if ch in _CLOSE:
+            depth = max(0, depth - 1)
+        if depth < 2:
+            out.append(ch)
+        elif out[-1] != "...":
+            out.append("...")
+        if ch in _OPEN:
+            depth += 1
+    label = "".join(out)
+    if label.endswith(")") and "(" in label:
+        label = label[: label.rindex("(")] if label.count("(") == 1 or label.endswith("(...)") else label
+    return short(label or name, width)
+
+
 def _size(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} B"
 
@@ -205,7 +227,7 @@ def format_lines(doc: dict[str, Any]) -> list[str]:
         for k in doc["top_kernels"]:
             lines.append(
                 f"  {_us(k['total']):>12} {k['count']:>6} {_us(k['mean']):>12} {_us(k['max']):>12} "
-                f"{k['share']:>6.1%}  {short(k['name'])}"
+                f"{k['share']:>6.1%}  {kernel_label(k['name'])}"
             )
     for s in doc["streams"]:
         by = f", launched by {', '.join(short(t, 40) for t in s['threads'])}" if s["threads"] else ""
@@ -221,8 +243,8 @@ def format_lines(doc: dict[str, Any]) -> list[str]:
             )
             big = s["largest_gap"]
             lines.append(
-                f"  largest gap {_us(big['gap'])} at {_us(big['at'])}: after {short(big['after'], 48)}, "
-                f"before {short(big['before'], 48)}"
+                f"  largest gap {_us(big['gap'])} at {_us(big['at'])}: after {kernel_label(big['after'], 60)}, "
+                f"before {kernel_label(big['before'], 60)}"
             )
         lat = s["launch_latency"]
         if lat["count"]:
