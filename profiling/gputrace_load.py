@@ -112,8 +112,13 @@ def _name(value: Any) -> str:
     return value[:MAX_NAME] if isinstance(value, str) else "?"
 
 
+def _args(ev: dict[str, Any]) -> dict[str, Any]:
+    args = ev.get("args")
+    return args if isinstance(args, dict) else {}
+
+
 def _op(kind: str, ev: dict[str, Any], start: float, dur: float) -> GpuOp:
-    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    args = _args(ev)
     stream = _ident(args.get(ARG_STREAM))
     return GpuOp(
         kind=kind,
@@ -141,9 +146,9 @@ def _add(tl: Timeline, ev: Any) -> None:
         return
     ph = ev.get("ph")
     if ph == "M":
-        if ev.get("name") == "thread_name" and isinstance(ev.get("args"), dict):
+        if ev.get("name") == "thread_name":
             key = (_ident(ev.get("pid")), _ident(ev.get("tid")))
-            tl.threads[key] = _name(ev["args"].get("name"))[:200]
+            tl.threads[key] = _name(_args(ev).get("name"))[:200]
         return
     cat = ev.get("cat")
     kind = _kind_of(cat) if isinstance(cat, str) else None
@@ -154,7 +159,7 @@ def _add(tl: Timeline, ev: Any) -> None:
         tl.skipped += 1
         return
     if kind == "call":
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        args = _args(ev)
         tl.calls.append(
             Call(
                 _name(ev.get("name")),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kcoral.profiling.gputrace_load import HOST_SYNC_NAMES, Timeline, load
 from kcoral.profiling.gputrace_summary import kernel_label, short, top_kernels
-from kcoral.profiling.timeline import pyplot
+from kcoral.profiling.timeline import pyplot, save
 
 #: the colours of what is not a kernel (none of them among tab10's, the kernels')
 OTHER = {"memcpy": "gold", "memset": "magenta", "sync": "black"}
@@ -55,9 +55,4 @@ def plot(trace: Timeline | str | os.PathLike[str], out_png: str | os.PathLike[st
             handles.append(plt.Rectangle((0, 0), 1, 1, color=c))
             labels.append(kind)
     ax.legend(handles, labels, fontsize=6, loc="upper right", framealpha=0.8)
-    fig.tight_layout()
-    out = Path(out_png)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return save(plt, fig, out_png)

@@ -49,7 +49,7 @@ def top_kernels(kernels: list[GpuOp], top: int) -> list[dict[str, Any]]:
     for k in kernels:
         by_name[k.name].append(k)
     all_time = sum(k.dur for k in kernels) or 1.0
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, ks in by_name.items():
         total = sum(k.dur for k in ks)
         streams = sorted({str(k.stream) for k in ks})
@@ -175,6 +175,10 @@ def _plural(n: int, what: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
+def _spread(d: dict[str, Any]) -> str:
+    return f"median {_us(d['median'])}, p90 {_us(d['p90'])}, max {_us(d['max'])}"
+
+
 _OPEN, _CLOSE = "<({[", ">)}]"
 
 
@@ -235,22 +239,15 @@ def format_lines(doc: dict[str, Any]) -> list[str]:
             f"stream {short(s['stream'], 20)} (device {short(s['device'], 20)}{by}): {s['kernels']} kernels, "
             f"busy {_us(s['busy'])}, from {_us(s['first'])} to {_us(s['last'])}"
         )
-        g = s["gaps"]
-        if g["count"]:
-            lines.append(
-                f"  gaps between kernels: median {_us(g['median'])}, p90 {_us(g['p90'])}, max {_us(g['max'])} "
-                f"({g['count']} gaps)"
-            )
+        if s["gaps"]["count"]:
+            lines.append(f"  gaps between kernels: {_spread(s['gaps'])} ({s['gaps']['count']} gaps)")
             big = s["largest_gap"]
             lines.append(
                 f"  largest gap {_us(big['gap'])} at {_us(big['at'])}: after {kernel_label(big['after'], 60)}, "
                 f"before {kernel_label(big['before'], 60)}"
             )
-        lat = s["launch_latency"]
-        if lat["count"]:
-            lines.append(
-                f"  launch to start: median {_us(lat['median'])}, p90 {_us(lat['p90'])}, max {_us(lat['max'])}"
-            )
+        if s["launch_latency"]["count"]:
+            lines.append(f"  launch to start: {_spread(s['launch_latency'])}")
         for label, key, with_bytes in (
             ("copies", "copies", True),
             ("memsets", "memsets", True),

@@ -111,6 +111,11 @@ def plot(
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour[n]) for n in names[:20]]
     if handles:
         ax.legend(handles, names[:20], fontsize=7, loc="upper right", ncol=2)
+    return save(plt, fig, out_png)
+
+
+def save(plt: Any, fig: Any, out_png: str | os.PathLike[str]) -> Path:
+    """Write ``fig`` as a PNG (its folder made) and close it."""
     fig.tight_layout()
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)

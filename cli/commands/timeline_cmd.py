@@ -25,12 +25,11 @@ from kcoral.cli.commands.common import (
     RemoteOption,
     TimeoutOption,
     TokenOption,
-    connect,
     job_spec,
 )
 from kcoral.cli.output import emit_json, note
-from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, common_options, split_tool_args
+from kcoral.cli.runflow import PythonRun
+from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, run_profiler, split_tool_args
 from kcoral.profiling import gputrace
 from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import JobView, SpecBase
@@ -47,16 +46,15 @@ def split_timeline_args(args: list[str]) -> ToolArgs:
     return split_tool_args(args, OWN_OPTIONS, gputrace.take_option)
 
 
-def build_timeline_spec(
-    parsed: ToolArgs, env: list[str], timeout: float | None, gpus: int, gpu_type: str = "any"
-) -> SpecBase:
+def build_timeline_spec(parsed: ToolArgs, opts: CommonOptions) -> SpecBase:
     try:
         options = gputrace.normalise_options(parsed.tool)
         gputrace.check_command(parsed.command)
     except gputrace.TimelineOptionError as exc:
         raise UsageError(str(exc)) from None
-    fields = {"kind": "timeline", "argv": options, "command": parsed.command, "gpus": gpus, "gpu_type": gpu_type}
-    return job_spec(fields, env, timeout)
+    fields = {"kind": "timeline", "argv": options, "command": parsed.command, "gpus": opts.gpus,
+              "gpu_type": opts.gpu_type}  # fmt: skip
+    return job_spec(fields, opts.env, opts.timeout)
 
 
 def summary_of(trace: Path, top: int = 10) -> dict[str, Any]:
@@ -123,16 +121,8 @@ def timeline(
     args = list(ctx.args)
     if args and args[0] in TOOLS:
         raise typer.Exit(run_tool(args))
-    parsed = split_timeline_args(args)
-    opts = common_options(parsed, CommonOptions(send, env or [], timeout, gpus, gpu_type, json, remote, token))
-    chosen = parsed.last("--output-dir", "-o")
-    out = Path(chosen) if chosen else output_dir
-    spec = build_timeline_spec(parsed, opts.env, opts.timeout, opts.gpus, opts.gpu_type)
-    if not opts.send.is_dir():
-        raise UsageError(f"--send {opts.send}: not a directory")
-    options = RunOptions(spec=spec, send_dir=opts.send, output_dir=out, json=opts.json)
-    with connect(opts.remote, opts.token) as client:
-        code = TimelineRun(client, options).run()
+    typed = CommonOptions(send, env or [], timeout, gpus, gpu_type, json, remote, token)
+    code = run_profiler(split_timeline_args(args), typed, output_dir, build_timeline_spec, TimelineRun)
     raise typer.Exit(code)
 
 
