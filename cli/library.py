@@ -18,10 +18,10 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kcoral.cli import output
 from kcoral.cli.client import KcoralClient
@@ -41,6 +41,7 @@ from kcoral.protocol.models import (
     PythonSpec,
     SanitizerSpec,
     SpecBase,
+    TimelineSpec,
     Verdict,
 )
 from kcoral.tasks.documents import EvalReport, Receipt, TaskContract
@@ -176,17 +177,32 @@ class Client:
     ) -> JobResult | JobView:
         """compute-sanitizer's reports on ``command`` (``sanitizer_args``: its options, profiling.sanitizer's
         allow-list; the job's exit code is 86 when it reported errors)."""
-        from kcoral.profiling.sanitizer import SanitizerOptionError, normalise_options
+        from kcoral.profiling.sanitizer import normalise_options
 
-        try:
-            args = normalise_options(list(sanitizer_args))
-        except SanitizerOptionError as exc:
-            raise UsageError(str(exc)) from None
+        args = _checked(lambda: normalise_options(list(sanitizer_args)))
         return self._profile(SanitizerSpec, command, args, send, env, timeout, output_dir, wait)
+
+    def timeline(
+        self,
+        command: Sequence[str],
+        timeline_args: Sequence[str] = (),
+        send: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """A Chrome trace of a Python ``command``'s GPU activity (torch.profiler through CUPTI):
+        timeline.trace.json among the files (``timeline_args``: --record-shapes, --with-stack)."""
+        from kcoral.profiling.gputrace import check_command, normalise_options
+
+        _checked(lambda: check_command(list(command)))
+        args = _checked(lambda: normalise_options(list(timeline_args)))
+        return self._profile(TimelineSpec, command, args, send, env, timeout, output_dir, wait)
 
     def _profile(
         self,
-        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec],
+        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec] | type[TimelineSpec],
         command: Sequence[str],
         args: Sequence[str],
         send: str | Path | None,
@@ -280,3 +296,16 @@ class Client:
 
 def _timeout(timeout: float | None) -> dict[str, Any]:
     return {} if timeout is None else {"timeout_s": timeout}
+
+
+T = TypeVar("T")
+
+
+def _checked(check: Callable[[], T]) -> T:
+    """``check()``'s value; a profiler's refusal of its options or command (ToolOptionError) as a UsageError."""
+    from kcoral.profiling.toolargs import ToolOptionError
+
+    try:
+        return check()
+    except ToolOptionError as exc:
+        raise UsageError(str(exc)) from None

@@ -73,6 +73,16 @@ class SanitizerOutcome(JobOutcome):
     reports: list[str] = Field(description="local paths of the text and XML reports")
 
 
+class TimelineOutcome(JobOutcome):
+    """A finished timeline job."""
+
+    summary: dict[str, Any] | None = Field(
+        description="top kernels by total time; per stream the gaps between kernels (median, p90, the largest), "
+        "launch latency, copies, memsets, syncs, launching threads; the host's syncs (microseconds)"
+    )
+    trace: str | None = Field(description="the local path of the Chrome trace (Perfetto opens it)")
+
+
 class LogPage(BaseModel):
     """A page of a job's log."""
 
@@ -159,6 +169,19 @@ def sanitizer(done: JobResult) -> SanitizerOutcome:
     errors = summary.get("errors") if summary else None
     reports = [str(p) for p in (text, xml) if p is not None]
     return SanitizerOutcome(**job_outcome(done), errors=errors, summary=summary, reports=reports)
+
+
+def timeline(done: JobResult) -> TimelineOutcome:
+    from kcoral.profiling.gputrace import TRACE_FILE
+    from kcoral.profiling.gputrace_load import TimelineError, load
+    from kcoral.profiling.gputrace_summary import summarize
+
+    trace = next((p for p in done.files if p.name == TRACE_FILE), None)
+    try:
+        summary: dict[str, Any] | None = summarize(load(trace)) if trace else None
+    except TimelineError as exc:
+        summary = {"error": str(exc)}
+    return TimelineOutcome(**job_outcome(done), summary=summary, trace=str(trace) if trace else None)
 
 
 def _json_output(done: JobResult, suffix: str) -> Any:

@@ -43,6 +43,7 @@ from kcoral.cli.mcp_results import (
     LogPage,
     NcuOutcome,
     SanitizerOutcome,
+    TimelineOutcome,
 )
 from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.evaluations import Board, Comparison, History
@@ -116,6 +117,13 @@ SanitizerArgs = Annotated[
         "initcheck|synccheck, --leak-check, --print-limit, ... (others are refused)"
     ),
 ]
+TimelineArgs = Annotated[
+    list[str] | None, Field(description="the recorder's options: --record-shapes, --with-stack (default none)")
+]
+PythonCommand = Annotated[
+    list[str],
+    Field(description="the Python command to record: ['python', 'bench.py', ...], ['python', '-m', 'MODULE', ...]"),
+]
 IketArgs = Annotated[
     list[str] | None, Field(description="run-iket's words before the command (default profile --postprocess all)")
 ]
@@ -171,6 +179,7 @@ class KcoralTools:
         "ncu",
         "iket",
         "sanitizer",
+        "timeline",
     )
     #: the methods that are resources, by URI template
     RESOURCES = {
@@ -418,6 +427,22 @@ class KcoralTools:
         args = sanitizer_args or ["--tool", "memcheck"]
         done = await self.profiled(self.client.sanitizer, command, args, directory, files, output_dir, ctx)
         return results.sanitizer(done)
+
+    async def timeline(
+        self,
+        command: PythonCommand,
+        timeline_args: TimelineArgs = None,
+        directory: Directory = None,
+        files: Files = None,
+        output_dir: OutputDir = None,
+        ctx: Context | None = None,
+    ) -> TimelineOutcome:
+        """Record a Python ``command``'s GPU activity (torch.profiler through CUPTI): kernels, copies,
+        syncs per stream with the launching thread. Returns the summary (top kernels, the gaps between
+        kernels per stream, copies, syncs) and the local path of the Chrome trace."""
+        args = timeline_args or []
+        done = await self.profiled(self.client.timeline, command, args, directory, files, output_dir, ctx)
+        return results.timeline(done)
 
     # --- resources ------------------------------------------------------------------------------
 

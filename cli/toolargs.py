@@ -11,9 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kcoral.cli.durations import parse_duration
 from kcoral.protocol.errors import UsageError
+
+if TYPE_CHECKING:
+    from kcoral.cli.runflow import PythonRun
+    from kcoral.protocol.models import SpecBase
 
 #: kcoral's options that every profiler command takes: name -> takes a value
 COMMON_OWN_OPTIONS: dict[str, bool] = {
@@ -127,3 +132,27 @@ def common_options(parsed: ToolArgs, typed: CommonOptions) -> CommonOptions:
         remote=parsed.last("--remote", "-r") or typed.remote,
         token=parsed.last("--token") or typed.token,
     )
+
+
+#: how a command turns its parsed words and kcoral's resolved options into the job's spec (UsageError if bad)
+BuildSpec = Callable[[ToolArgs, CommonOptions], "SpecBase"]
+
+
+def run_profiler(
+    parsed: ToolArgs, typed: CommonOptions, output_dir: Path | None, build: BuildSpec, flow: type[PythonRun]
+) -> int:
+    """Resolve kcoral's options (``-o``/``--output-dir`` after a tool option included), build the spec, check
+    the folder to send, then run ``flow`` (``kcoral python``'s, with the command's follow-up); its exit code."""
+    from kcoral.cli.commands.common import connect
+    from kcoral.cli.runflow import RunOptions
+
+    opts = common_options(parsed, typed)
+    chosen = parsed.last("--output-dir", "-o")
+    spec = build(parsed, opts)
+    if not opts.send.is_dir():
+        raise UsageError(f"--send {opts.send}: not a directory")
+    options = RunOptions(
+        spec=spec, send_dir=opts.send, output_dir=Path(chosen) if chosen else output_dir, json=opts.json
+    )
+    with connect(opts.remote, opts.token) as client:
+        return flow(client, options).run()

@@ -1,16 +1,17 @@
 """What profiling this server can do: ncu (and whether the driver lets non-admins read counters), run-iket,
-compute-sanitizer.
+compute-sanitizer, the timeline (torch.profiler in the jobs' Python).
 
 ``probe()`` looks at the host, which is what jobs see in toolchain mode (the host's /usr, /opt...
 are mounted into the job). Results are cached for the process; ``probe(refresh=True)`` looks again.
 In image mode ncu and iket jobs run in their own images (images/profilers.py), sanitizer jobs in the
-ncu image (compute-sanitizer on its PATH): ``for_server()`` then asks whether those images are
-present (each time: an operator may build one later).
+ncu image (compute-sanitizer on its PATH), timeline jobs in the job image: ``for_server()`` then asks
+whether those images are present (each time: an operator may build one later).
 The server's /health includes ``for_server(...)`` under ``"profiling"``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -87,6 +88,35 @@ def find_run_iket(python: str | None = None, path: str = JOB_PATH) -> str | None
     return None
 
 
+#: what the job's Python says about its torch (kcoral timeline's recorder): one line of JSON
+TORCH_PROBE = (
+    "import json, torch, torch.autograd; print(json.dumps({'torch': torch.__version__, "
+    "'cuda': torch.version.cuda, 'kineto': bool(torch.autograd.kineto_available())}))"
+)
+
+
+def timeline_info(python: str | None) -> dict[str, Any]:
+    """Whether the job's Python can record a timeline: torch, a CUDA build, with Kineto (CUPTI)."""
+    python = python or "python3"
+    info: dict[str, Any] = {"path": python, "version": None, "ok": False, "reason": ""}
+    try:
+        done = subprocess.run([python, "-c", TORCH_PROBE], capture_output=True, text=True, timeout=120)
+        found = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        found = None
+    if not isinstance(found, dict):
+        info["reason"] = f"the jobs' Python ({python}) cannot import torch: kcoral timeline records with torch.profiler"
+        return info
+    info["version"] = f"torch {found.get('torch')}" + (f", CUDA {found['cuda']}" if found.get("cuda") else "")
+    if not found.get("cuda"):
+        info["reason"] = f"the jobs' torch ({found.get('torch')}) is a CPU-only build: it records no GPU activity"
+    elif not found.get("kineto"):
+        info["reason"] = f"the jobs' torch ({found.get('torch')}) was built without Kineto (CUPTI)"
+    else:
+        info["ok"] = True
+    return info
+
+
 NO_SANITIZER = "compute-sanitizer (part of the CUDA toolkit) is not installed on this server"
 RESTRICTED = (
     "the NVIDIA driver restricts GPU performance counters to admins (RmProfilingAdminOnly=1): ncu "
@@ -127,6 +157,7 @@ def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, A
         "ncu": ncu_info,
         "iket": iket_info,
         "sanitizer": sanitizer_info,
+        "timeline": timeline_info(python),
     }
 
 
@@ -134,8 +165,8 @@ def probe(
     python: str | None = None, *, ncu: str | None = None, params_file: str = PARAMS_FILE, refresh: bool = False
 ) -> dict[str, Any]:
     """``{"counters_restricted": bool|None, "ncu": {path, version, ncu_report, ok, reason},
-    "iket": {path, ok, reason}, "sanitizer": {path, version, ok, reason}}``; ``python`` is the job's
-    interpreter (settings.python)."""
+    "iket": {path, ok, reason}, "sanitizer": {path, version, ok, reason}, "timeline": {path, version, ok,
+    reason}}``; ``python`` is the job's interpreter (settings.python)."""
     key = (python, ncu)
     with _lock:
         if refresh or key not in _cache or params_file != PARAMS_FILE:
@@ -147,21 +178,26 @@ def probe(
 
 
 #: the tool each profiler image puts on the jobs' PATH (compute-sanitizer: the ncu image's)
-IMAGE_TOOLS = {"ncu": "ncu", "iket": "run-iket", "sanitizer": "compute-sanitizer"}
+IMAGE_TOOLS = {"ncu": "ncu", "iket": "run-iket", "sanitizer": "compute-sanitizer", "timeline": "python3"}
 #: the kinds that run in another kind's image
 SHARED_IMAGES = {"sanitizer": "ncu"}
+#: the kinds that run in the jobs' own image (settings.image), with what they need there
+JOB_IMAGE_KINDS = {"timeline": "torch (a CUDA build) must be importable by the jobs' python in {ref} (not checked)"}
 
 
 def profiler_image(settings: Settings, kind: str) -> str:
     """The image a ``kind`` job runs in: the toolchain image in toolchain mode, else the profiler's own."""
-    if settings.toolchain_mounts:
+    if settings.toolchain_mounts or kind in JOB_IMAGE_KINDS:
         return settings.image
     return settings.iket_image if kind == "iket" else settings.ncu_image
 
 
 def tool_path(settings: Settings, kind: str) -> str:
     """The tool a ``kind`` job runs: the host's absolute path in toolchain mode, else the bare name
-    the profiler image puts on the jobs' PATH (also the fallback when the host has none)."""
+    the profiler image puts on the jobs' PATH (also the fallback when the host has none); a timeline's is
+    the jobs' Python."""
+    if kind in JOB_IMAGE_KINDS:
+        return settings.python
     if settings.toolchain_mounts:
         return probe(settings.python)[kind]["path"] or IMAGE_TOOLS[kind]
     return IMAGE_TOOLS[kind]
@@ -180,7 +216,9 @@ def for_server(settings: Settings, has_image: Callable[[str], bool], params_file
         info: dict[str, Any] = {"image": ref, "path": tool_path(settings, kind), "ok": False, "reason": ""}
         if ref not in present:
             present[ref] = has_image(ref)
-        if not present[ref]:
+        if not present[ref] and kind in JOB_IMAGE_KINDS:
+            info["reason"] = f"the job image {ref} is not built on this server: kcoral images build"
+        elif not present[ref]:
             built = SHARED_IMAGES.get(kind, kind)
             info["reason"] = (
                 f"the {built} image {ref} is not built on this server: "
@@ -192,5 +230,7 @@ def for_server(settings: Settings, has_image: Callable[[str], bool], params_file
             info["ok"] = True
         if kind in SHARED_IMAGES:
             info["note"] = f"{IMAGE_TOOLS[kind]} must be on the PATH of {ref} (not checked here)"
+        if kind in JOB_IMAGE_KINDS:
+            info["note"] = JOB_IMAGE_KINDS[kind].format(ref=ref)
         out[kind] = info
     return out

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-import gzip
-import io
 import os
-import stat
-import zlib
 from typing import IO
 
 from kcoral.profiling import iket_perfetto
-from kcoral.profiling.iket_trace import Trace, TraceError, from_json_bytes, size_text
+from kcoral.profiling.capped import GZIP_MAGIC, gunzip, open_regular, read_at_most
+from kcoral.profiling.iket_trace import Trace, TraceError, from_json_bytes
 
 #: how many bytes tell the formats apart
 SNIFF_BYTES = 64
@@ -19,7 +16,6 @@ SNIFF_BYTES = 64
 PERFETTO_MAGIC = b"\x0a"
 JSON_EXTENSIONS = (".json",)
 PERFETTO_EXTENSIONS = (".pftrace", ".perfetto-trace", ".pb")
-GZIP_MAGIC = b"\x1f\x8b"
 JSON_START = (b"{", b"[")
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -45,7 +41,7 @@ def _kind(head: bytes, name: str) -> str:
 def from_bytes(data: bytes, source: str = "") -> Trace:
     """A trace in either format (gzipped or not), told apart by its first bytes or ``source``'s extension."""
     if data[:2] == GZIP_MAGIC:
-        data = _gunzip(data, source, iket_perfetto.MAX_TRACE_BYTES)
+        data = gunzip(data, iket_perfetto.MAX_TRACE_BYTES, source, TraceError)
     if not data.strip():
         raise TraceError(f"{source or 'input'}: empty file")
     if _kind(data[:SNIFF_BYTES], source) == "json":
@@ -53,35 +49,13 @@ def from_bytes(data: bytes, source: str = "") -> Trace:
     return iket_perfetto.from_bytes(data, source)
 
 
-def _gunzip(data: bytes, source: str, limit: int) -> bytes:
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
-            out = f.read(limit + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TraceError(f"{source or 'input'}: a broken gzip file: {exc}") from None
-    if len(out) > limit:
-        raise TraceError(f"{source or 'input'}: unzips to more than {size_text(limit)}")
-    return out
-
-
 def _read_file(path: str) -> bytes:
-    """A regular file's bytes (never a FIFO or a device, which could block or never end)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise TraceError(f"{path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise TraceError(f"{path}: not a regular file")
-    with os.fdopen(fd, "rb") as f:
+    """A regular file's bytes: a JSON trace whole (as json.load would), a Perfetto trace up to its bound."""
+    with open_regular(path, TraceError) as f:
         head = f.read(SNIFF_BYTES)
         if head[:2] != GZIP_MAGIC and _kind(head, path) == "json":
-            return head + f.read()  # a JSON trace is read whole, as json.load would
-        limit = iket_perfetto.MAX_TRACE_BYTES
-        data = head + f.read(limit + 1 - len(head))
-    if len(data) > limit:
-        raise TraceError(f"{path}: larger than {size_text(limit)}, the most a Perfetto trace is read to")
-    return data
+            return head + f.read()
+        return read_at_most(f, iket_perfetto.MAX_TRACE_BYTES, path, TraceError, "a Perfetto trace", head)
 
 
 def load(path_or_file: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Trace:

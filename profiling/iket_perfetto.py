@@ -42,7 +42,8 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcoral.profiling.iket_trace import Launch, Lifetime, Loc, Marker, Range, Trace, TraceError, size_text
+from kcoral.profiling.capped import size_text
+from kcoral.profiling.iket_trace import Launch, Lifetime, Loc, Marker, Range, Trace, TraceError
 from kcoral.profiling.protowire import LEN, WireError, double, fields, packed_fixed64, signed64, text
 
 MAX_TRACE_BYTES = 256 << 20

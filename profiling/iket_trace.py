@@ -21,10 +21,11 @@ records and its raw dict dropped before the next one, so at most one raw copy is
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from kcoral.profiling.capped import parse_json
 
 # --- FIELD MAP: the JSON names read here, first match wins -------------------------------------------------
 TOP_LAUNCHES = ("launches",)
@@ -316,15 +317,5 @@ def from_document(doc: Any, source: str = "") -> Trace:
     return Trace(shape=shape, launches=launches, source=source)
 
 
-def size_text(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
-
-
 def from_json_bytes(data: bytes | str, source: str = "") -> Trace:
-    try:
-        doc = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{source or 'input'}: not JSON: {exc}") from None
-    except RecursionError:
-        raise TraceError(f"{source or 'input'}: JSON nested too deep") from None
-    return from_document(doc, source)
+    return from_document(parse_json(data, source, TraceError), source)

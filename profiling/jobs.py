@@ -1,4 +1,4 @@
-"""The ``ncu``, ``iket`` and ``sanitizer`` job kinds (runner.jobkinds imports them by name).
+"""The ``ncu``, ``iket``, ``sanitizer`` and ``timeline`` job kinds (runner.jobkinds imports them by name).
 
 Each job is one hardened container in the profiler's image: the sent directory read-only as the
 working directory, kcoral's ``profiling`` package read-only (kcoral.profiling, /kcoral on PYTHONPATH),
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kcoral.profiling import capabilities, iket, ncu, sanitizer
+from kcoral.profiling import capabilities, gputrace, iket, ncu, sanitizer
 from kcoral.profiling.toolargs import ToolOptionError
 from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.jobenv import INPUT_MOUNT
@@ -119,3 +119,17 @@ class SanitizerKind(_ProfilerKind):
 
     def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         return sanitizer.driver_command(python, sanitizer.build_command(spec.argv, spec.command, tool))
+
+
+class TimelineKind(_ProfilerKind):
+    """``kcoral timeline``: argv = the recorder's options, command = the recorded Python command; the job's
+    Python runs it under torch.profiler (profiling.gputrace_record), no run_tool around it."""
+
+    name = JobKindName.timeline
+
+    def check_options(self, spec: ProfileSpec) -> None:
+        gputrace.normalise_options(spec.argv)
+        gputrace.check_command(spec.command)
+
+    def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
+        return gputrace.build_command(spec.argv, spec.command, python)

@@ -22,7 +22,8 @@ class PlotUnavailable(RuntimeError):
     """matplotlib is not installed."""
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend (PlotUnavailable without matplotlib)."""
     try:
         import matplotlib
 
@@ -68,7 +69,7 @@ def plot(
     max_rows: int = 256,
 ) -> Path:
     """Draw the timeline of one launch (default: the one with the most events) into ``out_png``."""
-    plt = _pyplot()
+    plt = pyplot()
     if not isinstance(trace, Trace):
         trace = load(trace)
     la = _pick(trace, launch, kernel)
@@ -110,6 +111,11 @@ def plot(
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour[n]) for n in names[:20]]
     if handles:
         ax.legend(handles, names[:20], fontsize=7, loc="upper right", ncol=2)
+    return save(plt, fig, out_png)
+
+
+def save(plt: Any, fig: Any, out_png: str | os.PathLike[str]) -> Path:
+    """Write ``fig`` as a PNG (its folder made) and close it."""
     fig.tight_layout()
     out = Path(out_png)
     out.parent.mkdir(parents=True, exist_ok=True)

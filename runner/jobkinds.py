@@ -109,6 +109,7 @@ _PLUGINS = {
     JobKindName.ncu: "kcoral.profiling.jobs:NcuKind",
     JobKindName.iket: "kcoral.profiling.jobs:IketKind",
     JobKindName.sanitizer: "kcoral.profiling.jobs:SanitizerKind",
+    JobKindName.timeline: "kcoral.profiling.jobs:TimelineKind",
 }
 _KINDS: dict[str, JobKind] = {JobKindName.python: PythonKind()}
 

@@ -45,6 +45,7 @@ class JobKindName(StrEnum):
     ncu = "ncu"
     iket = "iket"
     sanitizer = "sanitizer"
+    timeline = "timeline"
 
 
 class Verdict(StrEnum):
@@ -233,9 +234,17 @@ class SanitizerSpec(ProfileSpec):
     kind: Literal[JobKindName.sanitizer] = JobKindName.sanitizer
 
 
+@dataclass(kw_only=True)
+class TimelineSpec(ProfileSpec):
+    """``kcoral timeline``: argv = the recorder's options (``--record-shapes``, ...), command = the recorded
+    Python command (``python SCRIPT|-m MODULE|-c CODE ARGS``)."""
+
+    kind: Literal[JobKindName.timeline] = JobKindName.timeline
+
+
 #: What a client submits (POST /v1/jobs), one class per kind, told apart by ``kind`` (python when a
 #: client leaves it out). The sent directory follows as a tar.
-JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec | SanitizerSpec
+JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec | SanitizerSpec | TimelineSpec
 
 
 def parse_spec(data: str | bytes | dict[str, Any]) -> JobSpec:

@@ -48,7 +48,8 @@ def test_probe_is_cached_and_json_friendly() -> None:
     first = capabilities.probe()
     assert capabilities.probe() is first
     json.dumps(first)
-    assert set(first) == {"source", "counters_restricted", "ncu", "iket", "sanitizer"} and first["source"] == "host"
+    assert set(first) == {"source", "counters_restricted", "ncu", "iket", "sanitizer", "timeline"}
+    assert first["source"] == "host"
 
 
 def test_image_mode_asks_for_the_profiler_images(tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ def test_image_mode_asks_for_the_profiler_images(tmp_path: Path) -> None:
         return ref == "kcoral-iket:latest"
 
     caps = capabilities.for_server(Settings(), has_image, params_file=str(params))
-    assert asked == ["kcoral-ncu:latest", "kcoral-iket:latest"] and caps["source"] == "images"
+    assert asked == ["kcoral-ncu:latest", "kcoral-iket:latest", "kcoral-job:cpu"] and caps["source"] == "images"
     assert caps["iket"] == {"image": "kcoral-iket:latest", "path": "run-iket", "ok": True, "reason": ""}
     assert caps["ncu"]["ok"] is False and "kcoral images build ncu" in caps["ncu"]["reason"]
     params.write_text("RmProfilingAdminOnly: 1\n")
@@ -99,3 +100,34 @@ def test_image_mode_runs_the_sanitizer_in_the_ncu_image(tmp_path: Path) -> None:
     assert caps["sanitizer"]["ok"] is True and "not checked" in caps["sanitizer"]["note"]
     caps = capabilities.for_server(Settings(), lambda ref: False, params_file=str(params))
     assert "kcoral images build ncu" in caps["sanitizer"]["reason"] and not caps["sanitizer"]["ok"]
+
+
+def fake_python(tmp_path: Path, output: str, code: int = 0) -> str:
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\necho '{output}'\nexit {code}\n")
+    python.chmod(0o755)
+    return str(python)
+
+
+def test_the_timeline_needs_torch_with_cuda_and_kineto(tmp_path: Path) -> None:
+    ok = capabilities.timeline_info(fake_python(tmp_path, '{"torch": "2.11.0+cu130", "cuda": "13.0", "kineto": true}'))
+    assert ok["path"] == str(tmp_path / "python") and ok["ok"] is True and ok["reason"] == ""
+    assert ok["version"] == "torch 2.11.0+cu130, CUDA 13.0"
+    cpu = capabilities.timeline_info(fake_python(tmp_path, '{"torch": "2.11.0+cpu", "cuda": null, "kineto": true}'))
+    assert not cpu["ok"] and "CPU-only build" in cpu["reason"] and cpu["version"] == "torch 2.11.0+cpu"
+    none = capabilities.timeline_info(fake_python(tmp_path, "ModuleNotFoundError", code=1))
+    assert not none["ok"] and "cannot import torch" in none["reason"]
+    assert "cannot import torch" in capabilities.timeline_info(str(tmp_path / "missing"))["reason"]
+
+
+def test_image_mode_runs_the_timeline_in_the_job_image(tmp_path: Path) -> None:
+    from kcoral.runner.settings import Settings
+
+    params = tmp_path / "params"
+    params.write_text("RmProfilingAdminOnly: 1\n")
+    settings = Settings(image="kcoral-job:gpu", python="/opt/venv/bin/python")
+    caps = capabilities.for_server(settings, lambda ref: ref == "kcoral-job:gpu", params_file=str(params))
+    assert caps["timeline"]["image"] == "kcoral-job:gpu" and caps["timeline"]["path"] == "/opt/venv/bin/python"
+    assert caps["timeline"]["ok"] is True and "torch (a CUDA build)" in caps["timeline"]["note"]
+    caps = capabilities.for_server(settings, lambda ref: False, params_file=str(params))
+    assert "the job image kcoral-job:gpu is not built" in caps["timeline"]["reason"] and not caps["timeline"]["ok"]

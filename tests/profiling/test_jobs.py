@@ -18,6 +18,7 @@ from kcoral.protocol.models import (
     NcuSpec,
     ProfileSpec,
     SanitizerSpec,
+    TimelineSpec,
     Verdict,
 )
 from kcoral.runner.jobkinds import HostFacts, kind_for
@@ -34,6 +35,7 @@ CAPS_OK = {
     "ncu": {"path": "/usr/local/cuda/bin/ncu", "version": "2025.3.1", "ncu_report": None, "ok": True, "reason": ""},
     "iket": {"path": "/opt/torch/.venv/bin/run-iket", "ok": True, "reason": ""},
     "sanitizer": {"path": "/usr/local/cuda/bin/compute-sanitizer", "version": "2025.3.1.0", "ok": True, "reason": ""},
+    "timeline": {"path": "python3", "version": "torch 2.11.0+cu130, CUDA 13.0", "ok": True, "reason": ""},
 }
 
 
@@ -206,3 +208,32 @@ def test_sanitizer_run_collects_both_reports(tmp_path: Path, caps: dict[str, Any
     assert sorted(o.path for o in result.outputs) == ["sanitizer.txt", "sanitizer.xml"]
     assert executor.ran[0].steps[0].name == "sanitizer"
     assert executor.ran[0].image == executor.image_info("kcoral-ncu:latest").digest
+
+
+def test_timeline_validate(caps: dict[str, Any]) -> None:
+    kind = kind_for("timeline")
+    assert isinstance(kind, jobs.TimelineKind)
+    kind.validate(TimelineSpec(argv=["--record-shapes"], command=["python", "two_streams.py", "4"]), services())
+    kind.validate(TimelineSpec(command=["python3", "-m", "pkg.bench"]), services())
+    with pytest.raises(BadRequest, match="records Python programs only"):
+        kind.validate(TimelineSpec(command=["bash", "run.sh"]), services())
+    with pytest.raises(BadRequest, match="--nsys is not allowed: Nsight Systems is not available"):
+        kind.validate(TimelineSpec(argv=["--nsys"], command=["python", "x.py"]), services())
+    with pytest.raises(BadRequest, match="need a GPU"):
+        kind.validate(TimelineSpec(command=["python", "x.py"], gpus=0), services())
+    caps["timeline"].update(ok=False, reason="the jobs' Python (python3) cannot import torch")
+    with pytest.raises(BadRequest, match="cannot run timeline jobs: the jobs' Python .* cannot import torch"):
+        kind.validate(TimelineSpec(command=["python", "x.py"]), services())
+
+
+def test_timeline_runs_the_recorder_in_the_jobs_python_and_image(tmp_path: Path, caps: dict[str, Any]) -> None:
+    spec = TimelineSpec(argv=["--with-stack"], command=["python", "-c", "print(1)", "a"])
+    host = Settings(toolchain_mounts=("/usr",), python="/opt/venv/bin/python")
+    assert jobs.TimelineKind().command(host, spec) == [
+        "/opt/venv/bin/python", "-m", "kcoral.profiling.gputrace_record", "--trace", "/job/out/timeline.trace.json",
+        "--with-stack", "--", "-c", "print(1)", "a",
+    ]  # fmt: skip
+    executor = FakeExecutor()
+    run(tmp_path, spec, executor, Settings(data_dir=tmp_path, image="kcoral-job:gpu"))
+    assert executor.ran[0].image == executor.image_info("kcoral-job:gpu").digest
+    assert executor.ran[0].steps[0].name == "timeline"
