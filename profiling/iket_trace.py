@@ -136,9 +136,11 @@ class Launch:
 
 @dataclass
 class Trace:
-    shape: str  # "plain" | "interned" (JSON) | "perfetto"
+    shape: str  # "plain" | "interned" (JSON) | "perfetto" | "proton" (profiling.proton_trace)
     launches: list[Launch]
     source: str = ""
+    #: what the records' times count: "ns" (IKET) or "cycles" (SM clock cycles: Proton)
+    unit: str = "ns"
 
 
 class TraceError(ValueError):
@@ -320,11 +322,15 @@ def size_text(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
 
 
-def from_json_bytes(data: bytes | str, source: str = "") -> Trace:
+def parse_json(data: bytes | str, source: str = "") -> Any:
+    """The JSON document of ``data``; TraceError when it is not JSON (or nested too deep to read)."""
     try:
-        doc = json.loads(data)
+        return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TraceError(f"{source or 'input'}: not JSON: {exc}") from None
     except RecursionError:
         raise TraceError(f"{source or 'input'}: JSON nested too deep") from None
-    return from_document(doc, source)
+
+
+def from_json_bytes(data: bytes | str, source: str = "") -> Trace:
+    return from_document(parse_json(data, source), source)
