@@ -1,16 +1,18 @@
 """What profiling this server can do: ncu (and whether the driver lets non-admins read counters), run-iket,
-compute-sanitizer.
+compute-sanitizer, Proton (triton.profiler, in the jobs' own python).
 
 ``probe()`` looks at the host, which is what jobs see in toolchain mode (the host's /usr, /opt...
 are mounted into the job). Results are cached for the process; ``probe(refresh=True)`` looks again.
 In image mode ncu and iket jobs run in their own images (images/profilers.py), sanitizer jobs in the
-ncu image (compute-sanitizer on its PATH): ``for_server()`` then asks whether those images are
+ncu image (compute-sanitizer on its PATH), proton jobs in the job image (its python's triton):
+``for_server()`` then asks whether those images are
 present (each time: an operator may build one later).
 The server's /health includes ``for_server(...)`` under ``"profiling"``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -87,6 +89,36 @@ def find_run_iket(python: str | None = None, path: str = JOB_PATH) -> str | None
     return None
 
 
+#: what the job's python says of its Proton: one JSON line (triton's version, or why there is no Proton)
+PROTON_PROBE = (
+    "import json\n"
+    "try:\n"
+    "    import triton\n"
+    "    import triton.profiler as p, triton.profiler.language as pl\n"
+    "    ok = hasattr(p, 'mode') and hasattr(pl, 'enter_scope')\n"
+    "    print(json.dumps({'version': triton.__version__, 'ok': ok, 'reason': '' if ok else "
+    "'triton ' + triton.__version__ + ' has no Proton instrumentation mode (proton.mode, pl.enter_scope)'}))\n"
+    "except Exception as e:\n"
+    "    print(json.dumps({'version': None, 'ok': False, 'reason': 'no Proton (triton.profiler): ' + str(e)[:200]}))\n"
+)
+
+
+def proton_facts(python: str | None, path: str = JOB_PATH) -> dict[str, Any]:
+    """``{path, version, ok, reason}`` of Proton in the job's interpreter ``python`` (its triton's version)."""
+    interpreter = (python if python and os.path.isabs(python) else shutil.which(python or "python3", path=path)) or None
+    info: dict[str, Any] = {"path": interpreter, "version": None, "ok": False, "reason": ""}
+    if interpreter is None:
+        info["reason"] = f"the jobs' python ({python}) is not on this server"
+        return info
+    try:
+        out = subprocess.run([interpreter, "-c", PROTON_PROBE], capture_output=True, text=True, timeout=60).stdout
+        said = json.loads(out.strip().splitlines()[-1])
+        info.update(version=said["version"], ok=bool(said["ok"]), reason=str(said["reason"]))
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError, IndexError, TypeError):
+        info["reason"] = f"{interpreter} did not say whether it has triton's Proton"
+    return info
+
+
 NO_SANITIZER = "compute-sanitizer (part of the CUDA toolkit) is not installed on this server"
 RESTRICTED = (
     "the NVIDIA driver restricts GPU performance counters to admins (RmProfilingAdminOnly=1): ncu "
@@ -127,6 +159,7 @@ def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, A
         "ncu": ncu_info,
         "iket": iket_info,
         "sanitizer": sanitizer_info,
+        "proton": proton_facts(python),
     }
 
 
@@ -134,8 +167,8 @@ def probe(
     python: str | None = None, *, ncu: str | None = None, params_file: str = PARAMS_FILE, refresh: bool = False
 ) -> dict[str, Any]:
     """``{"counters_restricted": bool|None, "ncu": {path, version, ncu_report, ok, reason},
-    "iket": {path, ok, reason}, "sanitizer": {path, version, ok, reason}}``; ``python`` is the job's
-    interpreter (settings.python)."""
+    "iket": {path, ok, reason}, "sanitizer": {path, version, ok, reason}, "proton": {path, version, ok,
+    reason}}``; ``python`` is the job's interpreter (settings.python)."""
     key = (python, ncu)
     with _lock:
         if refresh or key not in _cache or params_file != PARAMS_FILE:
@@ -150,11 +183,14 @@ def probe(
 IMAGE_TOOLS = {"ncu": "ncu", "iket": "run-iket", "sanitizer": "compute-sanitizer"}
 #: the kinds that run in another kind's image
 SHARED_IMAGES = {"sanitizer": "ncu"}
+#: the kinds whose tool is the jobs' own python (a library of its triton), in the job image
+PYTHON_TOOLS = ("proton",)
 
 
 def profiler_image(settings: Settings, kind: str) -> str:
-    """The image a ``kind`` job runs in: the toolchain image in toolchain mode, else the profiler's own."""
-    if settings.toolchain_mounts:
+    """The image a ``kind`` job runs in: the toolchain image in toolchain mode, the job image for a python
+    tool, else the profiler's own."""
+    if settings.toolchain_mounts or kind in PYTHON_TOOLS:
         return settings.image
     return settings.iket_image if kind == "iket" else settings.ncu_image
 
@@ -163,8 +199,8 @@ def tool_path(settings: Settings, kind: str) -> str:
     """The tool a ``kind`` job runs: the host's absolute path in toolchain mode, else the bare name
     the profiler image puts on the jobs' PATH (also the fallback when the host has none)."""
     if settings.toolchain_mounts:
-        return probe(settings.python)[kind]["path"] or IMAGE_TOOLS[kind]
-    return IMAGE_TOOLS[kind]
+        return probe(settings.python)[kind]["path"] or IMAGE_TOOLS.get(kind, settings.python)
+    return settings.python if kind in PYTHON_TOOLS else IMAGE_TOOLS[kind]
 
 
 def for_server(settings: Settings, has_image: Callable[[str], bool], params_file: str = PARAMS_FILE) -> dict[str, Any]:
@@ -175,12 +211,14 @@ def for_server(settings: Settings, has_image: Callable[[str], bool], params_file
     restricted = counters_restricted(params_file)
     out: dict[str, Any] = {"source": "images", "counters_restricted": restricted}
     present: dict[str, bool] = {}  # each image asked about once
-    for kind in IMAGE_TOOLS:
+    for kind in (*IMAGE_TOOLS, *PYTHON_TOOLS):
         ref = profiler_image(settings, kind)
         info: dict[str, Any] = {"image": ref, "path": tool_path(settings, kind), "ok": False, "reason": ""}
         if ref not in present:
             present[ref] = has_image(ref)
-        if not present[ref]:
+        if not present[ref] and kind in PYTHON_TOOLS:
+            info["reason"] = f'the job image {ref} is not on this server: kcoral images build (README "Set up")'
+        elif not present[ref]:
             built = SHARED_IMAGES.get(kind, kind)
             info["reason"] = (
                 f"the {built} image {ref} is not built on this server: "
@@ -192,5 +230,7 @@ def for_server(settings: Settings, has_image: Callable[[str], bool], params_file
             info["ok"] = True
         if kind in SHARED_IMAGES:
             info["note"] = f"{IMAGE_TOOLS[kind]} must be on the PATH of {ref} (not checked here)"
+        if kind in PYTHON_TOOLS:
+            info["note"] = f"triton.profiler must be importable in {ref} (not checked here: a job says so in one line)"
         out[kind] = info
     return out

@@ -45,6 +45,7 @@ class JobKindName(StrEnum):
     ncu = "ncu"
     iket = "iket"
     sanitizer = "sanitizer"
+    proton = "proton"
 
 
 class Verdict(StrEnum):
@@ -192,7 +193,7 @@ class EvalSpec(SpecBase):
 
 @dataclass(kw_only=True)
 class ProfileSpec(SpecBase):
-    """A profiler (ncu, iket, compute-sanitizer) around the client's command."""
+    """A profiler (ncu, iket, compute-sanitizer, Proton) around the client's command."""
 
     #: the profiler's own options
     argv: list[str] = field(default_factory=list)
@@ -233,9 +234,17 @@ class SanitizerSpec(ProfileSpec):
     kind: Literal[JobKindName.sanitizer] = JobKindName.sanitizer
 
 
+@dataclass(kw_only=True)
+class ProtonSpec(ProfileSpec):
+    """``kcoral proton``: argv = kcoral's Proton options (``--data=trace``, ``--granularity=warp``, ...),
+    command = the Python command whose Triton kernels mark scopes with triton.profiler.language."""
+
+    kind: Literal[JobKindName.proton] = JobKindName.proton
+
+
 #: What a client submits (POST /v1/jobs), one class per kind, told apart by ``kind`` (python when a
 #: client leaves it out). The sent directory follows as a tar.
-JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec | SanitizerSpec
+JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec | SanitizerSpec | ProtonSpec
 
 
 def parse_spec(data: str | bytes | dict[str, Any]) -> JobSpec:

@@ -48,7 +48,8 @@ def test_probe_is_cached_and_json_friendly() -> None:
     first = capabilities.probe()
     assert capabilities.probe() is first
     json.dumps(first)
-    assert set(first) == {"source", "counters_restricted", "ncu", "iket", "sanitizer"} and first["source"] == "host"
+    assert set(first) == {"source", "counters_restricted", "ncu", "iket", "sanitizer", "proton"}
+    assert first["source"] == "host"
 
 
 def test_image_mode_asks_for_the_profiler_images(tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ def test_image_mode_asks_for_the_profiler_images(tmp_path: Path) -> None:
         return ref == "kcoral-iket:latest"
 
     caps = capabilities.for_server(Settings(), has_image, params_file=str(params))
-    assert asked == ["kcoral-ncu:latest", "kcoral-iket:latest"] and caps["source"] == "images"
+    assert asked == ["kcoral-ncu:latest", "kcoral-iket:latest", "kcoral-job:cpu"] and caps["source"] == "images"
     assert caps["iket"] == {"image": "kcoral-iket:latest", "path": "run-iket", "ok": True, "reason": ""}
     assert caps["ncu"]["ok"] is False and "kcoral images build ncu" in caps["ncu"]["reason"]
     params.write_text("RmProfilingAdminOnly: 1\n")
