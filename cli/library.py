@@ -1,7 +1,7 @@
 """kcoral for programs: ``from kcoral import Client``.
 
-The same experiments as the command line (``run``, ``evaluate``, ``ncu``, ``iket``, ``sanitizer``), over the same
-HTTP client (cli.client.KcoralClient), with typed results (the server's own models: JobView,
+The same experiments as the command line (``run``, ``evaluate``, ``ncu``, ``iket``, ``sanitizer``, ``proton``),
+over the same HTTP client (cli.client.KcoralClient), with typed results (the server's own models: JobView,
 EvalReport, Receipt, TaskContract) instead of printed text, and failures as exceptions
 (kcoral.protocol.errors.KcoralError and its subclasses; ``err.exit_code`` is what the CLI would exit with).
 
@@ -38,6 +38,7 @@ from kcoral.protocol.models import (
     IketSpec,
     JobView,
     NcuSpec,
+    ProtonSpec,
     PythonSpec,
     SanitizerSpec,
     SpecBase,
@@ -184,9 +185,30 @@ class Client:
             raise UsageError(str(exc)) from None
         return self._profile(SanitizerSpec, command, args, send, env, timeout, output_dir, wait)
 
+    def proton(
+        self,
+        command: Sequence[str],
+        proton_args: Sequence[str] = (),
+        send: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """Proton's trace of the scopes ``command``'s Triton kernels mark (``command``: python SCRIPT.py ARGS;
+        ``proton_args``: profiling.proton's options, e.g. ("--data", "tree"))."""
+        from kcoral.profiling.proton import ProtonOptionError, check_command, normalise_options
+
+        try:
+            args = normalise_options(list(proton_args))
+            check_command(list(command))
+        except ProtonOptionError as exc:
+            raise UsageError(str(exc)) from None
+        return self._profile(ProtonSpec, command, args, send, env, timeout, output_dir, wait)
+
     def _profile(
         self,
-        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec],
+        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec] | type[ProtonSpec],
         command: Sequence[str],
         args: Sequence[str],
         send: str | Path | None,

@@ -73,6 +73,15 @@ class SanitizerOutcome(JobOutcome):
     reports: list[str] = Field(description="local paths of the text and XML reports")
 
 
+class ProtonOutcome(JobOutcome):
+    """A finished Proton job."""
+
+    summary: dict[str, Any] | None = Field(
+        description="per launch: each scope's count/min/median/mean/max in SM clock cycles, CTA spans, periods"
+    )
+    trace: str | None = Field(description="the local path of proton.chrome_trace (kcoral proton summarize/plot)")
+
+
 class LogPage(BaseModel):
     """A page of a job's log."""
 
@@ -159,6 +168,17 @@ def sanitizer(done: JobResult) -> SanitizerOutcome:
     errors = summary.get("errors") if summary else None
     reports = [str(p) for p in (text, xml) if p is not None]
     return SanitizerOutcome(**job_outcome(done), errors=errors, summary=summary, reports=reports)
+
+
+def proton(done: JobResult) -> ProtonOutcome:
+    from kcoral.profiling.iket_trace import TraceError
+    from kcoral.profiling.proton import job_summary
+
+    try:
+        summary = job_summary(done.output_dir) if done.output_dir else None
+    except TraceError as exc:
+        summary = {"error": str(exc)}
+    return ProtonOutcome(**job_outcome(done), summary=summary, trace=_path(done, ".chrome_trace"))
 
 
 def _json_output(done: JobResult, suffix: str) -> Any:

@@ -42,6 +42,7 @@ from kcoral.cli.mcp_results import (
     JobOutcome,
     LogPage,
     NcuOutcome,
+    ProtonOutcome,
     SanitizerOutcome,
 )
 from kcoral.protocol.errors import KcoralError, UsageError
@@ -116,6 +117,13 @@ SanitizerArgs = Annotated[
         "initcheck|synccheck, --leak-check, --print-limit, ... (others are refused)"
     ),
 ]
+ProtonArgs = Annotated[
+    list[str] | None,
+    Field(
+        description="kcoral proton's options (default none: --data trace): --data trace|tree, --mode default|mma, "
+        "--granularity, --buffer-type, --buffer-strategy, --buffer-size, --optimizations (others are refused)"
+    ),
+]
 IketArgs = Annotated[
     list[str] | None, Field(description="run-iket's words before the command (default profile --postprocess all)")
 ]
@@ -171,6 +179,7 @@ class KcoralTools:
         "ncu",
         "iket",
         "sanitizer",
+        "proton",
     )
     #: the methods that are resources, by URI template
     RESOURCES = {
@@ -418,6 +427,22 @@ class KcoralTools:
         args = sanitizer_args or ["--tool", "memcheck"]
         done = await self.profiled(self.client.sanitizer, command, args, directory, files, output_dir, ctx)
         return results.sanitizer(done)
+
+    async def proton(
+        self,
+        command: Command,
+        proton_args: ProtonArgs = None,
+        directory: Directory = None,
+        files: Files = None,
+        output_dir: OutputDir = None,
+        ctx: Context | None = None,
+    ) -> ProtonOutcome:
+        """Profile the scopes that ``command``'s Triton kernels mark with Proton's language (``command``:
+        ['python', 'SCRIPT.py', ...]; in the kernel ``import triton.profiler.language as pl`` and
+        ``pl.enter_scope("name")`` / ``pl.exit_scope("name")``; the server starts and finalizes Proton).
+        Returns per scope count/min/median/max in SM clock cycles and the local path of the trace."""
+        done = await self.profiled(self.client.proton, command, proton_args or [], directory, files, output_dir, ctx)
+        return results.proton(done)
 
     # --- resources ------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""The command line of a profiler command (``kcoral ncu``, ``kcoral sanitizer``): kcoral's own options, the
-tool's options (each checked by the tool's module before anything is sent) and the command after ``--``.
+"""The command line of a profiler command (``kcoral ncu``, ``kcoral sanitizer``, ``kcoral proton``): kcoral's
+own options, the tool's options (each checked by the tool's module before anything is sent) and the command
+after ``--``; :func:`run_profiler` submits the job and follows it.
 
 typer stops at the first word it does not know, so what it leaves over may still hold kcoral's own
 options after a tool option: :func:`split_tool_args` takes both kinds from it, :func:`common_options`
@@ -11,9 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kcoral.cli.durations import parse_duration
 from kcoral.protocol.errors import UsageError
+
+if TYPE_CHECKING:
+    from kcoral.cli.runflow import PythonRun
 
 #: kcoral's options that every profiler command takes: name -> takes a value
 COMMON_OWN_OPTIONS: dict[str, bool] = {
@@ -127,3 +132,31 @@ def common_options(parsed: ToolArgs, typed: CommonOptions) -> CommonOptions:
         remote=parsed.last("--remote", "-r") or typed.remote,
         token=parsed.last("--token") or typed.token,
     )
+
+
+def run_profiler(
+    parsed: ToolArgs,
+    typed: CommonOptions,
+    output_dir: Path | None,
+    run: type[PythonRun],
+    fields: Callable[[ToolArgs], dict[str, object]],
+    error: type[ValueError],
+) -> int:
+    """Submit the job whose spec ``fields`` makes of ``parsed`` (``error``: the tool's refusal, a usage
+    error), follow it with ``run``'s flow; its exit code."""
+    from kcoral.cli.commands.common import connect, job_spec
+    from kcoral.cli.runflow import RunOptions
+
+    opts = common_options(parsed, typed)
+    chosen = parsed.last("--output-dir", "-o")
+    try:
+        spec_fields = fields(parsed)
+    except error as exc:
+        raise UsageError(str(exc)) from None
+    spec = job_spec({**spec_fields, "gpus": opts.gpus, "gpu_type": opts.gpu_type}, opts.env, opts.timeout)
+    if not opts.send.is_dir():
+        raise UsageError(f"--send {opts.send}: not a directory")
+    out = Path(chosen) if chosen else output_dir
+    options = RunOptions(spec=spec, send_dir=opts.send, output_dir=out, json=opts.json)
+    with connect(opts.remote, opts.token) as client:
+        return run(client, options).run()

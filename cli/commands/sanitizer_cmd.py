@@ -24,16 +24,14 @@ from kcoral.cli.commands.common import (
     RemoteOption,
     TimeoutOption,
     TokenOption,
-    connect,
-    job_spec,
 )
 from kcoral.cli.output import emit_json, note
-from kcoral.cli.runflow import PythonRun, RunOptions
-from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, common_options, split_tool_args
+from kcoral.cli.runflow import PythonRun
+from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, run_profiler, split_tool_args
 from kcoral.profiling import sanitizer as san
 from kcoral.profiling.sanitizer_findings import ERRORS_EXIT, ReportError
 from kcoral.protocol.errors import UsageError
-from kcoral.protocol.models import JobView, SpecBase
+from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [SANITIZER OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE"
 
@@ -51,16 +49,11 @@ def split_sanitizer_args(args: list[str]) -> ToolArgs:
     return split_tool_args(args, OWN_OPTIONS, _take)
 
 
-def build_sanitizer_spec(
-    parsed: ToolArgs, env: list[str], timeout: float | None, gpus: int, gpu_type: str = "any"
-) -> SpecBase:
-    try:
-        options = san.normalise_options(parsed.tool)
-        san.check_command(parsed.command)
-    except san.SanitizerOptionError as exc:
-        raise UsageError(str(exc)) from None
-    fields = {"kind": "sanitizer", "argv": options, "command": parsed.command, "gpus": gpus, "gpu_type": gpu_type}
-    return job_spec(fields, env, timeout)
+def sanitizer_fields(parsed: ToolArgs) -> dict[str, object]:
+    """The job's spec fields: the normalised options and the checked command (SanitizerOptionError if bad)."""
+    options = san.normalise_options(parsed.tool)
+    san.check_command(parsed.command)
+    return {"kind": "sanitizer", "argv": options, "command": parsed.command}
 
 
 def print_summary(doc: dict[str, Any]) -> None:
@@ -124,15 +117,8 @@ def sanitizer(
     if args and args[0] == "summarize":
         raise typer.Exit(run_summarize(args[1:]))
     parsed = split_sanitizer_args(args)
-    opts = common_options(parsed, CommonOptions(send, env or [], timeout, gpus, gpu_type, json, remote, token))
-    chosen = parsed.last("--output-dir", "-o")
-    out = Path(chosen) if chosen else output_dir
-    spec = build_sanitizer_spec(parsed, opts.env, opts.timeout, opts.gpus, opts.gpu_type)
-    if not opts.send.is_dir():
-        raise UsageError(f"--send {opts.send}: not a directory")
-    options = RunOptions(spec=spec, send_dir=opts.send, output_dir=out, json=opts.json)
-    with connect(opts.remote, opts.token) as client:
-        code = SanitizerRun(client, options).run()
+    typed = CommonOptions(send, env or [], timeout, gpus, gpu_type, json, remote, token)
+    code = run_profiler(parsed, typed, output_dir, SanitizerRun, sanitizer_fields, san.SanitizerOptionError)
     raise typer.Exit(code)
 
 
