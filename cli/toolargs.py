@@ -88,6 +88,21 @@ def split_tool_args(args: list[str], own_options: dict[str, bool], take: TakeOpt
     return out
 
 
+#: kcoral's own options of a profiler command whose files go into --output-dir (sanitizer, proton)
+OUTPUT_OWN_OPTIONS: dict[str, bool] = {**COMMON_OWN_OPTIONS, "--output-dir": True, "-o": True}
+
+
+def split_long_options(args: list[str], take_option: Callable[[list[str], int], tuple[str, str, int]]) -> ToolArgs:
+    """:func:`split_tool_args` for a tool whose module reads one option as ``(long name, value, next index)``:
+    its options become ``--long=value`` words; kcoral's are :data:`OUTPUT_OWN_OPTIONS`."""
+
+    def take(words: list[str], i: int) -> tuple[list[str], int]:
+        name, value, nxt = take_option(words, i)
+        return [f"{name}={value}"], nxt
+
+    return split_tool_args(args, OUTPUT_OWN_OPTIONS, take)
+
+
 @dataclass
 class CommonOptions:
     """kcoral's options of a profiler command, resolved."""

@@ -29,24 +29,16 @@ from kcoral.cli.commands.common import (
 from kcoral.cli.commands.iket_cmd import TOOLS, run_tool
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun
-from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, run_profiler, split_tool_args
+from kcoral.cli.toolargs import CommonOptions, ToolArgs, run_profiler, split_long_options
 from kcoral.profiling import proton as pro
 from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [PROTON OPTIONS] -- python SCRIPT.py [ARGS]...  |  summarize|plot TRACE"
 
-#: kcoral's own options, recognised also after the first Proton option: name -> takes a value
-OWN_OPTIONS = {**COMMON_OWN_OPTIONS, "--output-dir": True, "-o": True}
-
-
-def _take(args: list[str], i: int) -> tuple[list[str], int]:
-    name, value, nxt = pro.take_option(args, i)
-    return [f"{name}={value}"], nxt
-
 
 def split_proton_args(args: list[str]) -> ToolArgs:
     """Split what typer left over into Proton options (``--long=value``), kcoral's and the command."""
-    return split_tool_args(args, OWN_OPTIONS, _take)
+    return split_long_options(args, pro.take_option)
 
 
 class ProtonRun(PythonRun):
