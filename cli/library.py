@@ -1,7 +1,7 @@
 """kcoral for programs: ``from kcoral import Client``.
 
-The same experiments as the command line (``run``, ``evaluate``, ``ncu``, ``iket``, ``sanitizer``), over the same
-HTTP client (cli.client.KcoralClient), with typed results (the server's own models: JobView,
+The same experiments as the command line (``run``, ``evaluate``, ``ncu``, ``iket``, ``sanitizer``, ``proton``),
+over the same HTTP client (cli.client.KcoralClient), with typed results (the server's own models: JobView,
 EvalReport, Receipt, TaskContract) instead of printed text, and failures as exceptions
 (kcoral.protocol.errors.KcoralError and its subclasses; ``err.exit_code`` is what the CLI would exit with).
 
@@ -38,6 +38,7 @@ from kcoral.protocol.models import (
     IketSpec,
     JobView,
     NcuSpec,
+    ProtonSpec,
     PythonSpec,
     SanitizerSpec,
     SpecBase,
@@ -200,9 +201,27 @@ class Client:
         args = _checked(lambda: normalise_options(list(timeline_args)))
         return self._profile(TimelineSpec, command, args, send, env, timeout, output_dir, wait)
 
+    def proton(
+        self,
+        command: Sequence[str],
+        proton_args: Sequence[str] = (),
+        send: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        output_dir: str | Path | None = None,
+        wait: bool = True,
+    ) -> JobResult | JobView:
+        """Proton's trace of the scopes ``command``'s Triton kernels mark (``command``: python SCRIPT.py ARGS;
+        ``proton_args``: profiling.proton's options, e.g. ("--data", "tree"))."""
+        from kcoral.profiling.proton import check_command, normalise_options
+
+        _checked(lambda: check_command(list(command)))
+        args = _checked(lambda: normalise_options(list(proton_args)))
+        return self._profile(ProtonSpec, command, args, send, env, timeout, output_dir, wait)
+
     def _profile(
         self,
-        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec] | type[TimelineSpec],
+        model: type[NcuSpec] | type[IketSpec] | type[SanitizerSpec] | type[TimelineSpec] | type[ProtonSpec],
         command: Sequence[str],
         args: Sequence[str],
         send: str | Path | None,

@@ -81,6 +81,13 @@ class TimelineOutcome(JobOutcome):
         "launch latency, copies, memsets, syncs, launching threads; the host's syncs (microseconds)"
     )
     trace: str | None = Field(description="the local path of the Chrome trace (Perfetto opens it)")
+class ProtonOutcome(JobOutcome):
+    """A finished Proton job."""
+
+    summary: dict[str, Any] | None = Field(
+        description="per launch: each scope's count/min/median/mean/max in SM clock cycles, CTA spans, periods"
+    )
+    trace: str | None = Field(description="the local path of proton.chrome_trace (kcoral proton summarize/plot)")
 
 
 class LogPage(BaseModel):
@@ -182,6 +189,15 @@ def timeline(done: JobResult) -> TimelineOutcome:
     except TimelineError as exc:
         summary = {"error": str(exc)}
     return TimelineOutcome(**job_outcome(done), summary=summary, trace=str(trace) if trace else None)
+def proton(done: JobResult) -> ProtonOutcome:
+    from kcoral.profiling.iket_trace import TraceError
+    from kcoral.profiling.proton import job_summary
+
+    try:
+        summary = job_summary(done.output_dir) if done.output_dir else None
+    except TraceError as exc:
+        summary = {"error": str(exc)}
+    return ProtonOutcome(**job_outcome(done), summary=summary, trace=_path(done, ".chrome_trace"))
 
 
 def _json_output(done: JobResult, suffix: str) -> Any:

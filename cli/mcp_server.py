@@ -42,6 +42,7 @@ from kcoral.cli.mcp_results import (
     JobOutcome,
     LogPage,
     NcuOutcome,
+    ProtonOutcome,
     SanitizerOutcome,
     TimelineOutcome,
 )
@@ -124,6 +125,13 @@ PythonCommand = Annotated[
     list[str],
     Field(description="the Python command to record: ['python', 'bench.py', ...], ['python', '-m', 'MODULE', ...]"),
 ]
+ProtonArgs = Annotated[
+    list[str] | None,
+    Field(
+        description="kcoral proton's options (default none: --data trace): --data trace|tree, --mode default|mma, "
+        "--granularity, --buffer-type, --buffer-strategy, --buffer-size, --optimizations (others are refused)"
+    ),
+]
 IketArgs = Annotated[
     list[str] | None, Field(description="run-iket's words before the command (default profile --postprocess all)")
 ]
@@ -180,6 +188,7 @@ class KcoralTools:
         "iket",
         "sanitizer",
         "timeline",
+        "proton",
     )
     #: the methods that are resources, by URI template
     RESOURCES = {
@@ -443,6 +452,22 @@ class KcoralTools:
         args = timeline_args or []
         done = await self.profiled(self.client.timeline, command, args, directory, files, output_dir, ctx)
         return results.timeline(done)
+
+    async def proton(
+        self,
+        command: PythonCommand,
+        proton_args: ProtonArgs = None,
+        directory: Directory = None,
+        files: Files = None,
+        output_dir: OutputDir = None,
+        ctx: Context | None = None,
+    ) -> ProtonOutcome:
+        """Profile the scopes that ``command``'s Triton kernels mark with Proton's language (``command``:
+        ['python', 'SCRIPT.py', ...]; in the kernel ``import triton.profiler.language as pl`` and
+        ``pl.enter_scope("name")`` / ``pl.exit_scope("name")``; the server starts and finalizes Proton).
+        Returns per scope count/min/median/max in SM clock cycles and the local path of the trace."""
+        done = await self.profiled(self.client.proton, command, proton_args or [], directory, files, output_dir, ctx)
+        return results.proton(done)
 
     # --- resources ------------------------------------------------------------------------------
 

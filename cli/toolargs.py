@@ -1,5 +1,6 @@
-"""The command line of a profiler command (``kcoral ncu``, ``kcoral sanitizer``): kcoral's own options, the
-tool's options (each checked by the tool's module before anything is sent) and the command after ``--``.
+"""The command line of a profiler command (``kcoral ncu``, ``kcoral sanitizer``, ``kcoral proton``): kcoral's
+own options, the tool's options (each checked by the tool's module before anything is sent) and the command
+after ``--``; :func:`run_profiler` submits the job and follows it.
 
 typer stops at the first word it does not know, so what it leaves over may still hold kcoral's own
 options after a tool option: :func:`split_tool_args` takes both kinds from it, :func:`common_options`
@@ -86,6 +87,21 @@ def split_tool_args(args: list[str], own_options: dict[str, bool], take: TakeOpt
             raise UsageError(str(exc)) from None
         out.tool.extend(words)
     return out
+
+
+#: kcoral's own options of a profiler command whose files go into --output-dir (sanitizer, proton)
+OUTPUT_OWN_OPTIONS: dict[str, bool] = {**COMMON_OWN_OPTIONS, "--output-dir": True, "-o": True}
+
+
+def split_long_options(args: list[str], take_option: Callable[[list[str], int], tuple[str, str, int]]) -> ToolArgs:
+    """:func:`split_tool_args` for a tool whose module reads one option as ``(long name, value, next index)``:
+    its options become ``--long=value`` words; kcoral's are :data:`OUTPUT_OWN_OPTIONS`."""
+
+    def take(words: list[str], i: int) -> tuple[list[str], int]:
+        name, value, nxt = take_option(words, i)
+        return [f"{name}={value}"], nxt
+
+    return split_tool_args(args, OUTPUT_OWN_OPTIONS, take)
 
 
 @dataclass

@@ -1,11 +1,11 @@
 """What profiling this server can do: ncu (and whether the driver lets non-admins read counters), run-iket,
-compute-sanitizer, the timeline (torch.profiler in the jobs' Python).
+compute-sanitizer, the timeline (torch.profiler in the jobs' Python), Proton (triton.profiler, likewise).
 
 ``probe()`` looks at the host, which is what jobs see in toolchain mode (the host's /usr, /opt...
 are mounted into the job). Results are cached for the process; ``probe(refresh=True)`` looks again.
 In image mode ncu and iket jobs run in their own images (images/profilers.py), sanitizer jobs in the
-ncu image (compute-sanitizer on its PATH), timeline jobs in the job image: ``for_server()`` then asks
-whether those images are present (each time: an operator may build one later).
+ncu image (compute-sanitizer on its PATH), timeline and proton jobs in the job image: ``for_server()``
+then asks whether those images are present (each time: an operator may build one later).
 The server's /health includes ``for_server(...)`` under ``"profiling"``.
 """
 
@@ -117,6 +117,36 @@ def timeline_info(python: str | None) -> dict[str, Any]:
     return info
 
 
+#: what the job's python says of its Proton: one JSON line (triton's version, or why there is no Proton)
+PROTON_PROBE = (
+    "import json\n"
+    "try:\n"
+    "    import triton\n"
+    "    import triton.profiler as p, triton.profiler.language as pl\n"
+    "    ok = hasattr(p, 'mode') and hasattr(pl, 'enter_scope')\n"
+    "    print(json.dumps({'version': triton.__version__, 'ok': ok, 'reason': '' if ok else "
+    "'triton ' + triton.__version__ + ' has no Proton instrumentation mode (proton.mode, pl.enter_scope)'}))\n"
+    "except Exception as e:\n"
+    "    print(json.dumps({'version': None, 'ok': False, 'reason': 'no Proton (triton.profiler): ' + str(e)[:200]}))\n"
+)
+
+
+def proton_facts(python: str | None, path: str = JOB_PATH) -> dict[str, Any]:
+    """``{path, version, ok, reason}`` of Proton in the job's interpreter ``python`` (its triton's version)."""
+    interpreter = (python if python and os.path.isabs(python) else shutil.which(python or "python3", path=path)) or None
+    info: dict[str, Any] = {"path": interpreter, "version": None, "ok": False, "reason": ""}
+    if interpreter is None:
+        info["reason"] = f"the jobs' python ({python}) is not on this server"
+        return info
+    try:
+        out = subprocess.run([interpreter, "-c", PROTON_PROBE], capture_output=True, text=True, timeout=60).stdout
+        said = json.loads(out.strip().splitlines()[-1])
+        info.update(version=said["version"], ok=bool(said["ok"]), reason=str(said["reason"]))
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError, IndexError, TypeError):
+        info["reason"] = f"{interpreter} did not say whether it has triton's Proton"
+    return info
+
+
 NO_SANITIZER = "compute-sanitizer (part of the CUDA toolkit) is not installed on this server"
 RESTRICTED = (
     "the NVIDIA driver restricts GPU performance counters to admins (RmProfilingAdminOnly=1): ncu "
@@ -158,6 +188,7 @@ def _probe(python: str | None, ncu: str | None, params_file: str) -> dict[str, A
         "iket": iket_info,
         "sanitizer": sanitizer_info,
         "timeline": timeline_info(python),
+        "proton": proton_facts(python),
     }
 
 
@@ -165,8 +196,8 @@ def probe(
     python: str | None = None, *, ncu: str | None = None, params_file: str = PARAMS_FILE, refresh: bool = False
 ) -> dict[str, Any]:
     """``{"counters_restricted": bool|None, "ncu": {path, version, ncu_report, ok, reason},
-    "iket": {path, ok, reason}, "sanitizer": {path, version, ok, reason}, "timeline": {path, version, ok,
-    reason}}``; ``python`` is the job's interpreter (settings.python)."""
+    "iket": {path, ok, reason}, "sanitizer": {path, version, ok, reason}, "timeline" and "proton":
+    {path, version, ok, reason}}``; ``python`` is the job's interpreter (settings.python)."""
     key = (python, ncu)
     with _lock:
         if refresh or key not in _cache or params_file != PARAMS_FILE:
@@ -178,11 +209,20 @@ def probe(
 
 
 #: the tool each profiler image puts on the jobs' PATH (compute-sanitizer: the ncu image's)
-IMAGE_TOOLS = {"ncu": "ncu", "iket": "run-iket", "sanitizer": "compute-sanitizer", "timeline": "python3"}
+IMAGE_TOOLS = {
+    "ncu": "ncu",
+    "iket": "run-iket",
+    "sanitizer": "compute-sanitizer",
+    "timeline": "python3",
+    "proton": "python3",
+}
 #: the kinds that run in another kind's image
 SHARED_IMAGES = {"sanitizer": "ncu"}
 #: the kinds that run in the jobs' own image (settings.image), with what they need there
-JOB_IMAGE_KINDS = {"timeline": "torch (a CUDA build) must be importable by the jobs' python in {ref} (not checked)"}
+JOB_IMAGE_KINDS = {
+    "timeline": "torch (a CUDA build) must be importable by the jobs' python in {ref} (not checked)",
+    "proton": "triton.profiler must be importable in {ref} (not checked here: a job says so in one line)",
+}
 
 
 def profiler_image(settings: Settings, kind: str) -> str:
@@ -194,12 +234,12 @@ def profiler_image(settings: Settings, kind: str) -> str:
 
 def tool_path(settings: Settings, kind: str) -> str:
     """The tool a ``kind`` job runs: the host's absolute path in toolchain mode, else the bare name
-    the profiler image puts on the jobs' PATH (also the fallback when the host has none); a timeline's is
-    the jobs' Python."""
+    the profiler image puts on the jobs' PATH (also the fallback when the host has none); a timeline's and a
+    proton's is the jobs' Python."""
     if kind in JOB_IMAGE_KINDS:
         return settings.python
     if settings.toolchain_mounts:
-        return probe(settings.python)[kind]["path"] or IMAGE_TOOLS[kind]
+        return probe(settings.python)[kind]["path"] or IMAGE_TOOLS.get(kind, settings.python)
     return IMAGE_TOOLS[kind]
 
 

@@ -1,4 +1,5 @@
-"""What agents compute from an IKET trace, per launch (all times in ns):
+"""What agents compute from an IKET or a Proton trace, per launch (times in the trace's unit: ns for IKET,
+SM clock cycles for Proton; ``clock_mhz`` adds microseconds at that clock for cycles):
 
 * ranges: duration stats (count, min, median, mean, max, total) per range name, split by warp role
   when the trace records roles (``group_by="auto"``), or by warp id (``"warp"``), or not (``"name"``);
@@ -6,7 +7,8 @@
   min/median/mean/max over CTAs;
 * periods: the steady-state period of a repeated marker: per (CTA, warp) the mean delta between
   consecutive occurrences (after ``skip`` warm-up occurrences), averaged per CTA, then stats over
-  CTAs. A name with no markers falls back to the starts of the ranges of that name.
+  CTAs. A name with no markers falls back to the starts of the ranges of that name (a Proton trace has
+  no markers: ``marker`` names the scope whose period is wanted).
 """
 
 from __future__ import annotations
@@ -156,49 +158,74 @@ def summarize_launch(
 
 
 def summarize(
-    trace: Trace, marker: str | None = None, group_by: str = "auto", skip: int = 0, kernel: str | None = None
+    trace: Trace,
+    marker: str | None = None,
+    group_by: str = "auto",
+    skip: int = 0,
+    kernel: str | None = None,
+    clock_mhz: float | None = None,
 ) -> dict[str, Any]:
-    """The summary document of a trace (``kernel``: keep launches whose name contains it)."""
+    """The summary document of a trace (``kernel``: keep launches whose name contains it; ``clock_mhz``: the
+    SM clock that turns a Proton trace's cycles into time, given as ``clock_mhz`` in the document)."""
     launches = [la for la in trace.launches if kernel is None or kernel in la.kernel]
-    return {
-        "source": trace.source,
-        "shape": trace.shape,
-        "units": "ns",
-        "launches": [summarize_launch(la, marker, group_by, skip) for la in launches],
-    }
+    doc: dict[str, Any] = {"source": trace.source, "shape": trace.shape, "units": trace.unit}
+    if trace.unit == "cycles" and clock_mhz:
+        doc["clock_mhz"] = clock_mhz
+    doc["launches"] = [summarize_launch(la, marker, group_by, skip) for la in launches]
+    return doc
 
 
-def _us(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e3:.3f}"
+class _Unit:
+    """How a summary's times are printed: microseconds for ns, whole cycles for cycles."""
+
+    def __init__(self, units: str) -> None:
+        self.label = "cycles" if units == "cycles" else "us"
+
+    def __call__(self, value: float | None) -> str:
+        if value is None:
+            return "-"
+        return f"{value:.0f}" if self.label == "cycles" else f"{value / 1e3:.3f}"
 
 
 def format_summary(doc: dict[str, Any]) -> list[str]:
+    unit = _Unit(doc.get("units", "ns"))
+    clock = doc.get("clock_mhz")
     lines: list[str] = []
+    if unit.label == "cycles":
+        at = f"; at {clock:g} MHz 1 us = {clock:g} cycles" if clock else " (--clock-mhz F adds microseconds at F MHz)"
+        lines.append(f"times in SM clock cycles{at}")
     for la in doc["launches"]:
         span = la["span"]["duration"] if la["span"] else None
+        grid_id = f" grid_id {la['grid_id']}" if la["grid_id"] is not None else ""
         where = f" graph {la['graph_key']}" if la["graph_key"] else ""
         dims = f"  grid {la['grid']} block {la['block']}" if la["grid"] or la["block"] else ""  # not in a .pftrace
         lines.append(
-            f"launch {la['index']} grid_id {la['grid_id']}{where}: {la['kernel']}{dims}"
-            f"  span {_us(span)} us  ({la['counts']['ctas']} CTAs, "
+            f"launch {la['index']}{grid_id}{where}: {la['kernel']}{dims}"
+            f"  span {unit(span)} {unit.label}  ({la['counts']['ctas']} CTAs, "
             f"{la['counts']['ranges']} ranges, {la['counts']['markers']} markers)"
         )
         cs = la["cta_span"]
         if cs["count"]:
-            lines.append(f"  CTA span us: min {_us(cs['min'])}  median {_us(cs['median'])}  max {_us(cs['max'])}")
+            lines.append(
+                f"  CTA span {unit.label}: min {unit(cs['min'])}  median {unit(cs['median'])}  max {unit(cs['max'])}"
+            )
+        name = "scope" if doc.get("shape") == "proton" else "range"
+        u = "cyc" if unit.label == "cycles" else "us"
+        extra = f" {'median us':>10}" if clock else ""
         if la["ranges"]:
             lines.append(
-                f"  {'range':<32} {'role':<12} {'count':>8} {'min us':>10} {'median us':>10} "
-                f"{'mean us':>10} {'max us':>10}"
+                f"  {name:<32} {'role':<12} {'count':>8} {'min ' + u:>10} {'median ' + u:>10} "
+                f"{'mean ' + u:>10} {'max ' + u:>10}{extra}"
             )
         for r in la["ranges"]:
+            at_clock = f" {r['median'] / clock:>10.3f}" if clock and r["median"] is not None else ""
             lines.append(
-                f"  {r['name'][:32]:<32} {(r['role'] or '-')[:12]:<12} {r['count']:>8} {_us(r['min']):>10} "
-                f"{_us(r['median']):>10} {_us(r['mean']):>10} {_us(r['max']):>10}"
+                f"  {r['name'][:32]:<32} {(r['role'] or '-')[:12]:<12} {r['count']:>8} {unit(r['min']):>10} "
+                f"{unit(r['median']):>10} {unit(r['mean']):>10} {unit(r['max']):>10}{at_clock}"
             )
         for p in la["periods"]:
             lines.append(
-                f"  period of {p['name']} ({p['source']}, {p['ctas']} CTAs): mean {_us(p['mean'])} us  "
-                f"median {_us(p['median'])}  min {_us(p['min'])}  max {_us(p['max'])}"
+                f"  period of {p['name']} ({p['source']}, {p['ctas']} CTAs): mean {unit(p['mean'])} {unit.label}  "
+                f"median {unit(p['median'])}  min {unit(p['min'])}  max {unit(p['max'])}"
             )
     return lines

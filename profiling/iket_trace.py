@@ -137,9 +137,11 @@ class Launch:
 
 @dataclass
 class Trace:
-    shape: str  # "plain" | "interned" (JSON) | "perfetto"
+    shape: str  # "plain" | "interned" (JSON) | "perfetto" | "proton" (profiling.proton_trace)
     launches: list[Launch]
     source: str = ""
+    #: what the records' times count: "ns" (IKET) or "cycles" (SM clock cycles: Proton)
+    unit: str = "ns"
 
 
 class TraceError(ValueError):
@@ -317,5 +319,3 @@ def from_document(doc: Any, source: str = "") -> Trace:
     return Trace(shape=shape, launches=launches, source=source)
 
 
-def from_json_bytes(data: bytes | str, source: str = "") -> Trace:
-    return from_document(parse_json(data, source, TraceError), source)

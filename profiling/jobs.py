@@ -1,18 +1,19 @@
-"""The ``ncu``, ``iket``, ``sanitizer`` and ``timeline`` job kinds (runner.jobkinds imports them by name).
+"""The ``ncu``, ``iket``, ``sanitizer``, ``timeline`` and ``proton`` job kinds (runner.jobkinds imports them by name).
 
 Each job is one hardened container in the profiler's image: the sent directory read-only as the
 working directory, kcoral's ``profiling`` package read-only (kcoral.profiling, /kcoral on PYTHONPATH),
 and :mod:`profiling.run_tool` as the command, which runs the tool, does the follow-up (the ncu
 summary; moving run-iket's files into /job/out; counting compute-sanitizer's errors) and exits with
-the tool's code (a sanitizer job that found errors: profiling.sanitizer_findings.ERRORS_EXIT). Its exit code
-decides and its outputs are collected, as for a python job.
+the tool's code (a sanitizer job that found errors: profiling.sanitizer_findings.ERRORS_EXIT). A proton
+job runs :mod:`profiling.proton_run` instead, the job's python starting Proton around the client's script,
+in the job image. Its exit code decides and its outputs are collected, as for a python job.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kcoral.profiling import capabilities, gputrace, iket, ncu, sanitizer
+from kcoral.profiling import capabilities, gputrace, iket, ncu, proton, sanitizer
 from kcoral.profiling.toolargs import ToolOptionError
 from kcoral.protocol.errors import BadRequest
 from kcoral.protocol.jobenv import INPUT_MOUNT
@@ -133,3 +134,15 @@ class TimelineKind(_ProfilerKind):
 
     def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         return gputrace.build_command(spec.argv, spec.command, python)
+class ProtonKind(_ProfilerKind):
+    """``kcoral proton``: argv = kcoral's Proton options, command = the Python command; the tool is the job's
+    python (the host's in toolchain mode), whose triton has Proton."""
+
+    name = JobKindName.proton
+
+    def check_options(self, spec: ProfileSpec) -> None:
+        proton.normalise_options(spec.argv)
+        proton.check_command(spec.command)
+
+    def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
+        return proton.build_command(spec.argv, spec.command, tool)

@@ -1,4 +1,4 @@
-"""A per-CTA / per-warp timeline of an IKET launch as a PNG (matplotlib, imported lazily).
+"""A per-CTA / per-warp timeline of an IKET or a Proton launch as a PNG (matplotlib, imported lazily).
 
     from kcoral.profiling.timeline import plot
     plot("iket_pid_0x1234.trace.json", "timeline.png")       # or the .pftrace
@@ -81,6 +81,7 @@ def plot(
         + [t for w in la.lifetimes for t in (w.start, w.end)]
     )
     t0 = min(times) if times else 0
+    scale, unit = (1.0, "cycles") if trace.unit == "cycles" else (1e3, "us")
     names = sorted({r.name for r in la.ranges})
     cmap = plt.get_cmap("tab20")
     colour = {n: cmap(i % 20) for i, n in enumerate(names)}
@@ -89,25 +90,26 @@ def plot(
     for w in la.lifetimes:
         row = row_of.get((w.loc.cta, w.loc.warp)) if w.loc else None
         if row is not None:
-            ax.broken_barh([((w.start - t0) / 1e3, (w.end - w.start) / 1e3)], (row - 0.05, 0.1), color="0.8")
+            ax.broken_barh([((w.start - t0) / scale, (w.end - w.start) / scale)], (row - 0.05, 0.1), color="0.8")
     for r in la.ranges:
         row = row_of.get((r.loc.cta, r.loc.warp)) if r.loc else None
         if row is not None:
             ax.broken_barh(
-                [((r.start - t0) / 1e3, max(r.end - r.start, 1) / 1e3)],
+                [((r.start - t0) / scale, max(r.end - r.start, 1) / scale)],
                 (row - 0.35, 0.7),
                 color=colour[r.name],
                 alpha=0.8,
             )
-    xs = [(m.ts - t0) / 1e3 for m in la.markers if m.loc and (m.loc.cta, m.loc.warp) in row_of]
+    xs = [(m.ts - t0) / scale for m in la.markers if m.loc and (m.loc.cta, m.loc.warp) in row_of]
     ys = [row_of[(m.loc.cta, m.loc.warp)] for m in la.markers if m.loc and (m.loc.cta, m.loc.warp) in row_of]
     if xs:
         ax.scatter(xs, ys, marker="|", color="black", s=60, linewidths=1, zorder=3, label="markers")
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"cta {c[0]},{c[1]},{c[2]} w{w}" for c, w in rows], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel("time since first event (us)")
-    ax.set_title(f"{la.kernel[:80]} (launch {la.index}, grid_id {la.grid_id})", fontsize=9)
+    ax.set_xlabel(f"{'SM clock cycles' if unit == 'cycles' else 'time'} since first event ({unit})")
+    grid_id = f", grid_id {la.grid_id}" if la.grid_id is not None else ""
+    ax.set_title(f"{la.kernel[:80]} (launch {la.index}{grid_id})", fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour[n]) for n in names[:20]]
     if handles:
         ax.legend(handles, names[:20], fontsize=7, loc="upper right", ncol=2)

@@ -3,8 +3,8 @@
 A kind has two methods: ``validate`` (at submit time: a BadRequest for a spec this server cannot
 run) and ``plan`` (at run time: a runner.plan.Plan, the containers and how their outcomes become
 the result; runner.runplan runs it). ``python`` lives here; ``eval`` (tasks.evaluate), ``ncu``,
-``iket`` and ``sanitizer`` (profiling.jobs) are imported when first needed, so a server without their packages
-still runs python jobs. Adding a kind: one module with the class, one line in ``_PLUGINS``.
+``iket``, ``sanitizer`` and ``proton`` (profiling.jobs) are imported when first needed, so a server without
+their packages still runs python jobs. Adding a kind: one module with the class, one line in ``_PLUGINS``.
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ _PLUGINS = {
     JobKindName.iket: "kcoral.profiling.jobs:IketKind",
     JobKindName.sanitizer: "kcoral.profiling.jobs:SanitizerKind",
     JobKindName.timeline: "kcoral.profiling.jobs:TimelineKind",
+    JobKindName.proton: "kcoral.profiling.jobs:ProtonKind",
 }
 _KINDS: dict[str, JobKind] = {JobKindName.python: PythonKind()}
 

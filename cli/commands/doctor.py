@@ -164,7 +164,7 @@ def _images(images: list[dict[str, Any]]) -> list[Check]:
 
 def _profilers(profiling: dict[str, Any]) -> list[Check]:
     checks = []
-    for tool in ("ncu", "iket", "sanitizer", "timeline"):
+    for tool in ("ncu", "iket", "sanitizer", "timeline", "proton"):
         info = profiling.get(tool)
         if isinstance(info, dict):
             if info.get("ok"):

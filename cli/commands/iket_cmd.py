@@ -6,7 +6,8 @@
     kcoral iket plot TRACE -o timeline.png [--launch N]
 
 TRACE: run-iket's JSON trace (.trace.json) or its Perfetto trace (.pftrace, or .pftrace.gz), told apart
-by their first bytes; both give the same summary (a .pftrace has no grid or block size).
+by their first bytes; both give the same summary (a .pftrace has no grid or block size). `kcoral proton
+summarize|plot` are these tools too, on Proton's trace (.chrome_trace: times in SM clock cycles).
 
 Everything after kcoral's options up to ``profile`` goes to run-iket, everything from ``profile`` to the
 next ``--`` to its profile subcommand (``--postprocess all`` is added when no --postprocess is given: the JSON
@@ -147,7 +148,8 @@ def summarize_cmd(
     trace: Annotated[
         Path,
         typer.Argument(
-            help="run-iket's trace: iket_pid_0x<pid>.trace.json or iket_pid_0x<pid>.pftrace", metavar="TRACE"
+            help="run-iket's trace (iket_pid_0x<pid>.trace.json or .pftrace) or Proton's (proton.chrome_trace)",
+            metavar="TRACE",
         ),
     ],
     marker: Annotated[
@@ -156,18 +158,24 @@ def summarize_cmd(
     group_by: Annotated[str, typer.Option("--group-by", help="auto | role | warp | name")] = "auto",
     skip: Annotated[int, typer.Option("--skip", min=0, help="warm-up occurrences left out of periods")] = 0,
     kernel: Annotated[str | None, typer.Option("--kernel", help="only launches whose name contains this")] = None,
+    clock_mhz: Annotated[
+        float | None,
+        typer.Option("--clock-mhz", min=1, help="a Proton trace's SM clock: adds microseconds to its cycles"),
+    ] = None,
     json: JsonOption = False,
 ) -> None:
-    """Per launch: range duration stats (per warp role when recorded), CTA spans, marker periods (ns).
+    """Per launch: range duration stats (per warp role when recorded), CTA spans, marker periods (ns for
+    IKET, SM clock cycles for Proton).
 
-    Reads the JSON trace or the Perfetto trace (.pftrace), told apart by their first bytes.
+    Reads IKET's JSON trace or Perfetto trace (.pftrace), or Proton's trace (.chrome_trace), told apart by
+    their bytes.
     """
     from kcoral.profiling.iket_summary import GROUPINGS, format_summary, summarize
     from kcoral.protocol.printable import printable
 
     if group_by not in GROUPINGS:
         raise UsageError(f"--group-by must be one of {', '.join(GROUPINGS)}")
-    doc = summarize(_load(trace), marker=marker, group_by=group_by, skip=skip, kernel=kernel)
+    doc = summarize(_load(trace), marker=marker, group_by=group_by, skip=skip, kernel=kernel, clock_mhz=clock_mhz)
     if json:
         emit_json(doc)
         return
@@ -179,7 +187,9 @@ def summarize_cmd(
 
 @tools_app.command("plot")
 def plot_cmd(
-    trace: Annotated[Path, typer.Argument(help="run-iket's trace: the .trace.json or the .pftrace", metavar="TRACE")],
+    trace: Annotated[
+        Path, typer.Argument(help="run-iket's .trace.json or .pftrace, or Proton's .chrome_trace", metavar="TRACE")
+    ],
     out: Annotated[Path, typer.Option("--output", "-o", help="the PNG to write")] = Path("timeline.png"),
     launch: Annotated[int | None, typer.Option("--launch", help="launch index [default: the busiest]")] = None,
     kernel: Annotated[str | None, typer.Option("--kernel", help="only launches whose name contains this")] = None,
@@ -195,6 +205,6 @@ def plot_cmd(
     note(f"kcoral: timeline written to {path}")
 
 
-def run_tool(args: list[str]) -> int:
-    rv = tools_app(args=args, prog_name="kcoral iket", standalone_mode=False)
+def run_tool(args: list[str], prog_name: str = "kcoral iket") -> int:
+    rv = tools_app(args=args, prog_name=prog_name, standalone_mode=False)
     return rv if isinstance(rv, int) else 0

@@ -32,22 +32,14 @@ from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, run
 from kcoral.profiling import sanitizer as san
 from kcoral.profiling.sanitizer_findings import ERRORS_EXIT, ReportError
 from kcoral.protocol.errors import UsageError
-from kcoral.protocol.models import JobView, SpecBase
+from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [SANITIZER OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE"
-
-#: kcoral's own options, recognised also after the first sanitizer option: name -> takes a value
-OWN_OPTIONS = {**COMMON_OWN_OPTIONS, "--output-dir": True, "-o": True}
-
-
-def _take(args: list[str], i: int) -> tuple[list[str], int]:
-    name, value, nxt = san.take_option(args, i)
-    return [f"{name}={value}"], nxt
 
 
 def split_sanitizer_args(args: list[str]) -> ToolArgs:
     """Split what typer left over into compute-sanitizer options (``--long=value``), kcoral's and the command."""
-    return split_tool_args(args, OWN_OPTIONS, _take)
+    return split_long_options(args, san.take_option)
 
 
 def build_sanitizer_spec(parsed: ToolArgs, opts: CommonOptions) -> SpecBase:

@@ -46,6 +46,7 @@ class JobKindName(StrEnum):
     iket = "iket"
     sanitizer = "sanitizer"
     timeline = "timeline"
+    proton = "proton"
 
 
 class Verdict(StrEnum):
@@ -193,7 +194,7 @@ class EvalSpec(SpecBase):
 
 @dataclass(kw_only=True)
 class ProfileSpec(SpecBase):
-    """A profiler (ncu, iket, compute-sanitizer) around the client's command."""
+    """A profiler (ncu, iket, compute-sanitizer, Proton) around the client's command."""
 
     #: the profiler's own options
     argv: list[str] = field(default_factory=list)
@@ -240,11 +241,16 @@ class TimelineSpec(ProfileSpec):
     Python command (``python SCRIPT|-m MODULE|-c CODE ARGS``)."""
 
     kind: Literal[JobKindName.timeline] = JobKindName.timeline
+class ProtonSpec(ProfileSpec):
+    """``kcoral proton``: argv = kcoral's Proton options (``--data=trace``, ``--granularity=warp``, ...),
+    command = the Python command whose Triton kernels mark scopes with triton.profiler.language."""
+
+    kind: Literal[JobKindName.proton] = JobKindName.proton
 
 
 #: What a client submits (POST /v1/jobs), one class per kind, told apart by ``kind`` (python when a
 #: client leaves it out). The sent directory follows as a tar.
-JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec | SanitizerSpec | TimelineSpec
+JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec | SanitizerSpec | TimelineSpec | ProtonSpec
 
 
 def parse_spec(data: str | bytes | dict[str, Any]) -> JobSpec:

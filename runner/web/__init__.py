@@ -49,7 +49,7 @@ LOG_TAIL = 256 << 10
 #: the most of a report or receipt the page reads
 DOC_BYTES = 8 << 20
 STATES = ("created", "queued", "running", "finished")
-KINDS = ("python", "eval", "ncu", "iket", "sanitizer", "timeline")
+KINDS = ("python", "eval", "ncu", "iket", "sanitizer", "timeline", "proton")
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 templates = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))

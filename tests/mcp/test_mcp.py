@@ -25,7 +25,7 @@ from tests.serverproc import ROOT
 PACKS = ROOT / "tests" / "fixtures" / "packs"
 TRANSCRIPT = Path(os.environ.get("KCORAL_MCP_TRANSCRIPT") or Path(__file__).parent / "artifacts" / "transcript.json")
 TOOLS = {"list_tasks", "show_task", "evaluate", "check", "run_python", "job_status", "job_log", "download_outputs",
-         "ncu", "iket", "sanitizer", "timeline", "cancel", "history", "compare", "best"}  # fmt: skip
+         "ncu", "iket", "sanitizer", "timeline", "proton", "cancel", "history", "compare", "best"}  # fmt: skip
 
 
 def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_path: Path) -> None:

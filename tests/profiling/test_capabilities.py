@@ -48,7 +48,7 @@ def test_probe_is_cached_and_json_friendly() -> None:
     first = capabilities.probe()
     assert capabilities.probe() is first
     json.dumps(first)
-    assert set(first) == {"source", "counters_restricted", "ncu", "iket", "sanitizer", "timeline"}
+    assert set(first) == {"source", "counters_restricted", "ncu", "iket", "sanitizer", "timeline", "proton"}
     assert first["source"] == "host"
 
 

@@ -1,0 +1,121 @@
+"""``kcoral proton``: profile the scopes a Triton kernel marks with Proton's language on the server; the trace
+comes back and its per-scope summary is printed.
+
+    kcoral proton --send DIR [--output-dir OUT] [--data trace|tree] [Proton options] [-e K=V] [--timeout S]
+                  [--json] -- python SCRIPT.py [ARGS]      (or -- python -m MODULE [ARGS])
+    kcoral proton summarize TRACE [--clock-mhz F] [--json]   (kcoral iket summarize's, on a .chrome_trace)
+    kcoral proton plot TRACE -o timeline.png                 (kcoral iket plot's)
+
+kcoral's own options may come anywhere before ``--``; every other option there must be one of the Proton
+options the server passes through (profiling.proton.ALLOWED), checked here first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kcoral.cli.commands.common import (
+    EnvOption,
+    GpuTypeOption,
+    JsonOption,
+    ProfilerGpusOption,
+    RemoteOption,
+    TimeoutOption,
+    TokenOption,
+    job_spec,
+)
+from kcoral.cli.commands.iket_cmd import TOOLS, run_tool
+from kcoral.cli.output import note
+from kcoral.cli.runflow import PythonRun
+from kcoral.cli.toolargs import CommonOptions, ToolArgs, run_profiler, split_long_options
+from kcoral.profiling import proton as pro
+from kcoral.protocol.errors import UsageError
+from kcoral.protocol.models import JobView, SpecBase
+
+OPTIONS_METAVAR = "[OPTIONS] [PROTON OPTIONS] -- python SCRIPT.py [ARGS]...  |  summarize|plot TRACE"
+
+
+def split_proton_args(args: list[str]) -> ToolArgs:
+    """Split what typer left over into Proton options (``--long=value``), kcoral's and the command."""
+    return split_long_options(args, pro.take_option)
+
+
+class ProtonRun(PythonRun):
+    """``kcoral python``'s flow; afterwards, the trace's per-scope summary printed."""
+
+    def after_outputs(self, view: JobView, output_dir: Path | None) -> dict[str, Any]:
+        from kcoral.profiling.iket_summary import format_summary
+        from kcoral.profiling.iket_trace import TraceError
+        from kcoral.protocol.printable import printable
+
+        extra: dict[str, Any] = {"trace": None, "tree": None, "summary": None}
+        if output_dir is None:
+            note("kcoral: the job returned no trace (see the log above)")
+            return extra
+        trace, tree = output_dir / pro.TRACE_FILE, output_dir / pro.TREE_FILE
+        extra["trace"] = str(trace) if trace.is_file() else None
+        extra["tree"] = str(tree) if tree.is_file() else None
+        if extra["tree"]:
+            note(f"kcoral: Proton tree {tree}  (proton-viewer -m normalized_cycles {tree})")
+        try:
+            extra["summary"] = pro.job_summary(output_dir)
+        except TraceError as exc:
+            note(f"kcoral: cannot summarise the trace: {exc}")
+            return extra
+        if extra["summary"] is not None:
+            if not self.opts.json:
+                for line in format_summary(extra["summary"]):
+                    print(printable(line), flush=True)
+            note(f"kcoral: trace {trace}  (kcoral proton summarize {trace}; kcoral proton plot {trace})")
+        elif not extra["tree"]:
+            note("kcoral: no Proton trace came back (see the log: did a kernel mark scopes?)")
+        return extra
+
+
+def proton(
+    ctx: typer.Context,
+    send: Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")] = Path("."),
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", "-o", help="where the files go [default: ./kcoral-out/JOB_ID]")
+    ] = None,
+    env: EnvOption = None,
+    timeout: TimeoutOption = None,
+    gpus: ProfilerGpusOption = 1,
+    gpu_type: GpuTypeOption = "any",
+    json: JsonOption = False,
+    remote: RemoteOption = None,
+    token: TokenOption = None,
+) -> None:
+    """Profile the scopes a Triton kernel marks with Proton's language (triton.profiler.language) in
+    `python SCRIPT.py`; print per scope count/min/median/max in SM clock cycles, the CTA spans, the periods.
+
+    The server starts Proton's instrumentation backend around the script and finalizes it after: the script
+    only marks scopes (pl.enter_scope/pl.exit_scope, or with pl.scope(...)). Proton options passed through:
+    --data trace|tree (trace: proton.chrome_trace, the default; tree: proton.hatchet, sums),
+    --mode default|mma, --granularity cta|warp|warp_2|...|warp_group_8, --buffer-type shared|global|stack,
+    --buffer-strategy circular|flush, --buffer-size BYTES, --optimizations time_shift,sched_stores.
+    proton.json comes back too (triton's version, the mode, the GPU's SM clock).
+    Tools: `kcoral proton summarize TRACE`, `kcoral proton plot TRACE -o timeline.png`.
+    """
+    args = list(ctx.args)
+    if args and args[0] in TOOLS:
+        raise typer.Exit(run_tool(args, "kcoral proton"))
+    parsed = split_proton_args(args)
+    typed = CommonOptions(send, env or [], timeout, gpus, gpu_type, json, remote, token)
+    code = run_profiler(parsed, typed, output_dir, build_proton_spec, ProtonRun)
+    raise typer.Exit(code)
+
+
+def build_proton_spec(parsed: ToolArgs, opts: CommonOptions) -> SpecBase:
+    """The job's spec: the normalised Proton options and the checked command (a usage error if bad)."""
+    try:
+        options = pro.normalise_options(parsed.tool)
+        pro.check_command(parsed.command)
+    except pro.ProtonOptionError as exc:
+        raise UsageError(str(exc)) from None
+    fields = {"kind": "proton", "argv": options, "command": parsed.command, "gpus": opts.gpus,
+              "gpu_type": opts.gpu_type}  # fmt: skip
+    return job_spec(fields, opts.env, opts.timeout)
