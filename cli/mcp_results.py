@@ -81,6 +81,8 @@ class TimelineOutcome(JobOutcome):
         "launch latency, copies, memsets, syncs, launching threads; the host's syncs (microseconds)"
     )
     trace: str | None = Field(description="the local path of the Chrome trace (Perfetto opens it)")
+
+
 class ProtonOutcome(JobOutcome):
     """A finished Proton job."""
 
@@ -189,6 +191,8 @@ def timeline(done: JobResult) -> TimelineOutcome:
     except TimelineError as exc:
         summary = {"error": str(exc)}
     return TimelineOutcome(**job_outcome(done), summary=summary, trace=str(trace) if trace else None)
+
+
 def proton(done: JobResult) -> ProtonOutcome:
     from kcoral.profiling.iket_trace import TraceError
     from kcoral.profiling.proton import job_summary

@@ -25,8 +25,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kcoral.profiling.capped import parse_json
-
 # --- FIELD MAP: the JSON names read here, first match wins -------------------------------------------------
 TOP_LAUNCHES = ("launches",)
 TOP_GRAPH_LAUNCHES = ("graphLaunches",)
@@ -317,5 +315,3 @@ def from_document(doc: Any, source: str = "") -> Trace:
             launches.append(convert_launch(raw, tables, len(launches), key))
         owner[i] = None  # drop the raw copy
     return Trace(shape=shape, launches=launches, source=source)
-
-

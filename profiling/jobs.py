@@ -134,6 +134,8 @@ class TimelineKind(_ProfilerKind):
 
     def build(self, python: str, spec: ProfileSpec, tool: str) -> list[str]:
         return gputrace.build_command(spec.argv, spec.command, python)
+
+
 class ProtonKind(_ProfilerKind):
     """``kcoral proton``: argv = kcoral's Proton options, command = the Python command; the tool is the job's
     python (the host's in toolchain mode), whose triton has Proton."""

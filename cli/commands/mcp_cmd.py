@@ -25,7 +25,8 @@ def mcp(
     ] = None,
 ) -> None:
     """Serve kcoral's tools to an agent host over MCP (stdio by default): list_tasks, show_task,
-    evaluate, check, run_python, job_status, job_log, download_outputs, ncu, iket, sanitizer, timeline, proton, cancel."""
+    evaluate, check, run_python, job_status, job_log, download_outputs, ncu, iket, sanitizer, timeline, proton,
+    cancel."""
     if importlib.util.find_spec("mcp") is None:
         raise UsageError(f"`kcoral mcp` needs the MCP SDK, which is not installed here: {install_hint('mcp')}")
     if not remote:

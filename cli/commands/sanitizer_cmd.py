@@ -28,11 +28,11 @@ from kcoral.cli.commands.common import (
 )
 from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun
-from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, run_profiler, split_tool_args
+from kcoral.cli.toolargs import CommonOptions, ToolArgs, run_profiler, split_long_options
 from kcoral.profiling import sanitizer as san
 from kcoral.profiling.sanitizer_findings import ERRORS_EXIT, ReportError
 from kcoral.protocol.errors import UsageError
-from kcoral.protocol.models import JobView
+from kcoral.protocol.models import JobView, SpecBase
 
 OPTIONS_METAVAR = "[OPTIONS] [SANITIZER OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE"
 

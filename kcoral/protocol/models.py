@@ -241,6 +241,9 @@ class TimelineSpec(ProfileSpec):
     Python command (``python SCRIPT|-m MODULE|-c CODE ARGS``)."""
 
     kind: Literal[JobKindName.timeline] = JobKindName.timeline
+
+
+@dataclass(kw_only=True)
 class ProtonSpec(ProfileSpec):
     """``kcoral proton``: argv = kcoral's Proton options (``--data=trace``, ``--granularity=warp``, ...),
     command = the Python command whose Triton kernels mark scopes with triton.profiler.language."""

@@ -41,7 +41,7 @@ def gpu_server(server_factory: Any) -> Any:
         toolchain_mounts=DEFAULT_TOOLCHAIN_MOUNTS,
         gpus="auto",
         python=PYTHON,
-        job_env={"PATH": PATH},
+        job_env={"PATH": PATH, "TRITON_LIBCUDA_PATH": "/usr/local/nvidia/lib64"},  # as in test_sanitizer_gpu
     )
 
 

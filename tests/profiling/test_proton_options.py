@@ -119,7 +119,7 @@ def test_the_job_image_and_python(tmp_path: Path) -> None:
     image_mode = capabilities.for_server(Settings(image="job:gpu"), lambda ref: ref == "job:gpu")["proton"]
     assert image_mode["ok"] and image_mode["image"] == "job:gpu" and "triton.profiler" in image_mode["note"]
     absent = capabilities.for_server(Settings(image="job:gpu"), lambda ref: False)["proton"]
-    assert not absent["ok"] and "the job image job:gpu is not on this server" in absent["reason"]
+    assert not absent["ok"] and "the job image job:gpu is not built on this server" in absent["reason"]
 
 
 def _python(tmp_path: Path, said: str) -> str:

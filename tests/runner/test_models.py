@@ -59,15 +59,21 @@ def test_a_view_comes_back_from_its_json_as_it_was() -> None:
     assert from_data(list[OutputFile], [to_data(view.outputs[0])]) == view.outputs
 
 
+KINDS_LINE = "unknown job kind; a server runs: python, eval, ncu, iket, sanitizer, timeline, proton"
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
         ({"argv": ["m.py"], "timout_s": 5}, "python.timout_s: no such field (a typo is refused)"),
         ({"kind": "eval", "task": "t", "env": {}}, "eval.env: no such field (a typo is refused)"),
-        ({"kind": "rm -rf"}, "unknown job kind; a server runs: python, eval, ncu, iket, sanitizer, timeline, proton"),
-        ({"kind": ["python"]}, "unknown job kind; a server runs: python, eval, ncu, iket, sanitizer, timeline, proton"),
-        ({"kind": {"python": 1}}, "unknown job kind; a server runs: python, eval, ncu, iket, sanitizer, timeline, proton"),
-        ({"kind": None}, "unknown job kind; a server runs: python, eval, ncu, iket, sanitizer, timeline, proton"),
+        ({"kind": "rm -rf"}, KINDS_LINE),
+        ({"kind": ["python"]}, KINDS_LINE),
+        (
+            {"kind": {"python": 1}},
+            KINDS_LINE,
+        ),
+        ({"kind": None}, KINDS_LINE),
         ({"kind": "eval"}, "eval.task: missing"),
         ({"argv": "m.py"}, "python.argv: must be a list"),
         ({"argv": ["m.py", 3]}, "python.argv.1: must be text"),
