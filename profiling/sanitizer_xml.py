@@ -10,6 +10,11 @@ The layout read (NVIDIA publishes no schema; unknown elements are ignored)::
         <who><threadIdx><x>127</x><y>0</y><z>0</z></threadIdx> <blockIdx>...</blockIdx></who>
         <hostStack>...</hostStack>
       </record>
+      <record>  (racecheck's analysis: the two accesses)
+        <kind>Analysis</kind> <level>Error</level>
+        <what><text>Race condition</text> <source><direction>Write</direction> <where>...</where></source>
+          <destination><direction>Read</direction> <where>...</where> <count>1024</count></destination></what>
+      </record>
     </ComputeSanitizerOutput>
 
 The file is the job's: it is read only when it is UTF-8 and declares no DOCTYPE or ENTITY (so no entity
@@ -119,7 +124,14 @@ def _kind(what: str | None, kind: str | None) -> str:
 
 def _finding(record: ET.Element) -> Finding:
     what = _text(record, "what/text")
+    # racecheck's analysis records name no <where> of their own: the kernel is their accesses' (the write's
+    # side, what/source/where; compute-sanitizer 2025.3 on the H200), and the directions say which race
     where = record.find("where")
+    if where is None:
+        where = record.find("what/source/where")
+        sides = _text(record, "what/source/direction"), _text(record, "what/destination/direction")
+        if what and all(sides):
+            what = f"{what} ({sides[0]} / {sides[1]})"
     path, line = _text(where, "path"), _text(where, "line")
     location = f"{path}:{line}" if path and line else path
     who = record.find("who")

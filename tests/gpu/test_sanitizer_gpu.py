@@ -41,10 +41,10 @@ def copy_kernel(src, dst, n, BLOCK: tl.constexpr, MASKED: tl.constexpr):
         x = tl.load(src + offs)
     tl.store(dst + offs, x, mask=offs < n)
 
-n = 1000
+n = 100
 src = torch.arange(n, device="cuda", dtype=torch.float32)
 dst = torch.empty_like(src)
-copy_kernel[(triton.cdiv(n, 128),)](src, dst, n, BLOCK=128, MASKED=sys.argv[1] == "masked")
+copy_kernel[(triton.cdiv(n, 1024),)](src, dst, n, BLOCK=1024, MASKED=sys.argv[1] == "masked")
 torch.cuda.synchronize()
 print("copied", bool((dst == src).all()))
 """
