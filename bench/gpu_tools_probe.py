@@ -23,28 +23,8 @@ from pathlib import Path
 from kcoral.profiling.sanitizer import build_command
 from kcoral.protocol.jobenv import OUTPUT_MOUNT
 
-#: a Triton copy of 1000 floats in blocks of 128: unmasked, the last block reads 24 floats past the end
-OOB = """
-import os, sys
-os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
-import torch, triton, triton.language as tl
-
-@triton.jit
-def copy_kernel(src, dst, n, BLOCK: tl.constexpr, MASKED: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if MASKED:
-        x = tl.load(src + offs, mask=offs < n)
-    else:
-        x = tl.load(src + offs)
-    tl.store(dst + offs, x, mask=offs < n)
-
-n = 100
-src = torch.arange(n, device="cuda", dtype=torch.float32)
-dst = torch.empty_like(src)
-copy_kernel[(triton.cdiv(n, 1024),)](src, dst, n, BLOCK=1024, MASKED=sys.argv[1] == "masked")
-torch.cuda.synchronize()
-print("copied", bool((dst == src).all()))
-"""
+#: the Triton copy with a deliberate out-of-bounds read (the GPU test's too)
+OOB = (Path(__file__).resolve().parents[1] / "examples" / "sanitizer_oob" / "oob.py").read_text()
 
 #: CUDA C through NVRTC (torch.cuda._compile_kernel) or nvcc (load_inline), whichever the host has
 CUDA_KERNELS = r"""

@@ -25,29 +25,7 @@ pytestmark = pytest.mark.gpu
 PYTHON = os.environ.get("KCORAL_TEST_PYTHON") or shutil.which("python3") or "python3"
 PATH = f"{os.path.dirname(PYTHON)}:/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"
 
-#: 1000 floats read in blocks of 128: without the mask the last block reads 24 floats past the tensor.
-#: Every tensor is its own cudaMalloc (no caching allocator), so that the read leaves the allocation.
-OOB = """
-import os, sys
-os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
-import torch, triton, triton.language as tl
-
-@triton.jit
-def copy_kernel(src, dst, n, BLOCK: tl.constexpr, MASKED: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if MASKED:
-        x = tl.load(src + offs, mask=offs < n)
-    else:
-        x = tl.load(src + offs)
-    tl.store(dst + offs, x, mask=offs < n)
-
-n = 100
-src = torch.arange(n, device="cuda", dtype=torch.float32)
-dst = torch.empty_like(src)
-copy_kernel[(triton.cdiv(n, 1024),)](src, dst, n, BLOCK=1024, MASKED=sys.argv[1] == "masked")
-torch.cuda.synchronize()
-print("copied", bool((dst == src).all()))
-"""
+OOB = (Path(__file__).resolve().parents[2] / "examples" / "sanitizer_oob" / "oob.py").read_text()
 
 
 @pytest.fixture
