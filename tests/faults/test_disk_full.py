@@ -94,7 +94,12 @@ def test_what_does_not_fit_is_refused_or_ended_clearly_and_the_slots_come_back(
         assert r.status_code == 200, r.text
         job = finished(http, job_id)
         assert (job["verdict"], job["outputs"]) == ("infrastructure_error", [])
-        assert job["reason"] == "the server's disk is full: the job's outputs could not be kept"
+        # which write meets the full disk first, the outputs' copy or the log's last pieces, is the engine's
+        # timing (CI, 2026-12-05: the log's); either ends the job with the reason, its files removed
+        assert job["reason"] in (
+            "the server's disk is full: the job's outputs could not be kept",
+            "the server's disk is full: the job's log could not be kept, so the job was stopped",
+        ), job
         assert sorted(p.name for p in (small_disk / "data" / "jobs" / job_id).iterdir()) == [
             "input",
             "input.tar",

@@ -210,3 +210,15 @@ def test_the_plot_draws_the_real_trace(tmp_path: Path) -> None:
     (tmp_path / "cpu.json").write_text('{"traceEvents": []}')
     with pytest.raises(ValueError, match="no GPU activity to draw"):
         plot(tmp_path / "cpu.json", tmp_path / "u.png")
+
+
+def test_the_trace_kcoral_timeline_brought_back_from_the_h200() -> None:
+    """The recorder's own trace (a job on the H200): CUPTI's sync events are there, the deliberate 20 ms gap
+    is the second stream's one gap, the four sgemms run back to back."""
+    doc = summarize(load(FIXTURES / "h200-kcoral-timeline.json"))
+    streams = {s["stream"]: s for s in doc["streams"]}
+    assert streams["17"]["kernels"] == 2 and 20_000 < streams["17"]["largest_gap"]["gap"] < 21_000
+    assert streams["13"]["kernels"] == 4 and streams["13"]["gaps"]["max"] < 5
+    syncs = {s["name"]: s["count"] for stream in doc["streams"] for s in stream["syncs"]}
+    assert syncs == {"Context Sync": 3, "Stream Sync": 1}
+    assert doc["counts"]["sync"] == 4 and doc["recorder"]["devices"] == ["NVIDIA H200"]
