@@ -194,6 +194,14 @@ def _rms(xs: Sequence[float]) -> float:
     return math.sqrt(statistics.fmean(x * x for x in xs)) if xs else 0.0
 
 
+def assumed(workload: str, ratio: float) -> NoiseFloor:
+    """The floor a slot with no A/A calibration of the task is given (the method's
+    ``uncalibrated_floor``): no position taken off, the noise between requests +-``ratio``, and no typical
+    own interval (so the request's own is added whole, in quadrature). ``requests`` 0 tells it apart."""
+    half = math.log1p(ratio)
+    return NoiseFloor(workload, 0, 0.0, half / 2.0, half, 1.0, 0.0, 0.0)
+
+
 def widen(speedup: float, lo: float, hi: float, floor: NoiseFloor) -> tuple[float, float]:
     """A request's interval [lo, hi] around ``speedup`` with the slot's floor: each side (log scale) the
     floor's half-width, and in quadrature whatever the request's own side exceeds the A/A requests'

@@ -71,6 +71,9 @@ class WorkloadRow(Document):
     speedup_within: list[float] | None = None
     #: the slot's A/A calibration folded in (tasks.calibration.NoiseFloor.document()); None: none
     calibration: dict[str, Any] | None = None
+    #: no calibration: the noise between requests assumed instead and folded in (the method's
+    #: uncalibrated_floor, a ratio: 0.11 is +-11%); None: none assumed (a calibration, or the request alone)
+    assumed_floor: float | None = None
     #: the GPU while timed (NVML): median and lowest SM clock, highest temperature, iterations left out
     #: because it slowed itself, seconds it was let cool first
     gpu_clock_mhz: float | None = None

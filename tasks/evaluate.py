@@ -372,7 +372,7 @@ class _Evaluation:
         if not self.check and not aa and ctx.calibrations is not None:
             runs = ctx.calibrations.calibration_runs(slot, task.id, task_sha256)
             floors = calibration.floors(runs, time.time(), ctx.settings.limits.calibration)
-        report = build_report(task.manifest, doc, result, check=self.check, floors=floors)
+        report = build_report(task.manifest, doc, result, check=self.check, floors=floors, assume_floor=not aa)
         if not self.check and not self.cores.separated:
             report = report.model_copy(update={"inconclusive": [*report.inconclusive, UNSEPARATED]})
         report = with_lines(report.model_copy(update={"telemetry": telemetry, "calibration": aa or None}))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcoral.protocol.printable import printable
-from kcoral.tasks.calibration import NoiseFloor, widen
+from kcoral.tasks.calibration import NoiseFloor, assumed, widen
 from kcoral.tasks.documents import EvalReport, SampleTimes, Summary, WorkloadRow
 from kcoral.tasks.harness.schema import (
     Case,
@@ -51,17 +51,24 @@ def build_report(
     result: SupervisorResult,
     check: bool = False,
     floors: Mapping[str, NoiseFloor] | None = None,
+    assume_floor: bool = False,
 ) -> EvalReport:
     """The report of one evaluation (its printed lines are added by :func:`with_lines`); ``check``:
     the public workloads' correctness only (no holdout, nothing timed, no score); ``floors``: the
-    slot's A/A calibration per timed workload (tasks.calibration), folded into its figures."""
+    slot's A/A calibration per timed workload (tasks.calibration), folded into its figures;
+    ``assume_floor``: a workload with none gets the method's ``uncalibrated_floor`` instead (the server's
+    evaluations; an A/A request and a check do not)."""
     by_id = {c.id: c for c in result.cases}
     holdout = [c for c in cases.cases if c.phase is Phase.HOLDOUT]
     failed = [r.outcome for c in holdout if (r := _result(by_id, c)).outcome is not Outcome.PASS]
     flags = [printable(f) for f in result.interference]  # the rows add theirs (timing_row)
     unmeasured: list[str] = []
-    floors = floors or {}
+    floors = dict(floors or {})
     method = cases.timing
+    if assume_floor and method.uncalibrated_floor > 0:
+        for c in cases.cases:
+            if c.phase is Phase.WORKLOAD and c.workload not in floors:
+                floors[c.workload] = assumed(c.workload, method.uncalibrated_floor)
     rows = [
         _workload_row(
             c, _result(by_id, c), not failed, task_manifest, flags, unmeasured, floors.get(c.workload), method
@@ -313,7 +320,8 @@ def _scored_row(timing: Timing, m: Measured, floor: NoiseFloor | None, iteration
         "early_cpu_share": timing.early_cpu_share,
         "shared_core_share": timing.shared_core_share,
         "speedup_within": [est.lo, est.hi],
-        "calibration": floor.document() if floor is not None else None,
+        "calibration": floor.document() if floor is not None and floor.requests else None,
+        "assumed_floor": math.expm1(floor.half_width) if floor is not None and not floor.requests else None,
         **gpu_figures(timing),
     }
 
@@ -393,8 +401,10 @@ def report_lines(report: EvalReport) -> list[str]:
     for flag in report.flags:
         lines.append(f"flagged: {flag}")
     lines += [f"inconclusive: {why}" for why in report.inconclusive]
-    if not report.calibration and any(r.speedup is not None and r.calibration is None for r in report.workloads):
-        lines.append(UNCALIBRATED)
+    uncalibrated = [r for r in report.workloads if r.speedup is not None and r.calibration is None]
+    if not report.calibration and uncalibrated:
+        assumed = [r.assumed_floor for r in uncalibrated if r.assumed_floor]
+        lines.append(UNCALIBRATED_ASSUMED.format(max(assumed)) if assumed else UNCALIBRATED)
     s = report.summary
     if s is not None:
         lines.append(
@@ -467,6 +477,10 @@ def time_lines(row: WorkloadRow) -> list[str]:
         )
     if row.calibration is not None:
         lines.append("    " + calibration_line(row))
+    elif row.assumed_floor and row.speedup_within:
+        lo, hi = row.speedup_within
+        floor = row.assumed_floor
+        lines.append(f"    this request alone: [{lo:.4f}, {hi:.4f}] (+-{floor:.0%} assumed between requests)")
     if row.gpu_clock_mhz is not None:
         lines.append("    " + gpu_line(row))
     return lines
@@ -552,6 +566,13 @@ def gpu_line(row: WorkloadRow) -> str:
 UNCALIBRATED = (
     "uncalibrated: this slot has no A/A calibration for the task, so the interval is this request's alone "
     "(`kcoral calibrate TASK` measures the noise between requests)"
+)
+
+
+#: ... when the method's uncalibrated_floor was assumed in its place
+UNCALIBRATED_ASSUMED = (
+    "uncalibrated: this slot has no A/A calibration for the task, so its interval holds an assumed +-{:.0%} "
+    "of noise between requests (the method's uncalibrated_floor; `kcoral calibrate TASK` measures this slot's)"
 )
 
 

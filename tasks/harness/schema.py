@@ -115,13 +115,20 @@ class TimingMethod:
     #: tasks that choose the batch mode (calls of milliseconds), and then usually down: the baseline's
     #: gaps hide too
     batch_gain_limit: float = 1.10
+    #: the noise between requests assumed where the slot has no A/A calibration of the task (a ratio:
+    #: 0.11 is +-11%), folded into the interval as a calibration's floor would be (tasks.calibration.assumed):
+    #: one request alone cannot see where its sides run nor what differs between requests. On the H200, 38
+    #: timed workloads of 37 pack problems, each against its own reference on an uncalibrated slot, spread
+    #: sd 5.5% (a 95% prediction of +-11.3%), 6 of their own intervals wholly above 1.0
+    #: (bench/results/gpu-host-issue32/h200-2026-12-05). 0: the request's interval alone
+    uncalibrated_floor: float = 0.11
 
     def __post_init__(self) -> None:
         """A method that cannot be followed is refused (ValueError), wherever it was set: an operator's
         ``timing_NAME``, a task's manifest, a case file."""
         if self.min_reps > self.max_reps:
             raise ValueError(f"timing: min_reps {self.min_reps} is above max_reps {self.max_reps}")
-        for name in ("idle_cpu_share", "disturbed_share", "disturbed_limit", "shared_core_share"):
+        for name in ("idle_cpu_share", "disturbed_share", "disturbed_limit", "shared_core_share", "uncalibrated_floor"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"timing: {name} {getattr(self, name)!r} is a share: from 0 to 1")
         for name in ("scorable_ratio", "inconclusive_ratio", "batch_gain_limit"):

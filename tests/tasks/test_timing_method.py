@@ -17,7 +17,7 @@ from tests.tasks.documents import TIMING_DOC
 def test_the_server_defaults_are_the_methods_own() -> None:
     """One timing class: the server's limits hold a TimingMethod, its defaults the class's."""
     assert type(Limits().eval_timing) is TimingMethod and Limits().eval_timing == TimingMethod()
-    assert len(fields(TimingMethod)) == 29
+    assert len(fields(TimingMethod)) == 30
 
 
 def test_a_manifest_overrides_some_settings_and_keeps_the_rest() -> None:
