@@ -244,8 +244,15 @@ def stop_in_background(servers: list[RunningServer]) -> None:
     """Stop ``servers`` and remove their containers (each server's own, by its instance label: no other
     test's), in a thread of their own through an engine client of its own."""
 
+    if not servers:
+        return
+    # made here, in the test's thread: reading the environment in the stopping thread raced pytest's own
+    # writes to it (PYTEST_CURRENT_TEST: a KeyError from os.environ's iteration, CI 2026-12-05), and
+    # requests reads it for proxies on every call unless told not to
+    engine = docker.from_env()
+    engine.api.trust_env = False
+
     def stop() -> None:
-        engine = docker.from_env()
         try:
             for srv in servers:
                 srv.stop()
@@ -255,10 +262,9 @@ def stop_in_background(servers: list[RunningServer]) -> None:
         finally:
             engine.close()
 
-    if servers:
-        thread = threading.Thread(target=stop, name="kcoral-test-server-stop", daemon=True)
-        thread.start()
-        _stopping.append(thread)
+    thread = threading.Thread(target=stop, name="kcoral-test-server-stop", daemon=True)
+    thread.start()
+    _stopping.append(thread)
 
 
 def wait_for_stopped_servers(timeout: float = 120) -> None:
