@@ -571,8 +571,8 @@ UNCALIBRATED = (
 
 #: ... when the method's uncalibrated_floor was assumed in its place
 UNCALIBRATED_ASSUMED = (
-    "uncalibrated: this slot has no A/A calibration for the task, so its interval holds an assumed +-{:.0%} "
-    "of noise between requests (the method's uncalibrated_floor; `kcoral calibrate TASK` measures this slot's)"
+    "uncalibrated: this slot has no A/A calibration for the task: its interval holds an assumed +-{:.0%} of "
+    "noise between requests (`kcoral calibrate TASK` measures this slot's)"
 )
 
 

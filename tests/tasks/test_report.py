@@ -911,6 +911,7 @@ def test_an_uncalibrated_slot_assumes_the_methods_noise_between_requests() -> No
     assert small["speedup_within"] == [pytest.approx(1.06)] * 2
     lines = report_lines(doc)
     assert report_module.UNCALIBRATED_ASSUMED.format(0.11) in lines
+    assert len(report_module.UNCALIBRATED_ASSUMED.format(0.11)) < 190  # one line in kcoral show's 200 columns
     assert any("this request alone: [1.0600, 1.0600] (+-11% assumed between requests)" in line for line in lines)
     # an operator's method without it: the request's interval alone, as before
     off = replace(two_timed(), timing=replace(TIMING, uncalibrated_floor=0.0))
