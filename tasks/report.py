@@ -128,8 +128,13 @@ def _workload_row(
 
 
 def _too_wide(row: WorkloadRow, ratio: float) -> bool:
-    """A scored row's interval is wider than ``ratio`` (TimingMethod.inconclusive_ratio) end to end."""
-    return (row.speedup_hi or 0.0) > ratio * (row.speedup_lo or 0.0)
+    """A scored row's interval is wider than ``ratio`` (TimingMethod.inconclusive_ratio) end to end: the
+    measured one (a calibration's floor is measured; an assumed floor is not, and never makes a request
+    unscorable by itself: then the request's own interval is judged)."""
+    lo, hi = row.speedup_lo or 0.0, row.speedup_hi or 0.0
+    if row.assumed_floor and row.speedup_within:
+        lo, hi = row.speedup_within
+    return hi > ratio * lo
 
 
 def _summary(scored: list[WorkloadRow]) -> Summary:
