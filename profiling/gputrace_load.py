@@ -87,6 +87,13 @@ class Timeline:
     source: str = ""
 
 
+#: the longest activity a record may claim (us, about 28 hours: no job runs longer) and the farthest time from
+#: zero (us: Kineto's clock is within 1e16): a record past either is skipped as unreadable, so a forged
+#: 1e308 us kernel cannot fill a summary with a 300-digit total
+MAX_DUR_US = 1e11
+MAX_TS_US = 1e18
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -155,7 +162,7 @@ def _add(tl: Timeline, ev: Any) -> None:
     if ph != "X" or kind is None:
         return
     start, dur = _number(ev.get("ts")), _number(ev.get("dur"))
-    if start is None or dur is None or dur < 0:
+    if start is None or dur is None or not 0 <= dur <= MAX_DUR_US or abs(start) > MAX_TS_US:
         tl.skipped += 1
         return
     if kind == "call":

@@ -222,3 +222,14 @@ def test_the_trace_kcoral_timeline_brought_back_from_the_h200() -> None:
     syncs = {s["name"]: s["count"] for stream in doc["streams"] for s in stream["syncs"]}
     assert syncs == {"Context Sync": 3, "Stream Sync": 1}
     assert doc["counts"]["sync"] == 4 and doc["recorder"]["devices"] == ["NVIDIA H200"]
+
+
+def test_a_forged_time_is_skipped_not_summed(tmp_path: Path) -> None:
+    """A record claiming a 1e308 us kernel or a start at -1e308 us (a hostile trace) is unreadable, not a
+    300-digit total: it is skipped and counted like a negative duration."""
+    ev = {"cat": "kernel", "name": "k", "ph": "X", "pid": 0, "tid": 7, "args": {"stream": 7, "device": 0}}
+    events = [{**ev, "ts": 1, "dur": 1e308}, {**ev, "ts": -1e308, "dur": 5}, {**ev, "ts": 10, "dur": 2}]
+    path = tmp_path / "forged.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    doc = summarize(load(path))
+    assert doc["counts"]["kernel"] == 1 and doc["skipped_records"] == 2, doc
