@@ -23,63 +23,8 @@ from pathlib import Path
 from kcoral.profiling.sanitizer import build_command
 from kcoral.protocol.jobenv import OUTPUT_MOUNT
 
-#: the Triton copy with a deliberate out-of-bounds read (the GPU test's too)
-OOB = (Path(__file__).resolve().parents[1] / "examples" / "sanitizer_oob" / "oob.py").read_text()
-
-#: CUDA C through NVRTC (torch.cuda._compile_kernel) or nvcc (load_inline), whichever the host has
-CUDA_KERNELS = r"""
-extern "C" __global__ void shift_left(float* out, int fixed) {
-    __shared__ float tile[256];
-    int t = threadIdx.x;
-    tile[t] = (float)t;
-    if (fixed) __syncthreads();
-    out[t] = tile[(t + 1) % 256];   // a neighbour's value: without the barrier, a race across warps
-}
-extern "C" __global__ void bad_syncwarp(float* out, int fixed) {
-    int t = threadIdx.x;
-    out[t] = (float)t;
-    if (fixed) __syncwarp();
-    else __syncwarp(0xfffffffeu);   // lane 0 calls it with a mask that leaves lane 0 out
-}
-"""
-
-CUDA_DRIVER = """
-import os, sys
-os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
-import torch
-src = open(sys.argv[1]).read()
-name, fixed = sys.argv[2], int(sys.argv[3] == "fixed")
-out = torch.zeros(256, device="cuda")
-compile_kernel = getattr(torch.cuda, "_compile_kernel", None)
-if compile_kernel is not None:
-    kernel = compile_kernel(src, name)
-    kernel(grid=(1, 1, 1), block=(256, 1, 1), args=[out, fixed])
-    how = "torch.cuda._compile_kernel"
-else:
-    from torch.utils.cpp_extension import load_inline
-    raise SystemExit("no torch.cuda._compile_kernel here")
-torch.cuda.synchronize()
-print(name, "fixed" if fixed else "broken", how, float(out.sum()))
-"""
-
-#: initcheck: a Triton kernel reads a tensor nobody wrote (torch.empty, its own cudaMalloc)
-UNINIT = """
-import os, sys
-os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
-import torch, triton, triton.language as tl
-
-@triton.jit
-def add_one(src, dst, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.store(dst + offs, tl.load(src + offs, mask=offs < n) + 1.0, mask=offs < n)
-
-n = 512
-src = torch.empty(n, device="cuda") if sys.argv[1] == "broken" else torch.zeros(n, device="cuda")
-dst = torch.zeros(n, device="cuda")
-add_one[(triton.cdiv(n, 128),)](src, dst, n, BLOCK=128)
-torch.cuda.synchronize()
-print("done")
-"""
+#: the sanitizer's kernels of our own, one bug each (the GPU test's too): oob.py, race.py, uninit.py
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "sanitizer"
 
 #: two streams; stream B waits 20 ms on the host before its second kernel: a gap the timeline must show
 TIMELINE = """
@@ -200,19 +145,17 @@ def main() -> int:
     ).stdout.split()
     print(json.dumps(facts), flush=True)
     py = sys.executable
-    src = out / "oob.py"
-    src.write_text(OOB)
-    rows.append(_sanitize(out, "memcheck", "oob", [py, str(src), "oob"]))
-    rows.append(_sanitize(out, "memcheck", "masked", [py, str(src), "masked"]))
-    (out / "kernels.cu").write_text(CUDA_KERNELS)
-    (out / "cuda_driver.py").write_text(CUDA_DRIVER)
-    for tool, kernel in (("racecheck", "shift_left"), ("synccheck", "bad_syncwarp")):
-        for tag in ("broken", "fixed"):
-            driver = [py, str(out / "cuda_driver.py"), str(out / "kernels.cu"), kernel, tag]
-            rows.append(_sanitize(out, tool, tag, driver))
-    (out / "uninit.py").write_text(UNINIT)
-    for tag in ("broken", "fixed"):
-        rows.append(_sanitize(out, "initcheck", tag, [py, str(out / "uninit.py"), tag]))
+    for script in EXAMPLES.glob("*.py"):
+        shutil.copy(script, out / script.name)
+    cases = (
+        ("memcheck", ["oob.py"], ("oob", "masked")),
+        ("racecheck", ["race.py", "shift_left"], ("broken", "fixed")),
+        ("synccheck", ["race.py", "bad_syncwarp"], ("broken", "fixed")),
+        ("initcheck", ["uninit.py"], ("broken", "fixed")),
+    )
+    for tool, argv, how in cases:
+        for tag in how:
+            rows.append(_sanitize(out, tool, tag, [py, str(out / argv[0]), *argv[1:], tag]))
     (out / "timeline.py").write_text(TIMELINE)
     timeline = [py, str(out / "timeline.py"), str(out / "h200-timeline.json")]
     rows.append(_run("timeline", timeline, 120, out / "timeline.log"))

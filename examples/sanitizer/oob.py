@@ -1,7 +1,7 @@
 """A Triton copy with a deliberate out-of-bounds read for `kcoral sanitizer` (memcheck must report it):
 
-    kcoral sanitizer --send examples/sanitizer_oob --tool memcheck -- python oob.py oob      # 1024 floats read of 100
-    kcoral sanitizer --send examples/sanitizer_oob --tool memcheck -- python oob.py masked   # the fix: no error
+    kcoral sanitizer --send examples/sanitizer --tool memcheck -- python oob.py oob      # 1024 floats read of 100
+    kcoral sanitizer --send examples/sanitizer --tool memcheck -- python oob.py masked   # the fix: no error
 
 Every tensor is its own cudaMalloc (no caching allocator), rounded by torch to 512 bytes: the unmasked read
 goes 3.5 KB past it, where memcheck sees it (24 floats past 1000 stayed inside the rounding and were not seen).
