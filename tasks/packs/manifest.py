@@ -58,6 +58,20 @@ def pack_settings(folder: Path, top: Path) -> tuple[dict[str, Any], str]:
         here = here.parent
 
 
+def problem_timeout(problem: Problem) -> float | None:
+    """A GPU MODE problem's own time limit for a run that checks and times (its task.yml's
+    ``ranked_timeout``, else ``test_timeout`` and ``benchmark_timeout`` together), in seconds; None where
+    it gives none (a KernelBench problem never does): the pack's ``timeout_s`` then. The server's
+    ``max_timeout_s`` caps either (tasks.evaluate)."""
+    if problem.format == KERNELBENCH:
+        return None
+    timeouts = problem.spec.get("timeouts", {})
+    if timeouts.get("ranked_timeout", 0) > 0:
+        return float(timeouts["ranked_timeout"])
+    parts = [timeouts.get(k, 0) for k in ("test_timeout", "benchmark_timeout")]
+    return float(sum(parts)) if all(t > 0 for t in parts) else None
+
+
 def manifest(problem: Problem, settings: dict[str, Any]) -> dict[str, Any]:
     """The task manifest of a loadable ``problem`` under its pack's ``settings``."""
     pack: dict[str, Any] = {"format": problem.format, "entry": problem.entry, "files": list(problem.files)}
@@ -65,7 +79,7 @@ def manifest(problem: Problem, settings: dict[str, Any]) -> dict[str, Any]:
         "id": problem.id,
         "version": "",
         "device": settings.get("device", "cuda"),
-        "timeout_s": float(settings.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        "timeout_s": problem_timeout(problem) or float(settings.get("timeout_s", DEFAULT_TIMEOUT_S)),
         "holdout": {"count": int(settings.get("holdout", DEFAULT_HOLDOUT))},
         **({"timing": settings["timing"]} if "timing" in settings else {}),
     }

@@ -83,6 +83,7 @@ def test_a_gpumode_task_keeps_its_tests_seeds_and_drops_its_benchmarks() -> None
     assert workloads[0] == {"id": "test0", "params": {"size": 127, "seed": 11}}
     assert workloads[-1] == {"id": "benchmark0", "params": {"size": 1048576}, "timed": True}
     assert "utils.py" in task.pack["files"] and task.manifest["submission"] == "submission.py"
+    assert task.timeout_s == 120  # its task.yml's test_timeout and benchmark_timeout (the pack's is 300)
     assert task.module().holdout_params(__import__("random").Random(1), 2) == [{"size": 1048576}] * 2
 
 
@@ -160,6 +161,22 @@ def test_a_gpumode_folder_is_recognised_by_task_yml_and_checked(
         assert [t.id for t in tasks] == ["gpumode/pack/p1"] and not broken
     else:
         assert not tasks and [b.id for b in broken] == ["gpumode/pack/p1"] and reason in broken[0].reason
+
+
+@pytest.mark.parametrize(
+    ("timeouts", "limit"),
+    [
+        ("ranked_timeout: 420\ntest_timeout: 60\nbenchmark_timeout: 90\n", 420),
+        ("test_timeout: 60\nbenchmark_timeout: 90\n", 150),
+        ("test_timeout: 60\n", 600),  # half a limit is none: the default
+        ("ranked_timeout: 0\n", 600),
+        ("ranked_timeout: nine\n", 600),
+        ("", 600),
+    ],
+)
+def test_a_gpumode_problem_keeps_its_own_time_limit(tmp_path: Path, timeouts: str, limit: float) -> None:
+    gm_problem(tmp_path, "tests: [{size: 1, seed: 1}]\nbenchmarks: [{size: 2, seed: 2}]\n" + timeouts)
+    assert find_task(tmp_path, "gpumode/pack/p1").timeout_s == limit
 
 
 def test_an_id_taken_twice_is_served_from_the_first_dir(tmp_path: Path) -> None:
