@@ -3,11 +3,13 @@ and what a trustworthy judge must show for it: intervals that contain 1.0, no fa
 of the speedups between requests, the intervals' width, and the time per evaluation.
 
     python bench/calibration.py [--task demo/softmax] [-n 20] [--load N] [--cotenant] [--remote URL]
-                                [--candidate DIR] [--json FILE]
+                                [--candidate DIR] [--calibrate N] [--json FILE]
 
 --load N: N busy loops on this host for the whole run (-1: one per core). --cotenant: a `kcoral
 python` job that keeps every core of its own slot busy runs beside each evaluation (a co-tenant in
-the other slot). Without --remote a server is started on a temporary data dir (one CPU slot).
+the other slot). --calibrate N: N A/A requests of `kcoral calibrate TASK` first (under the same load), so
+that every evaluation folds the slot's measured floor in. Without --remote a server is started on a
+temporary data dir (one CPU slot).
 
 A false gain is an evaluation that passed (exit 0) with its whole interval above 1.0; an A/A
 request may also end inconclusive (no score: the host could not give a trustworthy number), which
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.eval_spread import busy_loops, evaluate, session  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.protocol.models import PythonSpec  # noqa: E402
+from kcoral.protocol.models import PythonSpec, to_data  # noqa: E402
 
 #: the co-tenant: every core of its slot busy for up to this many seconds (cancelled once the run ends)
 COTENANT = "import os, multiprocessing as m, time\n" + (
@@ -84,6 +86,7 @@ def main() -> None:
     parser.add_argument("--cotenant", action="store_true")
     parser.add_argument("--image", default="kcoral-job:cpu")
     parser.add_argument("--remote")
+    parser.add_argument("--calibrate", type=int, default=0, metavar="N")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     runs: list[dict[str, Any]] = []
@@ -92,6 +95,11 @@ def main() -> None:
         try:
             with session(args.remote, args.image, args.task, args.candidate, tmp) as (client, tar):
                 loops = busy_loops(args.load if args.load >= 0 else len(os.sched_getaffinity(0)))
+                if args.calibrate:
+                    queued = client.calibrate(args.task, args.calibrate)
+                    ended = [client.wait(job, timeout=900).verdict for job in queued.jobs]
+                    floors = [to_data(f) for f in client.calibrations(args.task)]
+                    print(f"calibrated: {ended}; {json.dumps(floors)}", flush=True)
                 for i in range(args.n):
                     tenant = None
                     if args.cotenant:
@@ -114,7 +122,13 @@ def main() -> None:
 
 def _write(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary of the runs so far, written to ``--json`` with them."""
-    summary = {"task": args.task, "busy_loops": args.load, "cotenant": args.cotenant, **summarise(runs)}
+    summary = {
+        "task": args.task,
+        "busy_loops": args.load,
+        "cotenant": args.cotenant,
+        "calibration_requests": args.calibrate,
+        **summarise(runs),
+    }
     if args.json:
         args.json.write_text(json.dumps({"summary": summary, "runs": runs}, indent=1) + "\n")
     return summary
