@@ -2,7 +2,8 @@
 
 CORES: the lease's core layout (tasks.harness.cores), who runs where while a case is timed.
 
-The supervisor's entry point (tasks.harness.supervisor is the supervisor). Before anything imports
+The supervisor's entry point (tasks.harness.supervisor is the supervisor,
+tasks.harness.session its run). Before anything imports
 torch, it starts the trusted workers when the cases time anything (the baseline's, and the empty
 call's: TRUSTED_WORKERS), so that their imports (torch, the task and its kernels' packages) run
 while the supervisor's own do rather than after them: on the H200 the baseline's worker took
@@ -49,9 +50,9 @@ def main(argv: list[str]) -> int:
     timed = any(c.timed for c in doc.cases)
     core = cores.parse(argv[5]).workers
     workers = [start_worker(Path(argv[0]), role, core) for role in TRUSTED_WORKERS.values()] if timed else []
-    from kcoral.tasks.harness import supervisor  # imports torch
+    from kcoral.tasks.harness import session  # imports torch
 
-    return supervisor.main(argv, doc, workers)
+    return session.main(argv, doc, workers)
 
 
 if __name__ == "__main__":
