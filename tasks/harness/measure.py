@@ -98,32 +98,6 @@ class Measuring(Calling):
     def _candidate(self) -> Worker:
         raise NotImplementedError
 
-    def _side(
-        self,
-        worker: Worker,
-        case: schema.Case,
-        inputs: dict[str, Any],
-        specs: dict[str, tuple[tuple[int, ...], str]],
-        null: bool = False,
-        label: str = "",
-    ) -> Side:
-        raise NotImplementedError
-
-    def _setup(self, side: Side, params: dict[str, Any], case: schema.Case, null: bool = False) -> str | None:
-        raise NotImplementedError
-
-    def _seed(self, case_id: str, label: str) -> int:
-        raise NotImplementedError
-
-    def _judge(
-        self,
-        inputs: dict[str, Any],
-        outs: dict[str, torch.Tensor],
-        expected: dict[str, torch.Tensor],
-        tol: checks.Tolerance,
-    ) -> tuple[str | None, dict[str, dict[str, float]]]:
-        raise NotImplementedError
-
     def _progress(self, **where: Any) -> None:
         raise NotImplementedError
 

@@ -25,10 +25,7 @@ is being checked or timed) as it goes, so that a deadline or a cancel can say wh
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -37,7 +34,7 @@ from typing import Any
 
 import torch
 
-from kcoral.tasks.harness import autotune, checks, pinning, schema, shared
+from kcoral.tasks.harness import autotune, checks, pinning, schema
 from kcoral.tasks.harness.callwatch import CallWatch
 from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cpuwatch import CpuWatch
@@ -47,7 +44,7 @@ from kcoral.tasks.harness.link import CandidateGone, Worker
 from kcoral.tasks.harness.measure import Measuring, TooSlow
 from kcoral.tasks.harness.schema import CaseResult, Outcome
 from kcoral.tasks.harness.taskdef import load_task
-from kcoral.tasks.harness.timedcall import Side, gpu_clock, gpu_probe, poison
+from kcoral.tasks.harness.timedcall import gpu_clock, gpu_probe
 
 _ns = time.perf_counter_ns
 
@@ -302,73 +299,7 @@ class Supervisor(Measuring):
         flaky = mismatch or (f"after timing: {after}" if after else "")
         return CaseResult(case.id, Outcome.FLAKY if flaky else Outcome.PASS, flaky, stats, timing, warnings)
 
-    def _side(
-        self,
-        worker: Worker,
-        case: schema.Case,
-        inputs: dict[str, Any],
-        specs: dict[str, tuple[tuple[int, ...], str]],
-        null: bool = False,
-        label: str = "",
-    ) -> Side:
-        tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-        bufs = [shared.allocate(k, tuple(v.shape), v.dtype, self.device) for k, v in tensors.items()]
-        bufs += [
-            shared.allocate(k, tuple(shape), getattr(torch, dtype), self.device, role="out")
-            for k, (shape, dtype) in specs.items()
-        ]
-        return Side(
-            worker,
-            case.id + ("/null" if null else label),
-            {b.name: b.tensor for b in bufs[: len(tensors)]},
-            {b.name: b.tensor for b in bufs[len(tensors) :]},
-            bufs,
-        )
-
-    def _setup(self, side: Side, params: dict[str, Any], case: schema.Case, null: bool = False) -> str | None:
-        """Map the side's buffers into its worker and build its callable, on decoy inputs (a sample
-        drawn from the key that is never timed or checked: nothing computed here is of use later)."""
-        decoy = self.mod.make_inputs(params, self._seed(side.case, "decoy"), self.device)
-        for name, t in side.inputs.items():
-            t.copy_(decoy[name])
-        poison(side.outputs)
-        scalars = {k: v for k, v in decoy.items() if not isinstance(v, torch.Tensor)}
-        bufs = side.bufs
-        message = {
-            "op": "setup",
-            "case": side.case,
-            "scalars": scalars,
-            "buffers": [b.wire for b in bufs],
-            "null": null,
-        }
-        error = side.worker.ask(message, [b.fd for b in bufs if b.fd is not None])
-        for b in bufs:
-            if b.fd is not None:
-                os.close(b.fd)
-                b.fd = None
-        self.calls.settled()  # the candidate may work while it sets up
-        return error
-
     # --- helpers -------------------------------------------------------------------------------
-
-    def _judge(
-        self,
-        inputs: dict[str, Any],
-        outs: dict[str, torch.Tensor],
-        expected: dict[str, torch.Tensor],
-        tol: checks.Tolerance,
-    ) -> tuple[str | None, dict[str, dict[str, float]]]:
-        """A call's outputs against ``expected`` (the reference's, or the baseline's on the same sample):
-        the task's own ``check`` where it has one (a GPU MODE problem's check_implementation, given
-        this process's own copy of the inputs: tasks.packs.gpumode), else the tolerance rule."""
-        check = getattr(self.mod, "check", None)
-        if check is None:
-            return _compare(outs, expected, tol)
-        try:
-            reason = check(inputs, outs)
-        except Exception as exc:  # noqa: BLE001 - the problem's check failing on these outputs is their failure
-            reason = f"check_implementation raised {type(exc).__name__}: {exc}"
-        return (str(reason)[:2000] or None), {}
 
     def _progress(self, **where: Any) -> None:
         """Where the evaluation is (progress.json), with what the cases said so far and the submission's
@@ -394,10 +325,6 @@ class Supervisor(Measuring):
             return
         self.done.append(f"{case.workload} {result.outcome.value}")
 
-    def _seed(self, case_id: str, label: str) -> int:
-        digest = hmac.new(self.key, f"{case_id}/{label}".encode(), hashlib.sha256).digest()
-        return int.from_bytes(digest[:8], "little") >> 1
-
 
 def _written(given: dict[str, torch.Tensor], sample: dict[str, Any]) -> list[str]:
     """The inputs whose buffers no longer hold the sample written into them before the call, bit for
@@ -407,14 +334,3 @@ def _written(given: dict[str, torch.Tensor], sample: dict[str, Any]) -> list[str
         for name, t in given.items()
         if not torch.equal(t.reshape(-1).view(torch.uint8), sample[name].reshape(-1).view(torch.uint8))
     ]
-
-
-def _compare(
-    outs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor], tol: checks.Tolerance
-) -> tuple[str | None, dict[str, dict[str, float]]]:
-    stats: dict[str, dict[str, float]] = {}
-    for name, expected in ref.items():
-        problem, stats[name] = checks.compare(name, outs[name], expected, tol)
-        if problem:
-            return problem, stats
-    return None, stats

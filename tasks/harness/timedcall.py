@@ -1,10 +1,14 @@
-"""One call on the supervisor's clock: a side's inputs written, the caches flushed, the call made and
-its outputs copied, inside a window of tasks.harness.callwatch; a call alone, or a batch of calls in
-one operation (TimingMethod.batch). The :class:`Calling` half of tasks.harness.supervisor.Supervisor."""
+"""A side (a worker's buffers for one case) set up; one call on the supervisor's clock (a side's inputs
+written, the caches flushed, the call made and its outputs copied, inside a window of
+tasks.harness.callwatch; a call alone, or a batch of calls in one operation: TimingMethod.batch); and a
+call's outputs judged. The :class:`Calling` part of tasks.harness.supervisor.Supervisor."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,7 +16,7 @@ from typing import Any
 
 import torch
 
-from kcoral.tasks.harness import shared
+from kcoral.tasks.harness import checks, schema, shared
 from kcoral.tasks.harness.callwatch import CallWatch
 from kcoral.tasks.harness.gpuclock import GpuClock, open_clock
 from kcoral.tasks.harness.gpuguard import GpuGuard
@@ -40,7 +44,11 @@ class Side:
 class Calling:
     """The supervisor's timed calls (a part of tasks.harness.supervisor.Supervisor, which holds this state)."""
 
+    #: the task's module (tasks.harness.taskdef): its inputs and outputs
+    mod: Any
     device: str
+    #: the secret key the samples are drawn from
+    key: bytes
     #: written before every call: the caches hold none of the previous call's data
     flush: torch.Tensor
     calls: CallWatch
@@ -49,6 +57,76 @@ class Calling:
     null: Worker | None
     interference: list[str]
     last_call_ms: float
+
+    def _side(
+        self,
+        worker: Worker,
+        case: schema.Case,
+        inputs: dict[str, Any],
+        specs: dict[str, tuple[tuple[int, ...], str]],
+        null: bool = False,
+        label: str = "",
+    ) -> Side:
+        tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+        bufs = [shared.allocate(k, tuple(v.shape), v.dtype, self.device) for k, v in tensors.items()]
+        bufs += [
+            shared.allocate(k, tuple(shape), getattr(torch, dtype), self.device, role="out")
+            for k, (shape, dtype) in specs.items()
+        ]
+        return Side(
+            worker,
+            case.id + ("/null" if null else label),
+            {b.name: b.tensor for b in bufs[: len(tensors)]},
+            {b.name: b.tensor for b in bufs[len(tensors) :]},
+            bufs,
+        )
+
+    def _setup(self, side: Side, params: dict[str, Any], case: schema.Case, null: bool = False) -> str | None:
+        """Map the side's buffers into its worker and build its callable, on decoy inputs (a sample
+        drawn from the key that is never timed or checked: nothing computed here is of use later)."""
+        decoy = self.mod.make_inputs(params, self._seed(side.case, "decoy"), self.device)
+        for name, t in side.inputs.items():
+            t.copy_(decoy[name])
+        poison(side.outputs)
+        scalars = {k: v for k, v in decoy.items() if not isinstance(v, torch.Tensor)}
+        bufs = side.bufs
+        message = {
+            "op": "setup",
+            "case": side.case,
+            "scalars": scalars,
+            "buffers": [b.wire for b in bufs],
+            "null": null,
+        }
+        error = side.worker.ask(message, [b.fd for b in bufs if b.fd is not None])
+        for b in bufs:
+            if b.fd is not None:
+                os.close(b.fd)
+                b.fd = None
+        self.calls.settled()  # the candidate may work while it sets up
+        return error
+
+    def _seed(self, case_id: str, label: str) -> int:
+        digest = hmac.new(self.key, f"{case_id}/{label}".encode(), hashlib.sha256).digest()
+        return int.from_bytes(digest[:8], "little") >> 1
+
+    def _judge(
+        self,
+        inputs: dict[str, Any],
+        outs: dict[str, torch.Tensor],
+        expected: dict[str, torch.Tensor],
+        tol: checks.Tolerance,
+    ) -> tuple[str | None, dict[str, dict[str, float]]]:
+        """A call's outputs against ``expected`` (the reference's, or the baseline's on the same sample):
+        the task's own ``check`` where it has one (a GPU MODE problem's check_implementation, given
+        this process's own copy of the inputs: tasks.packs.gpumode), else the tolerance rule."""
+        check = getattr(self.mod, "check", None)
+        if check is None:
+            return compare_outputs(outs, expected, tol)
+        try:
+            reason = check(inputs, outs)
+        except Exception as exc:  # noqa: BLE001 - the problem's check failing on these outputs is their failure
+            reason = f"check_implementation raised {type(exc).__name__}: {exc}"
+        return (str(reason)[:2000] or None), {}
 
     def call(self, side: Side, sample: dict[str, Any]) -> tuple[float, dict[str, torch.Tensor], str | None]:
         """(ms, the side's snapshot of the outputs, error): inputs written, caches flushed, the call
@@ -157,3 +235,14 @@ def gpu_clock() -> GpuClock | None:
 def poison(tensors: dict[str, torch.Tensor]) -> None:
     for t in tensors.values():
         t.fill_(math.nan) if t.is_floating_point() else t.fill_(-1)
+
+
+def compare_outputs(
+    outs: dict[str, torch.Tensor], ref: dict[str, torch.Tensor], tol: checks.Tolerance
+) -> tuple[str | None, dict[str, dict[str, float]]]:
+    stats: dict[str, dict[str, float]] = {}
+    for name, expected in ref.items():
+        problem, stats[name] = checks.compare(name, outs[name], expected, tol)
+        if problem:
+            return problem, stats
+    return None, stats
