@@ -32,6 +32,9 @@ values a server runs with.
 | source_bytes        | bytes | 1 MiB   | page): a file over source_file_bytes, or past source_bytes|
 | source_files        | count | 200     | or source_files in all, is named as left out, not shown   |
 | diff_bytes          | bytes | 256 KiB | two submissions' unified diff is cut here (``truncated``) |
+| eval_wake_latency_us| us    | 0       | while an evaluation runs, the host's CPUs wake within this |
+|                     |       |         | from idle (PM QoS, runner.wakeqos; 0: they poll, never     |
+|                     |       |         | halt; 2000000000, the kernel's own: the host's policy)     |
 | calibration_keep    | count | 20      | a slot's noise floor rests on this many of its latest A/A |
 |                     |       |         | requests at most (tasks.calibration)                      |
 | calibration_max_age_s | s   | 7 days  | older A/A requests no longer count for a floor            |
@@ -166,6 +169,9 @@ class Limits:
     diff_bytes: int = 256 * KiB
     #: seconds between checks of the output directory while a job runs
     output_poll_s: float = 0.25
+    #: while an evaluation runs, the most us a CPU of the host may take to wake from idle (runner.wakeqos:
+    #: 0, cores poll instead of halting; 2000000000, the kernel's own value, the host's idle policy)
+    eval_wake_latency_us: int = 0
     eval_timing: TimingMethod = TimingMethod()
     #: which A/A requests a slot's noise floor rests on (``calibration_keep``, ``calibration_max_age_s``)
     calibration: CalibrationPolicy = CalibrationPolicy()
@@ -220,7 +226,15 @@ def settable() -> dict[str, tuple[int | float, str]]:
 def _unit(name: str) -> str:
     if name in _RATIOS:
         return "ratio"
-    suffixes = (("_bytes", "bytes"), ("_ms", "ms"), ("_s", "s"), ("_mib", "MiB"), ("_rate", "bytes/s"), ("_c", "C"))
+    suffixes = (
+        ("_bytes", "bytes"),
+        ("_ms", "ms"),
+        ("_us", "us"),
+        ("_s", "s"),
+        ("_mib", "MiB"),
+        ("_rate", "bytes/s"),
+        ("_c", "C"),
+    )
     for suffix, unit in suffixes:
         if name.endswith(suffix):
             return unit

@@ -79,6 +79,8 @@ class Outcomes:
     steps: list[StepOutcome]
     image: ImageInfo
     telemetry: list[dict[str, float]] = field(default_factory=list)
+    #: the wake-up latency the host's CPUs were held to while the steps ran (runner.wakeqos; "": not asked)
+    wake_latency: str = ""
 
 
 @dataclass
@@ -110,6 +112,9 @@ class Plan:
     discard: tuple[Path, ...] = ()
     #: when the leader was killed (deadline, cancel, a limit): the kind's account of where it was
     explain_kill: Callable[[Finished], Finished] | None = None
+    #: the host's CPUs held to the operator's eval_wake_latency_us while the steps run (runner.wakeqos:
+    #: an evaluation, whose timed calls must not pay a core's wake-up on one side only)
+    hold_cpus_awake: bool = False
 
 
 @dataclass

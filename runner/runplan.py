@@ -38,6 +38,7 @@ from kcoral.runner.plan import (
 )
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobPaths, JobRecord
+from kcoral.runner.wakeqos import wake_latency
 
 #: seconds between GPU telemetry readings while a job's containers run
 TELEMETRY_PERIOD_S = 0.2
@@ -78,7 +79,8 @@ def run_job(run: JobRun) -> RunResult:
         image = run.executor.image_info(plan.image)
         run.on_image(image)
         pinned = image.digest or image.ref
-        with _sampling(run.telemetry, run.lease) as telemetry:
+        awake = run.settings.limits.eval_wake_latency_us if plan.hold_cpus_awake else None
+        with _sampling(run.telemetry, run.lease) as telemetry, _held_awake(awake) as wake:
             steps = run.executor.run_group(
                 run.job.id, pinned, plan.steps, run.lease, deadline, run.cancel, run.paths.log
             )
@@ -88,7 +90,7 @@ def run_job(run: JobRun) -> RunResult:
             if leader.killed and plan.explain_kill is not None:
                 finished = plan.explain_kill(finished)
         else:
-            finished = plan.finish(Outcomes(steps, image, telemetry))
+            finished = plan.finish(Outcomes(steps, image, telemetry, wake))
     except KcoralError as exc:  # the engine failed, or (a server set-up problem) the kind cannot be loaded
         finished = Finished(Verdict.infrastructure_error, reason=exc.message)
         full = isinstance(exc, InsufficientStorage)
@@ -203,3 +205,13 @@ def _sampling(source: Telemetry | None, lease: Lease) -> Iterator[list[dict[str,
     finally:
         stop.set()
         thread.join(5)
+
+
+@contextmanager
+def _held_awake(limit_us: int | None) -> Iterator[str]:
+    """The host's CPUs held to wake within ``limit_us`` while inside (runner.wakeqos); None: not asked."""
+    if limit_us is None:
+        yield ""
+        return
+    with wake_latency(limit_us) as held:
+        yield held

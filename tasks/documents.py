@@ -117,6 +117,9 @@ class EvalReport(Document):
     workloads: list[WorkloadRow] = []
     flags: list[str] = []
     cpu_watch: str = ""
+    #: the wake-up latency the host's CPUs were held to while it ran ("0 us", "not held: why", "the host's
+    #: own": runner.wakeqos; "": a check, or an older report)
+    wake_latency: str = ""
     passed: int
     total: int
     summary: Summary | None = None

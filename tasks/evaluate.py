@@ -169,7 +169,12 @@ class _Evaluation:
         cache = self._judge_cache()
         steps = [self._supervisor_step(cache), self._candidate_step(cache)]
         return Plan(
-            image=image, steps=steps, finish=self.finish, discard=(self.judge_dir,), explain_kill=self.explain_kill
+            image=image,
+            steps=steps,
+            finish=self.finish,
+            discard=(self.judge_dir,),
+            explain_kill=self.explain_kill,
+            hold_cpus_awake=not self.check,  # a timed call pays no core's wake-up on one side only
         )
 
     # --- steps ------------------------------------------------------------------------------------
@@ -375,7 +380,11 @@ class _Evaluation:
         report = build_report(task.manifest, doc, result, check=self.check, floors=floors, assume_floor=not aa)
         if not self.check and not self.cores.separated:
             report = report.model_copy(update={"inconclusive": [*report.inconclusive, UNSEPARATED]})
-        report = with_lines(report.model_copy(update={"telemetry": telemetry, "calibration": aa or None}))
+        report = with_lines(
+            report.model_copy(
+                update={"telemetry": telemetry, "calibration": aa or None, "wake_latency": outcomes.wake_latency}
+            )
+        )
         if aa:
             report = report.model_copy(update={"lines": [*report.lines, self._record_aa(report, slot, task_sha256)]})
         receipt = Receipt(

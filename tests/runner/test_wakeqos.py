@@ -1,0 +1,48 @@
+"""The PM QoS request an evaluation holds (runner.wakeqos), on this host's real /dev/cpu_dma_latency."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kcoral.runner.wakeqos import PATH, held_now, wake_latency
+
+needs_qos = pytest.mark.skipif(
+    not os.access(PATH, os.R_OK | os.W_OK), reason=f"{PATH} cannot be opened here (not root, or not Linux)"
+)
+
+
+@needs_qos
+def test_the_request_holds_while_inside_and_goes_with_it() -> None:
+    before = held_now()
+    assert before is not None
+    with wake_latency(0) as held:
+        assert held == "0 us" and held_now() == 0
+        with wake_latency(5) as also:  # a second request: the smallest one holds
+            assert also == "5 us" and held_now() == 0
+        assert held_now() == 0
+    assert held_now() == before
+
+
+@needs_qos
+def test_a_larger_request_than_the_host_holds_changes_nothing() -> None:
+    before = held_now()
+    assert before is not None
+    with wake_latency(before) as held:
+        assert held == f"{before} us" and held_now() == before
+
+
+def test_a_host_without_the_interface_says_why(tmp_path: Path) -> None:
+    with wake_latency(0, str(tmp_path / "absent")) as held:
+        assert held.startswith("not held: ") and "absent" in held
+    assert held_now(str(tmp_path / "absent")) is None
+
+
+def test_the_request_is_a_native_int32_written_once(tmp_path: Path) -> None:
+    target = tmp_path / "qos"
+    target.write_bytes(b"")
+    with wake_latency(7, str(target)) as held:
+        assert held == "7 us" and target.read_bytes() == (7).to_bytes(4, "little")
+        assert held_now(str(target)) == 7
