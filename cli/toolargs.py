@@ -172,3 +172,23 @@ def run_profiler(
     )
     with connect(opts.remote, opts.token) as client:
         return flow(client, options).run()
+
+
+def tool_spec(kind: str, normalise: Callable[[list[str]], list[str]], check: Callable[[list[str]], None]) -> BuildSpec:
+    """:func:`run_profiler`'s spec builder for a tool job of ``kind`` (sanitizer, timeline, proton): the
+    tool's options normalised, its command checked (either refused: a usage error, one line), the GPUs."""
+
+    def build(parsed: ToolArgs, opts: CommonOptions) -> SpecBase:
+        from kcoral.cli.commands.common import job_spec
+        from kcoral.profiling.toolargs import ToolOptionError
+
+        try:
+            options = normalise(parsed.tool)
+            check(parsed.command)
+        except ToolOptionError as exc:
+            raise UsageError(str(exc)) from None
+        fields = {"kind": kind, "argv": options, "command": parsed.command, "gpus": opts.gpus,
+                  "gpu_type": opts.gpu_type}  # fmt: skip
+        return job_spec(fields, opts.env, opts.timeout)
+
+    return build

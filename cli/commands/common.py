@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -40,6 +41,11 @@ GpuTypeOption = Annotated[
     str, typer.Option("--gpu-type", help="the GPU type to lease, e.g. H200 (a cluster routes by it), or any")
 ]
 ProfilerGpusOption = Annotated[int, typer.Option("--gpus", min=1, help="GPUs to lease")]
+#: no short form: a tool's own options pass through these commands (ncu's -s is its --launch-skip)
+SendOption = Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")]
+OutputDirOption = Annotated[
+    Path | None, typer.Option("--output-dir", "-o", help="where the job's files go [default: ./kcoral-out/JOB_ID]")
+]
 #: typer context of the commands that pass the rest of their command line on (python, ncu, iket)
 PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False}
 

@@ -26,6 +26,7 @@ from kcoral.cli.commands.common import (
     EnvOption,
     GpuTypeOption,
     JsonOption,
+    OutputDirOption,
     ProfilerGpusOption,
     RemoteOption,
     TimeoutOption,
@@ -91,9 +92,7 @@ def iket(
     send: Annotated[Path, typer.Option("--send", "-s", help="directory to send (the job's working directory)")] = Path(
         "."
     ),
-    output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", "-o", help="where the files go [default: ./kcoral-out/JOB_ID]")
-    ] = None,
+    output_dir: OutputDirOption = None,
     env: EnvOption = None,
     timeout: TimeoutOption = None,
     gpus: ProfilerGpusOption = 1,

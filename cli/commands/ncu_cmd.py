@@ -24,6 +24,7 @@ from kcoral.cli.commands.common import (
     JsonOption,
     ProfilerGpusOption,
     RemoteOption,
+    SendOption,
     TimeoutOption,
     TokenOption,
     connect,
@@ -146,7 +147,7 @@ def build_ncu_spec(
 
 def ncu(
     ctx: typer.Context,
-    send: Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")] = Path("."),
+    send: SendOption = Path("."),
     output: Annotated[
         str | None, typer.Option("--output", "-o", help="where the report goes (FILE.ncu-rep; summary beside it)")
     ] = None,

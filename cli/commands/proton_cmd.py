@@ -13,7 +13,7 @@ options the server passes through (profiling.proton.ALLOWED), checked here first
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -21,19 +21,19 @@ from kcoral.cli.commands.common import (
     EnvOption,
     GpuTypeOption,
     JsonOption,
+    OutputDirOption,
     ProfilerGpusOption,
     RemoteOption,
+    SendOption,
     TimeoutOption,
     TokenOption,
-    job_spec,
 )
 from kcoral.cli.commands.iket_cmd import TOOLS, run_tool
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun
-from kcoral.cli.toolargs import CommonOptions, ToolArgs, run_profiler, split_long_options
+from kcoral.cli.toolargs import CommonOptions, ToolArgs, run_profiler, split_long_options, tool_spec
 from kcoral.profiling import proton as pro
-from kcoral.protocol.errors import UsageError
-from kcoral.protocol.models import JobView, SpecBase
+from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [PROTON OPTIONS] -- python SCRIPT.py [ARGS]...  |  summarize|plot TRACE"
 
@@ -77,10 +77,8 @@ class ProtonRun(PythonRun):
 
 def proton(
     ctx: typer.Context,
-    send: Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")] = Path("."),
-    output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", "-o", help="where the files go [default: ./kcoral-out/JOB_ID]")
-    ] = None,
+    send: SendOption = Path("."),
+    output_dir: OutputDirOption = None,
     env: EnvOption = None,
     timeout: TimeoutOption = None,
     gpus: ProfilerGpusOption = 1,
@@ -109,13 +107,4 @@ def proton(
     raise typer.Exit(code)
 
 
-def build_proton_spec(parsed: ToolArgs, opts: CommonOptions) -> SpecBase:
-    """The job's spec: the normalised Proton options and the checked command (a usage error if bad)."""
-    try:
-        options = pro.normalise_options(parsed.tool)
-        pro.check_command(parsed.command)
-    except pro.ProtonOptionError as exc:
-        raise UsageError(str(exc)) from None
-    fields = {"kind": "proton", "argv": options, "command": parsed.command, "gpus": opts.gpus,
-              "gpu_type": opts.gpu_type}  # fmt: skip
-    return job_spec(fields, opts.env, opts.timeout)
+build_proton_spec = tool_spec("proton", pro.normalise_options, pro.check_command)

@@ -20,19 +20,20 @@ from kcoral.cli.commands.common import (
     EnvOption,
     GpuTypeOption,
     JsonOption,
+    OutputDirOption,
     ProfilerGpusOption,
     RemoteOption,
+    SendOption,
     TimeoutOption,
     TokenOption,
-    job_spec,
 )
 from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun
-from kcoral.cli.toolargs import CommonOptions, ToolArgs, run_profiler, split_long_options
+from kcoral.cli.toolargs import CommonOptions, ToolArgs, run_profiler, split_long_options, tool_spec
 from kcoral.profiling import sanitizer as san
 from kcoral.profiling.sanitizer_findings import ERRORS_EXIT, ReportError
 from kcoral.protocol.errors import UsageError
-from kcoral.protocol.models import JobView, SpecBase
+from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [SANITIZER OPTIONS] -- COMMAND [ARGS]...  |  summarize FILE"
 
@@ -42,15 +43,7 @@ def split_sanitizer_args(args: list[str]) -> ToolArgs:
     return split_long_options(args, san.take_option)
 
 
-def build_sanitizer_spec(parsed: ToolArgs, opts: CommonOptions) -> SpecBase:
-    try:
-        options = san.normalise_options(parsed.tool)
-        san.check_command(parsed.command)
-    except san.SanitizerOptionError as exc:
-        raise UsageError(str(exc)) from None
-    fields = {"kind": "sanitizer", "argv": options, "command": parsed.command, "gpus": opts.gpus,
-              "gpu_type": opts.gpu_type}  # fmt: skip
-    return job_spec(fields, opts.env, opts.timeout)
+build_sanitizer_spec = tool_spec("sanitizer", san.normalise_options, san.check_command)
 
 
 def print_summary(doc: dict[str, Any]) -> None:
@@ -88,10 +81,8 @@ class SanitizerRun(PythonRun):
 
 def sanitizer(
     ctx: typer.Context,
-    send: Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")] = Path("."),
-    output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", "-o", help="where the reports go [default: ./kcoral-out/JOB_ID]")
-    ] = None,
+    send: SendOption = Path("."),
+    output_dir: OutputDirOption = None,
     env: EnvOption = None,
     timeout: TimeoutOption = None,
     gpus: ProfilerGpusOption = 1,

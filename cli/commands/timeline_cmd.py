@@ -21,18 +21,19 @@ from kcoral.cli.commands.common import (
     EnvOption,
     GpuTypeOption,
     JsonOption,
+    OutputDirOption,
     ProfilerGpusOption,
     RemoteOption,
+    SendOption,
     TimeoutOption,
     TokenOption,
-    job_spec,
 )
 from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun
-from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, run_profiler, split_tool_args
+from kcoral.cli.toolargs import COMMON_OWN_OPTIONS, CommonOptions, ToolArgs, run_profiler, split_tool_args, tool_spec
 from kcoral.profiling import gputrace
 from kcoral.protocol.errors import UsageError
-from kcoral.protocol.models import JobView, SpecBase
+from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [--record-shapes] [--with-stack] -- python SCRIPT [ARGS]...  |  summarize|plot TRACE"
 TOOLS = ("summarize", "plot")
@@ -46,15 +47,7 @@ def split_timeline_args(args: list[str]) -> ToolArgs:
     return split_tool_args(args, OWN_OPTIONS, gputrace.take_option)
 
 
-def build_timeline_spec(parsed: ToolArgs, opts: CommonOptions) -> SpecBase:
-    try:
-        options = gputrace.normalise_options(parsed.tool)
-        gputrace.check_command(parsed.command)
-    except gputrace.TimelineOptionError as exc:
-        raise UsageError(str(exc)) from None
-    fields = {"kind": "timeline", "argv": options, "command": parsed.command, "gpus": opts.gpus,
-              "gpu_type": opts.gpu_type}  # fmt: skip
-    return job_spec(fields, opts.env, opts.timeout)
+build_timeline_spec = tool_spec("timeline", gputrace.normalise_options, gputrace.check_command)
 
 
 def summary_of(trace: Path, top: int = 10) -> dict[str, Any]:
@@ -98,10 +91,8 @@ class TimelineRun(PythonRun):
 
 def timeline(
     ctx: typer.Context,
-    send: Annotated[Path, typer.Option("--send", help="directory to send (the job's working directory)")] = Path("."),
-    output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", "-o", help="where the trace goes [default: ./kcoral-out/JOB_ID]")
-    ] = None,
+    send: SendOption = Path("."),
+    output_dir: OutputDirOption = None,
     env: EnvOption = None,
     timeout: TimeoutOption = None,
     gpus: ProfilerGpusOption = 1,
