@@ -50,6 +50,7 @@ from kcoral.protocol.models import (
     to_data,
 )
 from kcoral.protocol.spool import Spool
+from kcoral.runner import wakeqos
 from kcoral.runner.archive import extract_upload, safe_output_path
 from kcoral.runner.calibrations import calibration_floors, request_calibrations
 from kcoral.runner.cluster.placement import slot_rows
@@ -203,6 +204,8 @@ def server_facts(svc: Services) -> dict[str, object]:
         "images": [image],
         "auth": svc.auth.tokens is not None,
         "profiling": _profiling(svc),
+        # how fast the host's cores wake from idle while an evaluation runs (runner.wakeqos)
+        "wake_latency": wakeqos.holdable(svc.settings.limits.eval_wake_latency_us),
         "limits": svc.settings.limits.__dict__,
         "connection_limits": svc.settings.connections.__dict__,
         # who signs the evaluations' receipts, with which key (every public key: GET /v1/keys)

@@ -65,3 +65,15 @@ def held_now(path: str = PATH) -> int | None:
     finally:
         os.close(fd)
     return struct.unpack("=i", data)[0] if len(data) == 4 else None
+
+
+def holdable(limit_us: int, path: str = PATH) -> dict[str, object]:
+    """What an evaluation here would hold (/v1/health, kcoral doctor): ``{"ok": True, "held": "0 us"}``,
+    or ``{"ok": False, "held": "not held: why"}`` where the file cannot be opened for writing."""
+    if limit_us >= HOSTS_OWN_US:
+        return {"ok": True, "held": f"none asked (eval_wake_latency_us {limit_us}: the host's own idle policy)"}
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+    except OSError as exc:
+        return {"ok": False, "held": f"not held: {path}: {exc.strerror or exc}"}
+    return {"ok": True, "held": f"{limit_us} us while an evaluation runs"}

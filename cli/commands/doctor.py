@@ -86,6 +86,7 @@ def run_checks(remote: str | None, token: str | None, facts: dict[str, Any] | No
     checks += _gpus(health)
     checks += _images(health.get("images") or [])
     checks += _profilers(health.get("profiling") or {})
+    checks.append(_wake_latency(health.get("wake_latency")))
     checks.append(_disk(health.get("data_dir_free_bytes")))
     checks.append(_receipts(health.get("receipts")))
     checks += _calibrations(health.get("calibration"))
@@ -142,6 +143,17 @@ def _gpus(health: dict[str, Any]) -> list[Check]:
         state = f"drained: {drained[slot]}" if slot in drained else "free" if slot in leases.get("free", []) else "busy"
         checks.append(_slot_check(slot, f"{gpu.get('name')} {gpu.get('uuid')}", state))
     return checks
+
+
+def _wake_latency(info: Any) -> Check:
+    """Whether the server holds the host's cores awake while an evaluation runs (runner.wakeqos)."""
+    if not isinstance(info, dict):
+        return Check("cpu wake-up", "warn", "the server does not say", "update the server")
+    held = str(info.get("held", ""))
+    if info.get("ok"):
+        return Check("cpu wake-up", "ok", held)
+    fix = "run the server as root on the host (it opens /dev/cpu_dma_latency)"
+    return Check("cpu wake-up", "warn", f"{held}: a timed call may pay a core's wake-up on one side only", fix)
 
 
 def _slot_check(name: str, what: str, state: str) -> Check:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.runner.wakeqos import PATH, held_now, wake_latency
+from kcoral.runner.wakeqos import HOSTS_OWN_US, PATH, held_now, holdable, wake_latency
 
 needs_qos = pytest.mark.skipif(
     not os.access(PATH, os.R_OK | os.W_OK), reason=f"{PATH} cannot be opened here (not root, or not Linux)"
@@ -46,3 +46,13 @@ def test_the_request_is_a_native_int32_written_once(tmp_path: Path) -> None:
     with wake_latency(7, str(target)) as held:
         assert held == "7 us" and target.read_bytes() == (7).to_bytes(4, "little")
         assert held_now(str(target)) == 7
+
+
+def test_what_health_says_it_would_hold(tmp_path: Path) -> None:
+    target = tmp_path / "qos"
+    target.write_bytes(b"")
+    assert holdable(0, str(target)) == {"ok": True, "held": "0 us while an evaluation runs"}
+    assert holdable(0, str(tmp_path / "absent"))["ok"] is False
+    assert "not held: " in str(holdable(0, str(tmp_path / "absent"))["held"])
+    assert holdable(HOSTS_OWN_US, str(tmp_path / "absent"))["ok"] is True  # nothing asked, nothing to open
+    assert target.read_bytes() == b""  # asking whether it could is no request
