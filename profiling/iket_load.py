@@ -59,7 +59,7 @@ def from_json(data: bytes | str, source: str = "") -> Trace:
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "frame" in doc[0]:
         raise TraceError(
             f"{source or 'input'}: a Proton tree (.hatchet): sums per scope, no events to summarise here "
-            "(proton-viewer reads it; kcoral proton --data trace gives the trace)"
+            "(kcoral proton summarize FILE.hatchet reads it; kcoral proton --data trace gives the trace)"
         )
     return iket_trace.from_document(doc, source)
 

@@ -29,7 +29,8 @@ from kcoral.protocol.jobenv import OUTPUT_MOUNT as OUTPUT_DIR
 #: the name given to proton.start: Proton adds the extension (.chrome_trace for a trace, .hatchet for a tree)
 OUTPUT_NAME = "proton"
 TRACE_FILE = f"{OUTPUT_NAME}.chrome_trace"
-TREE_FILE = f"{OUTPUT_NAME}.hatchet"
+TREE_EXTENSION = ".hatchet"
+TREE_FILE = f"{OUTPUT_NAME}{TREE_EXTENSION}"
 #: the module that runs the client's script under Proton (kcoral's code is mounted into the job)
 RUNNER_MODULE = "kcoral.profiling.proton_run"
 #: what a Python command's first word may be (it is replaced by the server's interpreter)

@@ -4,6 +4,7 @@ comes back and its per-scope summary is printed.
     kcoral proton --send DIR [--output-dir OUT] [--data trace|tree] [Proton options] [-e K=V] [--timeout S]
                   [--json] -- python SCRIPT.py [ARGS]      (or -- python -m MODULE [ARGS])
     kcoral proton summarize TRACE [--clock-mhz F] [--json]   (kcoral iket summarize's, on a .chrome_trace)
+    kcoral proton summarize TREE.hatchet [--json]            (--data tree's: cycles per scope, per kernel)
     kcoral proton plot TRACE -o timeline.png                 (kcoral iket plot's)
 
 kcoral's own options may come anywhere before ``--``; every other option there must be one of the Proton
@@ -29,10 +30,11 @@ from kcoral.cli.commands.common import (
     TokenOption,
 )
 from kcoral.cli.commands.iket_cmd import TOOLS, run_tool
-from kcoral.cli.output import note
+from kcoral.cli.output import emit_json, note
 from kcoral.cli.runflow import PythonRun
 from kcoral.cli.toolargs import CommonOptions, ToolArgs, run_profiler, split_long_options, tool_spec
 from kcoral.profiling import proton as pro
+from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import JobView
 
 OPTIONS_METAVAR = "[OPTIONS] [PROTON OPTIONS] -- python SCRIPT.py [ARGS]...  |  summarize|plot TRACE"
@@ -59,7 +61,8 @@ class ProtonRun(PythonRun):
         extra["trace"] = str(trace) if trace.is_file() else None
         extra["tree"] = str(tree) if tree.is_file() else None
         if extra["tree"]:
-            note(f"kcoral: Proton tree {tree}  (proton-viewer -m normalized_cycles {tree})")
+            extra["tree_summary"] = print_tree(tree, quiet=self.opts.json)
+            note(f"kcoral: Proton tree {tree}  (kcoral proton summarize {tree}; proton-viewer reads it too)")
         try:
             extra["summary"] = pro.job_summary(output_dir)
         except TraceError as exc:
@@ -96,9 +99,11 @@ def proton(
     --mode default|mma, --granularity cta|warp|warp_2|...|warp_group_8, --buffer-type shared|global|stack,
     --buffer-strategy circular|flush, --buffer-size BYTES, --optimizations time_shift,sched_stores.
     proton.json comes back too (triton's version, the mode, the GPU's SM clock).
-    Tools: `kcoral proton summarize TRACE`, `kcoral proton plot TRACE -o timeline.png`.
+    Tools: `kcoral proton summarize TRACE` (or TREE.hatchet), `kcoral proton plot TRACE -o timeline.png`.
     """
     args = list(ctx.args)
+    if args[:1] == ["summarize"] and any(a.endswith(pro.TREE_EXTENSION) for a in args[1:]):
+        raise typer.Exit(summarize_tree(args[1:]))
     if args and args[0] in TOOLS:
         raise typer.Exit(run_tool(args, "kcoral proton"))
     parsed = split_proton_args(args)
@@ -108,3 +113,37 @@ def proton(
 
 
 build_proton_spec = tool_spec("proton", pro.normalise_options, pro.check_command)
+
+
+def print_tree(path: Path, quiet: bool = False) -> dict[str, Any] | None:
+    """The Proton tree's summary (profiling.proton_tree), printed unless ``quiet``; None (said) when unreadable."""
+    from kcoral.profiling import proton_tree
+    from kcoral.protocol.printable import printable
+
+    try:
+        doc = proton_tree.load(path)
+    except proton_tree.TreeError as exc:
+        note(f"kcoral: cannot summarise the tree: {exc}")
+        return None
+    if not quiet:
+        for line in proton_tree.format_lines(doc):
+            print(printable(line), flush=True)  # kernel and scope names are the job's
+    return doc
+
+
+def summarize_tree(args: list[str]) -> int:
+    """``kcoral proton summarize TREE.hatchet [--json]``: 0, or 2 with one line for a file that is no tree."""
+    from kcoral.profiling import proton_tree
+
+    files = [a for a in args if a != "--json"]
+    if len(files) != 1 or any(a.startswith("-") for a in files):
+        raise UsageError("usage: kcoral proton summarize TREE.hatchet [--json]")
+    try:
+        doc = proton_tree.load(files[0])
+    except proton_tree.TreeError as exc:
+        raise UsageError(str(exc)) from None
+    if "--json" in args:
+        emit_json(doc)
+        return 0
+    print_tree(Path(files[0]))
+    return 0
