@@ -89,7 +89,6 @@ def test_summarize_and_plot_through_the_command(tmp_path: Path, capfd: pytest.Ca
         ("hostile-truncated.chrome_trace", "not JSON"),
         ("hostile-nesting-bomb.chrome_trace", "nested too deep"),
         ("hostile-no-events.chrome_trace", "no scope events"),
-        ("h200-spin-measure.hatchet", "a Proton tree (.hatchet)"),
         ("absent.chrome_trace", "no such file"),
     ],
 )
@@ -98,6 +97,21 @@ def test_hostile_files_give_one_line_and_exit_2(name: str, says: str, capfd: pyt
     captured = capfd.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1 and says in captured.err
     assert "Traceback" not in captured.err
+
+
+def test_a_tree_is_summarised_as_one_and_refused_where_a_trace_is_asked_for(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``--data tree``'s file: kcoral proton summarize reads it by its name (profiling.proton_tree); under
+    a trace's name, or given to plot, it is refused in one line that says what reads it."""
+    tree = FIXTURES / "h200-spin-measure.hatchet"
+    assert run(["proton", "summarize", str(tree)]) == 0 and "kernel spin_kernel" in capfd.readouterr().out
+    renamed = tmp_path / "tree.chrome_trace"
+    renamed.write_bytes(tree.read_bytes())
+    for argv in (["summarize", str(renamed)], ["plot", str(tree), "-o", str(tmp_path / "t.png")]):
+        assert run(["proton", *argv]) == 2
+        err = capfd.readouterr().err
+        assert err.count("\n") == 1 and "a Proton tree (.hatchet)" in err and "summarize FILE.hatchet" in err
 
 
 def test_a_gzip_bomb_is_cut_at_the_limit(
