@@ -51,8 +51,9 @@ server sends the whole method to the supervisor in the case file, and the receip
 | budget_s          | s     | 30      | sampling stops after this, with at least min_reps samples     |
 | interval_target   | ratio | 0.01    | sampling stops early once the speedup's 95% interval reaches  |
 |                   |       |         | no further than this share of it either way (+-1%)            |
-| flush_bytes       | bytes | 128 MiB | written before every call to flush the caches: more than the  |
-|                   |       |         | last-level cache (less favours the side on the writer's core) |
+| flush_bytes       | bytes | 128 MiB | written before every call to flush the caches (inside its     |
+|                   |       |         | timed window: the empty call's time, which holds it, is taken |
+|                   |       |         | off; past about half a call the raw ratio is scored instead)  |
 | idle_cpu_ms       | ms    | 0.25    | the candidate's median CPU per gap between its calls: over it, |
 |                   |       |         | the evaluation is flagged                                     |
 | idle_cpu_share    | ratio | 0.10    | its total CPU outside calls over the baseline's call time:    |

@@ -190,9 +190,6 @@ QUICK_TIMING: dict[str, Any] = {
     "max_reps": 10,
     "budget_s": 1.0,
     "noisy_budget_s": 15.0,
-    # their outcome is not the timing's precision: a 16 MiB flush per call, not the method's 128 MiB
-    # (under this host's 32 MiB L3 the A/A is ~2% off and twice as spread: bench/results/flush-dev-vm)
-    "flush_bytes": 16 << 20,
 }
 
 

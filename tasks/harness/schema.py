@@ -57,10 +57,11 @@ class TimingMethod:
     max_reps: int = 300
     budget_s: float = 30.0
     interval_target: float = 0.01
-    #: written before every call, so that no call finds the data of the one before it in a cache: more
-    #: than the last-level cache (a CPU task with less kept the inputs the supervisor had just written
-    #: in its core's cache, the baseline's: on the 2-core dev VM, 32 MiB L3, the demo's template against
-    #: itself gave 0.981 [sd 2%] with 16 MiB and 0.990 [sd 0.7%] with 128 MiB: bench/results/flush-dev-vm)
+    #: written before every call, inside its timed window after its inputs (the empty call's too, so the
+    #: net time leaves it out), so that no call finds the data of the one before it in a cache. Past the
+    #: last-level cache a CPU task's inputs are evicted as well; but the flush's own time then dominates a
+    #: short call and the speedup falls back to the raw ratio, which shrinks every difference towards 1.0:
+    #: the CPU demo flushes 16 MiB (under the dev VM's 32 MiB L3) for that (bench/results/flush-dev-vm)
     flush_bytes: int = 128 << 20
     idle_cpu_ms: float = 0.25
     idle_cpu_share: float = 0.10
