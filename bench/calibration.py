@@ -63,6 +63,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "calibrated": sum(1 for r in scored if any(r.get("calibration") or [])),
         "alone_containing_1": sum(1 for lo, hi in alone if lo <= 1.0 <= hi),
         "alone_false_gains": sum(1 for lo, _ in alone if lo > 1.0),
+        # how each timed workload was scored (net, or raw where the empty call is over half a call)
+        "bases": {b: sum(1 for r in scored for x in r.get("basis") or [] if x == b) for b in ("net", "raw")},
     }
     if speedups:
         out.update(

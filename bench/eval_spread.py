@@ -66,6 +66,10 @@ def evaluate(client: KcoralClient, task: str, tar: Path) -> dict[str, Any]:
         "flags": report.get("flags", []),
         # each timed workload's interval of the request alone, and the slot's A/A calibration folded into "ci"
         "within": [w.get("speedup_within") for w in timed],
+        # net (the empty call's time taken off) or raw (the empty call over half a call: every difference
+        # reads smaller): read these before comparing two runs' spreads
+        "basis": [w.get("basis") for w in timed],
+        "protocol_share": [w.get("protocol_share") for w in timed],
         "calibration": [w.get("calibration") for w in timed],
         "gpu": [{k: w.get(k) for k in GPU_FIGURES} for w in timed],
         "wall_s": wall,
