@@ -35,7 +35,11 @@ HOSTS_OWN_US = 2_000_000_000
 @contextmanager
 def wake_latency(limit_us: int, path: str = PATH) -> Iterator[str]:
     """Hold a wake-up latency of at most ``limit_us`` microseconds on every CPU while inside. Yields what
-    holds: ``"0 us"``, or why nothing does (``"not held: ..."``)."""
+    holds: ``"0 us"``, or why nothing does (``"not held: ..."``, or :func:`none_asked` for a limit of
+    :data:`HOSTS_OWN_US` or more, which the request's int32 could not carry past 2**31 - 1 anyway)."""
+    if limit_us >= HOSTS_OWN_US:
+        yield none_asked(limit_us)
+        return
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     except OSError as exc:
@@ -50,6 +54,11 @@ def wake_latency(limit_us: int, path: str = PATH) -> Iterator[str]:
         yield f"{limit_us} us"
     finally:
         os.close(fd)
+
+
+def none_asked(limit_us: int) -> str:
+    """What holds where the operator asked for the host's own idle policy."""
+    return f"none asked (eval_wake_latency_us {limit_us}: the host's own idle policy)"
 
 
 def held_now(path: str = PATH) -> int | None:
@@ -71,7 +80,7 @@ def holdable(limit_us: int, path: str = PATH) -> dict[str, object]:
     """What an evaluation here would hold (/v1/health, kcoral doctor): ``{"ok": True, "held": "0 us"}``,
     or ``{"ok": False, "held": "not held: why"}`` where the file cannot be opened for writing."""
     if limit_us >= HOSTS_OWN_US:
-        return {"ok": True, "held": f"none asked (eval_wake_latency_us {limit_us}: the host's own idle policy)"}
+        return {"ok": True, "held": none_asked(limit_us)}
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
     except OSError as exc:

@@ -118,7 +118,6 @@ build_proton_spec = tool_spec("proton", pro.normalise_options, pro.check_command
 def print_tree(path: Path, quiet: bool = False) -> dict[str, Any] | None:
     """The Proton tree's summary (profiling.proton_tree), printed unless ``quiet``; None (said) when unreadable."""
     from kcoral.profiling import proton_tree
-    from kcoral.protocol.printable import printable
 
     try:
         doc = proton_tree.load(path)
@@ -126,9 +125,17 @@ def print_tree(path: Path, quiet: bool = False) -> dict[str, Any] | None:
         note(f"kcoral: cannot summarise the tree: {exc}")
         return None
     if not quiet:
-        for line in proton_tree.format_lines(doc):
-            print(printable(line), flush=True)  # kernel and scope names are the job's
+        show_tree(doc)
     return doc
+
+
+def show_tree(doc: dict[str, Any]) -> None:
+    """A tree's summary as text (kernel and scope names are the job's: escaped)."""
+    from kcoral.profiling.proton_tree import format_lines
+    from kcoral.protocol.printable import printable
+
+    for line in format_lines(doc):
+        print(printable(line), flush=True)
 
 
 def summarize_tree(args: list[str]) -> int:
@@ -144,6 +151,6 @@ def summarize_tree(args: list[str]) -> int:
         raise UsageError(str(exc)) from None
     if "--json" in args:
         emit_json(doc)
-        return 0
-    print_tree(Path(files[0]))
+    else:
+        show_tree(doc)
     return 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.runner.wakeqos import HOSTS_OWN_US, PATH, held_now, holdable, wake_latency
+from kcoral.runner.wakeqos import HOSTS_OWN_US, PATH, held_now, holdable, none_asked, wake_latency
 
 needs_qos = pytest.mark.skipif(
     not os.access(PATH, os.R_OK | os.W_OK), reason=f"{PATH} cannot be opened here (not root, or not Linux)"
@@ -30,8 +30,10 @@ def test_the_request_holds_while_inside_and_goes_with_it() -> None:
 def test_a_larger_request_than_the_host_holds_changes_nothing() -> None:
     before = held_now()
     assert before is not None
-    with wake_latency(before) as held:
-        assert held == f"{before} us" and held_now() == before
+    with wake_latency(before) as held:  # the kernel's own value: no request at all
+        assert held == none_asked(before) and held_now() == before
+    with wake_latency(1000) as held, wake_latency(HOSTS_OWN_US - 1) as larger:
+        assert (held, larger) == ("1000 us", f"{HOSTS_OWN_US - 1} us") and held_now() == 1000
 
 
 def test_a_host_without_the_interface_says_why(tmp_path: Path) -> None:
@@ -56,3 +58,12 @@ def test_what_health_says_it_would_hold(tmp_path: Path) -> None:
     assert "not held: " in str(holdable(0, str(tmp_path / "absent"))["held"])
     assert holdable(HOSTS_OWN_US, str(tmp_path / "absent"))["ok"] is True  # nothing asked, nothing to open
     assert target.read_bytes() == b""  # asking whether it could is no request
+
+
+def test_the_hosts_own_policy_or_more_holds_nothing_and_never_overflows(tmp_path: Path) -> None:
+    target = tmp_path / "qos"
+    target.write_bytes(b"")
+    for limit in (HOSTS_OWN_US, 3_000_000_000, 1 << 40):  # past an int32: a request could not carry it
+        with wake_latency(limit, str(target)) as held:
+            assert held.startswith("none asked") and str(limit) in held
+    assert target.read_bytes() == b""
