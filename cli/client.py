@@ -320,14 +320,12 @@ class KcoralClient:
     def task(self, task_id: str) -> TaskContract:
         """GET /v1/tasks/{id}: the task's whole contract."""
         data = self._call("GET", f"/v1/tasks/{quote(task_id, safe='/')}", "task")
-        from pydantic import ValidationError  # the evaluation's documents only (not every command's start-up)
-
-        from kcoral.tasks.documents import TaskContract
+        from kcoral.tasks.documents import DocumentError, TaskContract, parse
 
         try:
-            return TaskContract.model_validate(data)
-        except ValidationError as exc:
-            raise ServerError(f"task {task_id}: not what a kcoral server sends: {exc.errors()[0]['msg']}") from None
+            return parse(TaskContract, data)
+        except DocumentError as exc:
+            raise ServerError(f"task {task_id}: not what a kcoral server sends: {exc}") from None
 
     def read_output(
         self, job_id: str, path: str, expected_sha256: str | None = None, limit: int = 64 * 1024 * 1024

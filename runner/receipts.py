@@ -64,16 +64,14 @@ def statement_for(receipt: Receipt, job: JobRecord, result: RunResult, store: Jo
     spec = job.spec
     assert isinstance(spec, EvalSpec)  # seal's check
     times = {"created": job.times.created, "queued": job.times.queued, "started": job.times.started}
-    return receipt.model_copy(
-        update={
-            "server": server,
-            "label": spec.label,
-            "submission_digest": job.submission_digest,
-            "verdict": result.verdict,
-            "score": result.score,
-            "times": {k: v for k, v in times.items() if v is not None} | {"finished": receipt.finished},
-            "same_submission": same_submission(store, job, result, receipt.finished),
-        }
+    return receipt.but(
+        server=server,
+        label=spec.label,
+        submission_digest=job.submission_digest,
+        verdict=result.verdict,
+        score=result.score,
+        times={k: v for k, v in times.items() if v is not None} | {"finished": receipt.finished},
+        same_submission=same_submission(store, job, result, receipt.finished),
     )
 
 

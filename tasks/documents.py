@@ -3,28 +3,38 @@ receipt.json (Receipt). Built by the server from the supervisor's result (tasks.
 tasks.evaluate); read by ``kcoral eval``, ``show`` and ``rerun`` through :func:`parse_report` and
 :func:`parse_receipt`. The JSON leaves out what does not apply (a row without a speedup, a report
 without a summary), so a key's presence means the figure exists.
+
+Plain frozen dataclasses, declared and read the one way the API's data is (kcoral.protocol.models:
+``from_data`` checks every type, ``to_data`` writes the JSON): no validation library on either side.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from kcoral.protocol.models import JobState, Score, Verdict
+from kcoral.protocol.models import DataError, JobState, Score, Verdict, from_data, parse_json, to_data
 from kcoral.tasks.harness.schema import Outcome
 
 
-class Document(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+class Document:
+    """A document's behaviour: its file name among the job's outputs, its JSON, a copy with changes."""
+
     #: the document's name among the job's outputs
     FILE: ClassVar[str] = ""
 
     def document(self) -> dict[str, Any]:
-        """The JSON object as written to the job's outputs."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """The JSON object as written to the job's outputs (the fields that are None left out)."""
+        data: dict[str, Any] = to_data(self, drop_none=True)
+        return data
+
+    def but(self: D, **changes: Any) -> D:
+        """A copy with ``changes`` (the documents are frozen)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
 
 
+@dataclass(frozen=True, kw_only=True)
 class WorkloadRow(Document):
     """One workload's verdict and, for a timed workload that passed, its figures (net of the protocol)."""
 
@@ -37,7 +47,7 @@ class WorkloadRow(Document):
     note: str | None = None
     #: what the submission did that its verdict does not hold against it (it wrote into its inputs)
     warnings: list[str] | None = None
-    stats: dict[str, dict[str, float]] = {}
+    stats: dict[str, dict[str, float]] = field(default_factory=dict)
     baseline_ms: float | None = None
     kernel_ms: float | None = None
     speedup: float | None = None
@@ -90,6 +100,7 @@ class WorkloadRow(Document):
     per_call_speedup: list[float] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class Summary(Document):
     """The geometric mean of the timed workloads' speedups, its interval, and the spread."""
 
@@ -102,6 +113,7 @@ class Summary(Document):
     max_speedup: float
 
 
+@dataclass(frozen=True, kw_only=True)
 class EvalReport(Document):
     """report.json: the holdout, each workload, the flags and the summary, and the printed lines."""
 
@@ -114,8 +126,8 @@ class EvalReport(Document):
     holdout_probes: int
     #: which kind of failure the holdout met (FAIL or ERROR), never its details
     holdout_failure: Outcome | None = None
-    workloads: list[WorkloadRow] = []
-    flags: list[str] = []
+    workloads: list[WorkloadRow] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
     cpu_watch: str = ""
     #: the wake-up latency the host's CPUs were held to while it ran ("0 us", "not held: why", "the host's
     #: own": runner.wakeqos; "": a check, or an older report)
@@ -124,11 +136,11 @@ class EvalReport(Document):
     total: int
     summary: Summary | None = None
     #: why the timing could not be trusted (the host too noisy): no summary then, and no score
-    inconclusive: list[str] = []
-    telemetry: dict[str, Any] = {}
+    inconclusive: list[str] = field(default_factory=list)
+    telemetry: dict[str, Any] = field(default_factory=dict)
     #: seconds per phase of the supervisor's work, in order (tasks.harness.schema.SupervisorResult.phases)
-    phases: dict[str, float] = {}
-    lines: list[str] = []
+    phases: dict[str, float] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
     #: True: an A/A request of the server's (tasks.calibration), the task's template as the candidate
     calibration: bool | None = None
     #: a pack problem's suite's own headline (tasks.packs.headline: KernelBench's fast_p terms, GPU
@@ -156,6 +168,7 @@ class EvalReport(Document):
         return holdout and self.passed == self.total and not self.flags
 
 
+@dataclass(frozen=True, kw_only=True)
 class SampleTimes(Document):
     """One timed workload's raw samples on the supervisor's clock (ms), for a reader to recompute."""
 
@@ -168,6 +181,7 @@ class SampleTimes(Document):
     judge_wait_ms: list[float] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class WorkloadScore(Document):
     """One workload's verdict in a receipt and, timed and passed, its speedup with its 95% interval."""
 
@@ -177,6 +191,7 @@ class WorkloadScore(Document):
     speedup_hi: float | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class Repeat(Document):
     """One evaluation of the same submission, in a receipt's ``same_submission``."""
 
@@ -187,15 +202,17 @@ class Repeat(Document):
     finished: float | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class SameSubmission(Document):
     """Every evaluation of a receipt's submission digest by the same token on the same task (timed ones
     for a timed evaluation, checks for a check), this one among them, as the server knew them when it
     signed: ``count`` of them, the newest ``evaluations`` listed oldest first."""
 
     count: int
-    evaluations: list[Repeat] = []
+    evaluations: list[Repeat] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
 class Receipt(Document):
     """receipt.json: what a rerun pins and a reader needs to trust or redo the score. The judge writes it
     (tasks.evaluate); the server that ran the job adds its own facts and signs it (runner.receipts):
@@ -218,10 +235,10 @@ class Receipt(Document):
     judge_code_sha256: str | None = None
     #: a check (--check): correctness only, no score
     check: bool | None = None
-    gpus: list[dict[str, Any]] = []
-    telemetry: dict[str, Any] = {}
-    seed_hashes: dict[str, str] = {}
-    timings: dict[str, SampleTimes] = {}
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    telemetry: dict[str, Any] = field(default_factory=dict)
+    seed_hashes: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, SampleTimes] = field(default_factory=dict)
     #: the timing method and the judge's rules the evaluation ran under (TimingMethod: this server's
     #: ``timing_NAME`` settings with the task's own over them); None in a receipt from before
     method: dict[str, Any] | None = None
@@ -243,11 +260,13 @@ class Receipt(Document):
     signature: dict[str, str] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
 class TensorSpec(Document):
     shape: list[int]
     dtype: str
 
 
+@dataclass(frozen=True, kw_only=True)
 class WorkloadContract(Document):
     """One public workload: its parameters, what ``data`` holds for it, and its tolerance."""
 
@@ -260,6 +279,7 @@ class WorkloadContract(Document):
     tolerance: dict[str, float]
 
 
+@dataclass(frozen=True, kw_only=True)
 class TaskContract(Document):
     """Everything a submitter may know of a task before submitting (``GET /v1/tasks/ID``, ``kcoral
     tasks show``): the holdout only by its count."""
@@ -283,7 +303,7 @@ class TaskContract(Document):
     image: str
     python: str = ""
     #: distribution name -> version, in the image the submission runs in ({} when it could not be asked)
-    packages: dict[str, str] = {}
+    packages: dict[str, str] = field(default_factory=dict)
     packages_error: str = ""
     #: a working solution.py to start from (the baseline's approach; ``kcoral init`` writes it)
     template: str = ""
@@ -308,12 +328,10 @@ def parse_receipt(data: str | bytes) -> Receipt:
     return parse(Receipt, data)
 
 
-def parse(model: type[D], data: str | bytes) -> D:
-    """``data`` as the document ``model``; DocumentError when it is not what the server writes."""
+def parse(model: type[D], data: object) -> D:
+    """``data`` (JSON, or its parsed object) as the document ``model``; DocumentError when it is not what
+    the server writes."""
     try:
-        return model.model_validate_json(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]  # pydantic raises with at least one
-        where = ".".join(str(p) for p in first["loc"])
-        place = f"{model.__name__}: {where}" if where else model.__name__
-        raise DocumentError(f"{place}: {first['msg']}") from None
+        return from_data(model, parse_json(data) if isinstance(data, str | bytes) else data)
+    except DataError as exc:
+        raise DocumentError(f"{model.__name__}: {exc}") from None

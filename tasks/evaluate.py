@@ -379,14 +379,10 @@ class _Evaluation:
             floors = calibration.floors(runs, time.time(), ctx.settings.limits.calibration)
         report = build_report(task.manifest, doc, result, check=self.check, floors=floors, assume_floor=not aa)
         if not self.check and not self.cores.separated:
-            report = report.model_copy(update={"inconclusive": [*report.inconclusive, UNSEPARATED]})
-        report = with_lines(
-            report.model_copy(
-                update={"telemetry": telemetry, "calibration": aa or None, "wake_latency": outcomes.wake_latency}
-            )
-        )
+            report = report.but(inconclusive=[*report.inconclusive, UNSEPARATED])
+        report = with_lines(report.but(telemetry=telemetry, calibration=aa or None, wake_latency=outcomes.wake_latency))
         if aa:
-            report = report.model_copy(update={"lines": [*report.lines, self._record_aa(report, slot, task_sha256)]})
+            report = report.but(lines=[*report.lines, self._record_aa(report, slot, task_sha256)])
         receipt = Receipt(
             job=ctx.job.id,
             task=task.id,

@@ -96,7 +96,7 @@ def build_report(
         summary=_summary(scored) if scored and not inconclusive else None,
     )
     suite = packs_headline.headline(task_manifest, report.document())  # a problem pack's own headline
-    return report if suite is None else report.model_copy(update={"suite": suite})
+    return report if suite is None else report.but(suite=suite)
 
 
 def _workload_row(
@@ -363,7 +363,7 @@ def sample_times(cases: CaseFile, result: SupervisorResult) -> dict[str, SampleT
 
 def with_lines(report: EvalReport) -> EvalReport:
     """The report with its printed lines."""
-    return report.model_copy(update={"lines": report_lines(report)})
+    return report.but(lines=report_lines(report))
 
 
 #: a submission whose call times' spread is above this and UNSTEADY_FACTOR times the baseline's (timed

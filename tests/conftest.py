@@ -72,7 +72,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """The files whose tests need no engine first (seconds in all: a mistake there shows at once), then
     the rest in their usual order. A file moves as a whole, its tests in their order, so that a
     module-scoped fixture (a server, a cluster) is still set up once. A file with no engine is
-    ``concurrent`` (pyproject's markers: scripts/test.sh runs those two at a time)."""
+    ``concurrent`` (pyproject's markers: scripts/test.sh runs those two at a time), unless marked ``alone``."""
     by_file: dict[Any, list[pytest.Item]] = {}
     for item in items:
         by_file.setdefault(item.path, []).append(item)
@@ -81,7 +81,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     }
     items[:] = [i for i in items if i.path not in needs_engine] + [i for i in items if i.path in needs_engine]
     for item in items:
-        if item.path not in needs_engine:
+        if item.path not in needs_engine and item.get_closest_marker("alone") is None:
             item.add_marker(pytest.mark.concurrent)
 
 

@@ -35,7 +35,7 @@ def wait(
         view = client.wait(job_id, timeout, on_change=None if json else job_progress("job {id}"))
         failure = None
         if isinstance(view.spec, EvalSpec) and view.state == JobState.finished and view.verdict != Verdict.ok:
-            # as kcoral eval says it; its report is read with pydantic, which only this case imports
+            # as kcoral eval says it (its report is read only in this case)
             from kcoral.cli.commands.eval_cmd import first_failure
             from kcoral.cli.evaldocs import fetch
             from kcoral.tasks.documents import EvalReport

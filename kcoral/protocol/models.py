@@ -258,7 +258,7 @@ JobSpec = PythonSpec | EvalSpec | NcuSpec | IketSpec | SanitizerSpec | TimelineS
 
 def parse_spec(data: str | bytes | dict[str, Any]) -> JobSpec:
     """A JobSpec from JSON text or a dict; :class:`DataError` when it is not one."""
-    return from_data(JobSpec, data if isinstance(data, dict) else _json(data))  # type: ignore[arg-type]
+    return from_data(JobSpec, data if isinstance(data, dict) else parse_json(data))  # type: ignore[arg-type]
 
 
 @dataclass(kw_only=True)
@@ -430,11 +430,20 @@ class DataError(ValueError):
         self.what = what
 
 
-def to_data(value: Any) -> Any:
-    """A dataclass (or a list of them) as JSON data: dicts, lists, text and numbers."""
+def to_data(value: Any, *, drop_none: bool = False) -> Any:
+    """A dataclass (or a list of them) as JSON data: dicts, lists, text and numbers (an enum as its value).
+    ``drop_none``: a dataclass's fields that are None are left out (a document's absent figures), at every
+    depth; None inside a dict or a list stays."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = ((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
+        return {name: to_data(v, drop_none=drop_none) for name, v in items if not (drop_none and v is None)}
     if isinstance(value, list | tuple):
-        return [to_data(v) for v in value]
-    return dataclasses.asdict(value)
+        return [to_data(v, drop_none=drop_none) for v in value]
+    if isinstance(value, dict):
+        return {k: to_data(v, drop_none=drop_none) for k, v in value.items()}
+    if isinstance(value, Enum):
+        return value.value
+    return value
 
 
 def from_data(cls: type[_T], data: object) -> _T:
@@ -446,7 +455,8 @@ def from_data(cls: type[_T], data: object) -> _T:
     return typing.cast(_T, _convert(cls, data, ()))
 
 
-def _json(text: str | bytes) -> object:
+def parse_json(text: str | bytes) -> object:
+    """JSON text as data; DataError (not a JSONDecodeError or a RecursionError) when it is not JSON."""
     try:
         return json.loads(text)
     except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
@@ -474,9 +484,10 @@ def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
         _, item = typing.get_args(tp)
         return {_text(k, (*path, "<key>")): _convert(item, v, (*path, str(k))) for k, v in value.items()}
     if origin is Literal:
-        if value not in typing.get_args(tp):
-            raise DataError(_where(path), f"must be {' or '.join(repr(str(a)) for a in typing.get_args(tp))}")
-        return typing.get_args(tp)[0]
+        for option in typing.get_args(tp):
+            if value == option and isinstance(value, bool) == isinstance(option, bool):  # True is not 1
+                return option
+        raise DataError(_where(path), f"must be {' or '.join(repr(str(a)) for a in typing.get_args(tp))}")
     if tp is Any:
         return value
     if isinstance(tp, type) and issubclass(tp, Enum):
@@ -522,8 +533,13 @@ def _union(options: tuple[Any, ...], value: object, path: tuple[str, ...]) -> ob
         if not isinstance(kind, str) or kind not in kinds:  # a list or an object cannot be looked up
             raise DataError(_where(path), f"unknown job kind; a server runs: {', '.join(kinds)}")
         return _convert(kinds[kind], value, (*path, str(kind)))
-    (inner,) = (o for o in options if o is not type(None))  # X | None
-    return _convert(inner, value, path)
+    others = [o for o in options if o is not type(None)]
+    for inner in others[:-1]:  # X | Y: the first that takes the value (float | bool: a number, then true/false)
+        try:
+            return _convert(inner, value, path)
+        except DataError:
+            pass
+    return _convert(others[-1], value, path)  # X | None, or the last option: its error is the one named
 
 
 @functools.cache
@@ -557,10 +573,14 @@ def _dataclass(cls: type, value: object, path: tuple[str, ...]) -> object:
         for name in value:
             if name not in fields:
                 raise DataError(_where((*path, str(name))), "no such field (a typo is refused)")
-    required = {f.name for f in dataclasses.fields(cls) if f.init and _no_default(f)}
-    for name in sorted(required - value.keys()):
-        raise DataError(_where((*path, name)), "missing")
-    kwargs = {name: _convert(fields[name][0], v, (*path, name)) for name, v in value.items() if name in fields}
+    kwargs = {}
+    for f in dataclasses.fields(cls):  # in the class's order: the first wrong field is the one named
+        if not f.init:
+            continue
+        if f.name in value:
+            kwargs[f.name] = _convert(fields[f.name][0], value[f.name], (*path, f.name))
+        elif _no_default(f):
+            raise DataError(_where((*path, f.name)), "missing")
     try:
         return cls(**kwargs)
     except DataError as exc:  # the class's own checks (__post_init__)

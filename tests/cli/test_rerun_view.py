@@ -13,7 +13,7 @@ from rich.console import Console
 
 from kcoral.cli.commands.rerun_cmd import Side, comparison, comparison_view
 from kcoral.protocol.models import EvalSpec, ImageInfo, JobState, JobTimes, JobView, Verdict
-from kcoral.tasks.documents import EvalReport, Receipt
+from kcoral.tasks.documents import EvalReport, Receipt, parse
 from tests.tasks.test_documents import REPORT
 
 #: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
@@ -38,8 +38,8 @@ def view(job: str, digest: str) -> JobView:
 def side(job: str, report: dict[str, Any] | None, receipt: dict[str, Any] | None) -> Side:
     return Side(
         view(job, (receipt or {}).get("image", "sha256:view")),
-        EvalReport.model_validate(report) if report else None,
-        Receipt.model_validate(receipt) if receipt else None,
+        parse(EvalReport, report) if report else None,
+        parse(Receipt, receipt) if receipt else None,
     )
 
 

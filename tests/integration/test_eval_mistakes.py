@@ -20,7 +20,7 @@ import pytest
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.main import run
 from kcoral.protocol.models import JobView, from_data
-from kcoral.tasks.documents import EvalReport
+from kcoral.tasks.documents import EvalReport, parse
 from tests.conftest import RunningServer, make_tar
 
 #: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
@@ -97,7 +97,7 @@ def submit(server: RunningServer, source: str) -> str:
 
 
 def report_of(server: RunningServer, job: dict[str, Any]) -> EvalReport:
-    return EvalReport.model_validate_json(server.http.get(f"/v1/jobs/{job['id']}/outputs/report.json").content)
+    return parse(EvalReport, server.http.get(f"/v1/jobs/{job['id']}/outputs/report.json").content)
 
 
 def test_each_first_mistake_gets_a_reason_it_can_act_on(server: RunningServer, capfd, tmp_path: Path) -> None:

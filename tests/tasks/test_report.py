@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kcoral.tasks import report as report_module
-from kcoral.tasks.documents import EvalReport, WorkloadRow
+from kcoral.tasks.documents import EvalReport, WorkloadRow, parse
 from kcoral.tasks.harness.schema import (
     Case,
     CaseFile,
@@ -31,11 +31,11 @@ def build_report(*args: Any) -> dict[str, Any]:
 
 
 def passed(doc: dict[str, Any]) -> bool:
-    return EvalReport.model_validate(doc).ok
+    return parse(EvalReport, doc).ok
 
 
 def report_lines(doc: dict[str, Any]) -> list[str]:
-    return report_module.report_lines(EvalReport.model_validate(doc))
+    return report_module.report_lines(parse(EvalReport, doc))
 
 
 TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
@@ -180,7 +180,7 @@ def test_an_unmeasurable_row_makes_the_evaluation_inconclusive_not_failed() -> N
     report = build_report({}, two_timed(), all_pass(t1=const_timing(2.0, 0.0)))
     assert "summary" not in report and report["flags"] == []
     assert report["inconclusive"][0].startswith("large: a median call time is not above the protocol's fixed cost")
-    assert EvalReport.model_validate(report).correct and not passed(report)
+    assert parse(EvalReport, report).correct and not passed(report)
 
 
 def test_summary_extremes_are_of_the_point_speedups_not_the_bounds() -> None:
@@ -221,7 +221,7 @@ def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_
     )
     doc = build_report({}, two_timed(), all_pass(t1=noisy))
     assert "summary" not in doc and len(doc["inconclusive"]) == 1 and doc["inconclusive"][0].startswith("large: ")
-    report = EvalReport.model_validate(doc)
+    report = parse(EvalReport, doc)
     assert report.correct and not report.ok
     lines = report_module.report_lines(report)
     (why,) = doc["inconclusive"]
@@ -659,7 +659,7 @@ def test_more_than_half_the_iterations_disturbed_leaves_the_workload_unmeasured(
         "small: 5 of 8 timed iterations were disturbed (the judge's side lost a median 0.750 ms each to waiting "
         "for a CPU or to interrupts), more than 50%: the host was too busy to time it (evaluate again)"
     ]
-    report = EvalReport.model_validate(doc)
+    report = parse(EvalReport, doc)
     assert "summary" not in doc and report.correct and not report.ok  # inconclusive, never a gain
     # a result without the waits still names the count
     bare = build_report({}, two_timed(), all_pass(t0=disturbed_timing(marks, [])))
@@ -682,7 +682,7 @@ def test_a_candidate_core_shared_with_others_work_leaves_the_workload_unmeasured
         "small: other work on the host ran on the submission's core during 60% of its timed calls (900 ms), more "
         f"than {limit:.0%}: its times are not its own (evaluate again on a quieter host)"
     ]
-    report = EvalReport.model_validate(busy)
+    report = parse(EvalReport, busy)
     assert "summary" not in busy and report.correct and not report.ok
     quiet = build_report({}, two_timed(), all_pass(t0=const_timing(4.0, 1.0, shared_core_share=limit)))
     assert quiet["inconclusive"] == [] and quiet["workloads"][0]["shared_core_share"] == limit and passed(quiet)
@@ -739,7 +739,7 @@ def test_a_report_written_before_the_basis_and_disturbed_fields_still_parses() -
     for row in doc["workloads"]:
         for key in ("basis", "protocol_share", "disturbed"):
             row.pop(key, None)
-    report = EvalReport.model_validate(doc)
+    report = parse(EvalReport, doc)
     assert report.workloads[0].basis is None and report.workloads[0].disturbed is None
     assert report_module.report_lines(report)[2].endswith("n=12 (stable; protocol 1.0000 ms per call subtracted)")
 
@@ -752,7 +752,7 @@ def test_the_gpus_clock_and_heat_reach_the_row_and_a_line() -> None:
     assert (row["gpu_clock_mhz"], row["gpu_clock_min_mhz"], row["gpu_temp_c"]) == (1980, 1755, 44)
     assert (row["throttled"], row["cooled_s"]) == (1, 2.5)
     line = report_module.gpu_line(
-        WorkloadRow.model_validate({"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row})
+        parse(WorkloadRow, {"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row})
     )
     assert line == (
         "GPU while timed: SM clock median 1980 MHz (lowest 1755), up to 44 C; 1 iterations with the GPU slowed "

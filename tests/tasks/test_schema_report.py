@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kcoral.tasks import report as report_module
-from kcoral.tasks.documents import EvalReport
+from kcoral.tasks.documents import EvalReport, parse
 from kcoral.tasks.harness.schema import (
     Case,
     CaseFile,
@@ -35,11 +35,11 @@ def build_report(*args: Any) -> dict[str, Any]:
 
 
 def passed(doc: dict[str, Any]) -> bool:
-    return EvalReport.model_validate(doc).ok
+    return parse(EvalReport, doc).ok
 
 
 def report_lines(doc: dict[str, Any]) -> list[str]:
-    return report_module.report_lines(EvalReport.model_validate(doc))
+    return report_module.report_lines(parse(EvalReport, doc))
 
 
 MANIFEST = {"floor_ms": 0.4, "max_speedup": 8}
