@@ -34,7 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.eval_spread import busy_loops, evaluate, session  # noqa: E402
 from kcoral.cli.tarball import build_tarball  # noqa: E402
-from kcoral.protocol.models import PythonSpec, to_data  # noqa: E402
+from kcoral.protocol.models import PythonSpec  # noqa: E402
+from kcoral.protocol.typeddata import to_data  # noqa: E402
 
 #: the co-tenant: every core of its slot busy for up to this many seconds (cancelled once the run ends)
 COTENANT = "import os, multiprocessing as m, time\n" + (

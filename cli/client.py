@@ -38,17 +38,8 @@ from kcoral.protocol.errors import (
 from kcoral.protocol.evaluations import Board, Comparison, History
 from kcoral.protocol.framing import STATUS, FrameReader, Piece
 from kcoral.protocol.jobids import JOB_ID
-from kcoral.protocol.models import (
-    CalibrationFloors,
-    CalibrationJobs,
-    DataError,
-    JobState,
-    JobView,
-    OutputFile,
-    SpecBase,
-    from_data,
-    to_data,
-)
+from kcoral.protocol.models import CalibrationFloors, CalibrationJobs, JobState, JobView, OutputFile, SpecBase
+from kcoral.protocol.typeddata import DataError, from_data, to_data
 
 if TYPE_CHECKING:
     from kcoral.protocol.receipts import ServerKeys

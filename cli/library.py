@@ -33,7 +33,6 @@ from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.evaluations import Board, Comparison, History
 from kcoral.protocol.framing import STDERR
 from kcoral.protocol.models import (
-    DataError,
     EvalSpec,
     IketSpec,
     JobView,
@@ -45,6 +44,7 @@ from kcoral.protocol.models import (
     TimelineSpec,
     Verdict,
 )
+from kcoral.protocol.typeddata import DataError
 from kcoral.tasks.documents import EvalReport, Receipt, TaskContract
 
 __all__ = ["Client", "JobResult", "KcoralError"]

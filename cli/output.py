@@ -37,8 +37,9 @@ from kcoral.protocol.errors import (
     EXIT_TRY_LATER,
     KcoralError,
 )
-from kcoral.protocol.models import JobState, JobView, Verdict, to_data
+from kcoral.protocol.models import JobState, JobView, Verdict
 from kcoral.protocol.printable import printable
+from kcoral.protocol.typeddata import to_data
 
 if TYPE_CHECKING:  # rich is imported by the commands that draw tables, not at every start-up
     from rich.console import Console

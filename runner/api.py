@@ -46,10 +46,9 @@ from kcoral.protocol.models import (
     ProfileSpec,
     PythonSpec,
     Verdict,
-    from_data,
-    to_data,
 )
 from kcoral.protocol.spool import Spool
+from kcoral.protocol.typeddata import from_data, to_data
 from kcoral.runner import wakeqos
 from kcoral.runner.archive import extract_upload, safe_output_path
 from kcoral.runner.calibrations import calibration_floors, request_calibrations
@@ -83,7 +82,7 @@ def _spec(body: object) -> JobSpec:
     return from_data(JobSpec, body)  # type: ignore[arg-type]
 
 
-#: the body of POST /v1/jobs: made by protocol.models.from_data (THE parser: its DataError is our 400),
+#: the body of POST /v1/jobs: made by protocol.typeddata.from_data (THE parser: its DataError is our 400),
 #: shown in the OpenAPI schema as the union of the specs
 SubmittedSpec = Annotated[JobSpec, PlainValidator(_spec, json_schema_input_type=JobSpec)]
 

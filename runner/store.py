@@ -34,8 +34,8 @@ from kcoral.protocol.models import (
     StepTimes,
     Verdict,
     parse_spec,
-    to_data,
 )
+from kcoral.protocol.typeddata import to_data
 from kcoral.runner.changes import JobChanges
 from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobfs import remove_tree

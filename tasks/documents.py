@@ -14,7 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
-from kcoral.protocol.models import DataError, JobState, Score, Verdict, from_data, parse_json, to_data
+from kcoral.protocol.models import JobState, Score, Verdict
+from kcoral.protocol.typeddata import DataError, from_data, parse_json, to_data
 from kcoral.tasks.harness.schema import Outcome
 
 

@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from kcoral.protocol.errors import BadRequest, InfrastructureError
 from kcoral.protocol.jobenv import INPUT_MOUNT, OUTPUT_MOUNT
-from kcoral.protocol.models import EvalSpec, JobKindName, SpecBase, Verdict, to_data
+from kcoral.protocol.models import EvalSpec, JobKindName, SpecBase, Verdict
 from kcoral.protocol.printable import printable
+from kcoral.protocol.typeddata import to_data
 from kcoral.runner import jobfs
 from kcoral.runner.codecopy import code_digest
 from kcoral.runner.envpolicy import job_environment

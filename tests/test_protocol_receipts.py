@@ -13,7 +13,6 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from kcoral.protocol.models import to_data
 from kcoral.protocol.receipts import (
     SIGNATURE,
     ReceiptError,
@@ -24,6 +23,7 @@ from kcoral.protocol.receipts import (
     statement_of,
     verify,
 )
+from kcoral.protocol.typeddata import to_data
 from kcoral.runner.receipt_keys import KeyRing
 
 STATEMENT: dict[str, Any] = {

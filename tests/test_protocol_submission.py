@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from kcoral.cli.tarball import build_tarball
-from kcoral.protocol.models import DataError, EvalSpec
+from kcoral.protocol.models import EvalSpec
 from kcoral.protocol.submission import default_label, submission_digest, tar_digest
+from kcoral.protocol.typeddata import DataError
 
 FILES = {"solution.py": b"def setup(data):\n    pass\n", "lib/helper.py": b"X = 1\n"}
 

@@ -9,7 +9,7 @@ from kcoral.cli.commands.history_cmd import TaskArgument, short
 from kcoral.cli.output import emit_json, stdout
 from kcoral.cli.render import cell, fmt_score, fmt_time
 from kcoral.protocol.evaluations import Board
-from kcoral.protocol.models import to_data
+from kcoral.protocol.typeddata import to_data
 
 if TYPE_CHECKING:
     from rich.table import Table

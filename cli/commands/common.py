@@ -52,7 +52,8 @@ PASSTHROUGH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True,
 
 def job_spec(fields: dict[str, object], env_options: list[str] | None, timeout: float | None) -> SpecBase:
     """A JobSpec from a command's pieces, with -e options resolved; UsageError for what the spec refuses."""
-    from kcoral.protocol.models import DataError, parse_spec
+    from kcoral.protocol.models import parse_spec
+    from kcoral.protocol.typeddata import DataError
 
     env: dict[str, str] = {}
     if env_options:  # the names' rules (kcoral.protocol.jobenv) are imported only by a command that sets some

@@ -12,7 +12,7 @@ from kcoral.cli.commands.history_cmd import outcome, short
 from kcoral.cli.output import emit_json, stdout
 from kcoral.cli.render import cell, fmt_score
 from kcoral.protocol.evaluations import Comparison, Evaluation, WorkloadComparison
-from kcoral.protocol.models import to_data
+from kcoral.protocol.typeddata import to_data
 
 if TYPE_CHECKING:
     from rich.console import RenderableType

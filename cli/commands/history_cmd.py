@@ -10,7 +10,7 @@ from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, co
 from kcoral.cli.output import emit_json, note, stdout
 from kcoral.cli.render import cell, fmt_score, fmt_time
 from kcoral.protocol.evaluations import BEST_RULE, Evaluation, History
-from kcoral.protocol.models import to_data
+from kcoral.protocol.typeddata import to_data
 
 if TYPE_CHECKING:
     from rich.table import Table

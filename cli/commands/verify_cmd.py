@@ -17,8 +17,9 @@ import typer
 from kcoral.cli.commands.common import JsonOption, connect
 from kcoral.cli.output import emit_json
 from kcoral.protocol.errors import UsageError
-from kcoral.protocol.models import DataError, Score, from_data
+from kcoral.protocol.models import Score
 from kcoral.protocol.printable import printable
+from kcoral.protocol.typeddata import DataError, from_data
 
 #: the most bytes of a receipt or a key file that are read
 MAX_FILE_BYTES = 64 << 20

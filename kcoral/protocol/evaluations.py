@@ -2,7 +2,7 @@
 /v1/evaluations``), two evaluations compared (``GET /v1/evaluations/compare``) and the best so far of
 each token (``GET /v1/evaluations/best``). The server builds them (runner.evaluations,
 runner.comparison); ``kcoral history``, ``compare`` and ``best`` show them. Plain dataclasses, as
-:mod:`kcoral.protocol.models`, parsed by its :func:`~kcoral.protocol.models.from_data`.
+:mod:`kcoral.protocol.models`, parsed by its :func:`~kcoral.protocol.typeddata.from_data`.
 """
 
 from __future__ import annotations

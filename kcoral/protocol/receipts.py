@@ -28,7 +28,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat, load_pem_public_key
 
-from kcoral.protocol.models import DataError, from_data
+from kcoral.protocol.typeddata import DataError, from_data
 
 ALGORITHM = "ed25519"
 #: the receipt's member that holds the signature (everything else is the signed statement)

@@ -17,7 +17,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from kcoral.cli.main import run
-from kcoral.protocol.models import to_data
+from kcoral.protocol.typeddata import to_data
 from kcoral.runner.keys_api import router
 from kcoral.runner.receipt_keys import PUBLIC, KeyRing
 from tests.serverproc import free_port

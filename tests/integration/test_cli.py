@@ -22,7 +22,8 @@ import pytest
 from kcoral.cli.main import run
 from kcoral.cli.render import summary_line
 from kcoral.protocol.framing import STDERR, STDOUT, FrameReader
-from kcoral.protocol.models import JobView, from_data
+from kcoral.protocol.models import JobView
+from kcoral.protocol.typeddata import from_data
 from kcoral.runner.limits import KiB, Limits, MiB
 from tests.conftest import RunningServer, free_port
 

@@ -19,7 +19,8 @@ import pytest
 
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.main import run
-from kcoral.protocol.models import JobView, from_data
+from kcoral.protocol.models import JobView
+from kcoral.protocol.typeddata import from_data
 from kcoral.tasks.documents import EvalReport, parse
 from tests.conftest import RunningServer, make_tar
 

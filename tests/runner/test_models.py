@@ -1,4 +1,4 @@
-"""Job models: what the API shows of a job, and THE parser of the API's data (protocol.models.from_data)."""
+"""Job models: what the API shows of a job, and THE parser of the API's data (protocol.typeddata.from_data)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import json
 import pytest
 
 from kcoral.protocol.models import (
-    DataError,
     EvalSpec,
     GpuInfo,
     JobState,
@@ -17,10 +16,9 @@ from kcoral.protocol.models import (
     OutputFile,
     PythonSpec,
     StepTimes,
-    from_data,
     parse_spec,
-    to_data,
 )
+from kcoral.protocol.typeddata import DataError, from_data, to_data
 
 
 def test_phase_times_follow_the_job_through_its_containers() -> None:
