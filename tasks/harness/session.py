@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ from pathlib import Path
 import torch
 
 from kcoral.tasks.harness import schema
-from kcoral.tasks.harness.channel import Channel, ChannelError, accept, listen
+from kcoral.tasks.harness.channel import Channel, ChannelError, accept
 from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cores import parse as parse_cores
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
@@ -41,9 +42,15 @@ def candidate_cgroup(channel: Path) -> str:
         return f.read(300).decode(errors="replace").strip()
 
 
-def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, subprocess.Popen[bytes]]]) -> int:
-    """The evaluation (argv as tasks.harness.supervise has it, the cases it read, and the trusted workers
-    it started, the baseline's and the empty call's, if any case is timed); the exit code."""
+def main(
+    argv: list[str],
+    doc: schema.CaseFile,
+    started: list[tuple[Channel, subprocess.Popen[bytes]]],
+    listener: socket.socket,
+) -> int:
+    """The evaluation (argv as tasks.harness.supervise has it, the cases it read, the trusted workers it
+    started, the baseline's and the empty call's, if any case is timed, and the socket the candidate's
+    worker connects to, listening already); the exit code."""
     laps = Laps()
     laps.spent["imports"] = process_age()
     began = time.monotonic() - laps.spent["imports"]  # the interpreter's start and the imports are the start's too
@@ -52,7 +59,6 @@ def main(argv: list[str], doc: schema.CaseFile, started: list[tuple[Channel, sub
     if load_task(task_dir).device == "cuda":
         torch.zeros(1, device="cuda")
     laps.lap("task and device")
-    listener = listen(sock_path)
     sup, trusted = _trusted_side(task_dir, doc, out, cores, started, laps)
     procs = [proc for _, proc in started]
 

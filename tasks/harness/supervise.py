@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from kcoral.tasks.harness import cores, schema
-from kcoral.tasks.harness.channel import Channel, pair
+from kcoral.tasks.harness.channel import Channel, listen, pair
 from kcoral.tasks.harness.roles import TRUSTED_WORKERS
 
 
@@ -49,10 +49,14 @@ def main(argv: list[str]) -> int:
     doc = schema.parse_cases(Path(argv[1]).read_bytes())
     timed = any(c.timed for c in doc.cases)
     core = cores.parse(argv[5]).workers
+    # listening before anything imports torch: the candidate's worker connects at once and imports torch and
+    # the task on its own core while the supervisor's do here (it waited for this socket, then imported: its
+    # 0.9 s came after the supervisor's 2 s on a two-core host); it is accepted once the supervisor is ready
+    listener = listen(argv[3])
     workers = [start_worker(Path(argv[0]), role, core) for role in TRUSTED_WORKERS.values()] if timed else []
     from kcoral.tasks.harness import session  # imports torch
 
-    return session.main(argv, doc, workers)
+    return session.main(argv, doc, workers, listener)
 
 
 if __name__ == "__main__":
