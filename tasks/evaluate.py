@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import time
@@ -296,7 +297,10 @@ class _Evaluation:
         """The supervisor's result document, read without following links, size-capped and validated."""
         if sup.exit_code != 0 or sup.oom_killed:
             why = "was killed at the memory limit" if sup.oom_killed else f"exited with code {sup.exit_code}"
-            raise InfrastructureError(f"the evaluation's supervisor {why}: {self._judge_tail()}")
+            raise InfrastructureError(
+                f"the evaluation's supervisor {why}: {last_error(self._judge_tail())} (its whole log: "
+                "eval/judge.log in the job's folder on the server)"
+            )
         try:
             data = jobfs.read_file(self.judge_dir, "result.json", schema.MAX_RESULT_BYTES)
             return schema.parse_result(data)
@@ -417,6 +421,20 @@ class _Evaluation:
             log_lines=report.lines,
             score=report.score,
         )
+
+
+def last_error(log: str) -> str:
+    """The line of a log's end that names what went wrong: a traceback's last line (``RuntimeError:
+    cuMemCreate failed ...``), else the last line written; printable and at most 400 characters. A
+    person reads the reason; the traceback, with the judge's own paths, stays in the judge's log."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    named = [line for line in lines if _ERROR_LINE.match(line)]
+    found = named[-1] if named else lines[-1] if lines else "(its log is empty)"
+    return printable(found)[:400]
+
+
+#: a traceback's last line: an exception's (dotted) name, a colon, what it says
+_ERROR_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure|Warning)\b(: |$)")
 
 
 def _sha256(path: Path) -> str:

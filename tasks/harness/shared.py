@@ -34,6 +34,8 @@ from typing import Any
 
 import torch
 
+from kcoral.tasks.harness.driver_errors import driver_failure
+
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 _MAX_DIMS = 8
 
@@ -209,7 +211,7 @@ class _Driver:
 
     def _check(self, code: int, what: str) -> None:
         if code != 0:
-            raise RuntimeError(f"{what} failed with CUDA driver error {code}")
+            raise RuntimeError(driver_failure(what, code))
 
     def rounded(self, size: int) -> int:
         """The bytes of the allocation that holds ``size`` bytes (a whole number of granules, at least one)."""

@@ -537,3 +537,25 @@ def test_a_deadline_or_a_cancel_while_the_judge_prepares_is_timeout_or_cancelled
     cancelled = server.wait(job_id, 60)
     assert cancelled["verdict"] == "cancelled" and cancelled["reason"].startswith("cancelled by request")
     assert cancelled["outputs"] == []
+
+
+def test_a_judge_that_fails_says_why_in_one_line_and_keeps_its_traceback(server_factory: Any, tmp_path: Path) -> None:
+    """The trusted side's own failure (here the task's output_specs raising the driver's out-of-memory, as a
+    card too small for a task's buffers did on an H100) is infrastructure_error with the exception's line:
+    no traceback and none of the judge's paths in the reason; the whole traceback stays in the judge's log."""
+    tasks = quick_tasks(tmp_path / "tasks", holdout=1)
+    task_py = tasks / "demo" / "softmax" / "task.py"
+    source = task_py.read_text()
+    head = "def output_specs(inputs: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:\n"
+    assert head in source
+    failure = "cuMemCreate failed with CUDA driver error 2 (out of memory: the GPU has no room)"
+    task_py.write_text(source.replace(head, head + f"    raise RuntimeError({failure!r})\n", 1))
+    srv = server_factory(tasks_dirs=(tasks,))
+    job = srv.wait(_eval_job(srv), 120)
+    assert job["verdict"] == "infrastructure_error", job
+    assert job["reason"] == (
+        f"the evaluation's supervisor exited with code 1: RuntimeError: {failure} (its whole log: "
+        "eval/judge.log in the job's folder on the server)"
+    ), job["reason"]
+    judge_log = next((srv.settings.data_dir / "jobs").glob(f"{job['id']}*/eval/judge.log")).read_text()
+    assert "Traceback (most recent call last)" in judge_log and "in output_specs" in judge_log
