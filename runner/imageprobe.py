@@ -18,8 +18,8 @@ from pathlib import Path
 from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.framing import STDOUT
 from kcoral.runner.joblog import read_pieces
-from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep, Executor
+from kcoral.runner.serverwork import SlotSource, no_slot
 
 PROBE = (
     "import importlib.metadata as m, json, platform\n"
@@ -32,6 +32,11 @@ MAX_ANSWER_BYTES = 256 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}$")
 
+#: seconds a request waits for a slot to ask the image on (every slot busy with jobs): then the contract
+#: says so and the next request asks again
+SLOT_WAIT_S = 10.0
+BUSY = "every slot is running a job now: the image's packages are asked once one is free (ask again)"
+
 
 @dataclass(frozen=True)
 class ImageContents:
@@ -43,8 +48,10 @@ class ImageContents:
 class ImageProbe:
     """Asks each image digest once; answers from memory afterwards (a failure is asked again)."""
 
-    def __init__(self, executor: Executor, python: str, scratch: Path) -> None:
+    def __init__(self, executor: Executor, python: str, scratch: Path, slots: SlotSource = no_slot) -> None:
         self.executor, self.python, self.scratch = executor, python, scratch
+        #: the slot its container runs on (runner.serverwork), taken as a job's is
+        self.slots = slots
         self._lock = threading.Lock()  # guards the two dicts
         self._asking: dict[str, threading.Lock] = {}  # one per digest: a burst of requests starts one container
         self._known: dict[str, ImageContents] = {}
@@ -75,10 +82,12 @@ class ImageProbe:
         with tempfile.TemporaryDirectory(dir=self.scratch) as folder:
             log = Path(folder) / "log"
             try:
-                outcome = self.executor.run_group(
-                    job_id, pinned, [step], Lease(slots=()),
-                    time.monotonic() + PROBE_TIMEOUT_S, threading.Event(), log,
-                )[0]  # fmt: skip
+                with self.slots(SLOT_WAIT_S) as lease:
+                    if lease is None:  # not kept: asked again by the next request
+                        return ImageContents("", {}, BUSY)
+                    outcome = self.executor.run_group(
+                        job_id, pinned, [step], lease, time.monotonic() + PROBE_TIMEOUT_S, threading.Event(), log
+                    )[0]
             except KcoralError as exc:
                 return ImageContents("", {}, f"the image could not be asked: {exc.message}")
             finally:

@@ -21,8 +21,8 @@ from kcoral.protocol.errors import BadRequest, KcoralError, ServerBusy
 from kcoral.protocol.framing import STDOUT
 from kcoral.runner.jobkinds import code_mounts, with_code_path
 from kcoral.runner.joblog import read_pieces
-from kcoral.runner.leases import Lease
 from kcoral.runner.plan import ContainerStep, Executor
+from kcoral.runner.serverwork import SlotSource, no_slot
 from kcoral.tasks.harness.taskdef import Task
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,12 @@ class Inspection:
 class PackProbe:
     """Inspects pack problems in the job image, a batch per container; answers from memory afterwards."""
 
-    def __init__(self, executor: Executor, image: str, python: str, data_dir: Path) -> None:
+    def __init__(
+        self, executor: Executor, image: str, python: str, data_dir: Path, slots: SlotSource = no_slot
+    ) -> None:
         self.executor, self.image, self.python, self.data_dir = executor, image, python, data_dir
+        #: the slot its container runs on (runner.serverwork), taken as a job's is
+        self.slots = slots
         self._lock = threading.Lock()  # one container at a time; guards _known
         self._known: dict[str, Inspection] = {}
         self._since = 0.0  # when the container under way started (time.monotonic)
@@ -123,11 +127,11 @@ class PackProbe:
             name="inspect",
         )
         job_id = f"inspect-{int(time.time())}"
-        deadline = time.monotonic() + START_S + PROBLEM_DEADLINE_S * len(todo)
         try:
-            self.executor.run_group(
-                job_id, self.image, [step], Lease(slots=()), deadline, threading.Event(), folder / "log"
-            )
+            with self.slots(None) as lease:  # a background thread's, or a request's that waits REQUEST_WAIT_S
+                assert lease is not None  # waited for as long as it took
+                deadline = time.monotonic() + START_S + PROBLEM_DEADLINE_S * len(todo)  # from the slot's start
+                self.executor.run_group(job_id, self.image, [step], lease, deadline, threading.Event(), folder / "log")
         except KcoralError as exc:
             return dict.fromkeys(todo, Inspection(error=f"the job image could not inspect it: {exc.message}"))
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,7 @@ from kcoral.runner.packprobe import PackProbe
 from kcoral.runner.pycache import ToolchainBytecode
 from kcoral.runner.receipt_keys import KeyRing, keys_dir
 from kcoral.runner.scheduler import Scheduler
+from kcoral.runner.serverwork import slot_for_server_work
 from kcoral.runner.settings import Settings
 from kcoral.runner.store import JobStore
 from kcoral.runner.warmup import WarmUp
@@ -67,8 +69,11 @@ class Services:
     warm_ups: list[WarmUp] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.image_probe = ImageProbe(self.executor, self.settings.python, self.settings.data_dir / "probes")
-        self.pack_probe = PackProbe(self.executor, self.settings.image, self.settings.python, self.settings.data_dir)
+        slots = functools.partial(slot_for_server_work, self.placement, self.scheduler.wake)
+        self.image_probe = ImageProbe(self.executor, self.settings.python, self.settings.data_dir / "probes", slots)
+        self.pack_probe = PackProbe(
+            self.executor, self.settings.image, self.settings.python, self.settings.data_dir, slots
+        )
         self.bytecode = ToolchainBytecode(self.settings)
 
     def facts(self) -> HostFacts:
