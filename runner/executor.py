@@ -321,12 +321,9 @@ class DockerExecutor:
                 prepare_output_dir(step.output_dir, step.uid)
             member = _Member(step, self._create(options), log)
             started.append(member)
-            if step.cgroup_file is not None:
-                _write_cgroup_file(step.cgroup_file, self.cgroup_leaf(member.container.id))
-            member.output = ContainerOutput(member.container)  # before the start: it has every byte
+            self._attach(member)
             member.container.start()
-        member.watch.started = time.time()
-        member.begin(self.settings.limits.log_bytes)
+        self._begin(member)
         if member.standby is not None:  # it runs the job already: the job's name follows
             rename(member.container, f"kcoral-{job_id}")
 
@@ -353,13 +350,22 @@ class DockerExecutor:
         started.extend(members)
         raise_first(made)
         for member in members:
-            if member.step.cgroup_file is not None:
-                _write_cgroup_file(member.step.cgroup_file, self.cgroup_leaf(member.container.id))
-            member.output = ContainerOutput(member.container)  # before the start: it has every byte
+            self._attach(member)
         raise_first(side_by_side([m.container.start for m in members]))
         for member in members:
-            member.watch.started = time.time()
-            member.begin(self.settings.limits.log_bytes)
+            self._begin(member)
+
+    def _attach(self, member: _Member) -> None:
+        """Before a created container starts: its cgroup named where its step wants it, its output attached
+        (from before the start, it has every byte)."""
+        if member.step.cgroup_file is not None:
+            _write_cgroup_file(member.step.cgroup_file, self.cgroup_leaf(member.container.id))
+        member.output = ContainerOutput(member.container)
+
+    def _begin(self, member: _Member) -> None:
+        """A running member's watch: when it started, its log's budget, the threads that follow it."""
+        member.watch.started = time.time()
+        member.begin(self.settings.limits.log_bytes)
 
     def _release(self, job_id: str, started: list[_Member]) -> None:
         """After a group: each member's output let go, its container removed (an exited one after the

@@ -51,7 +51,6 @@ def slot_for_server_work(
             wake()
 
 
-@contextlib.contextmanager
-def no_slot(wait_s: float | None = None) -> Iterator[Lease | None]:
+def no_slot(wait_s: float | None = None) -> AbstractContextManager[Lease | None]:
     """No slot: the probe's container runs on the host's cores unpinned (a probe made without a placement)."""
-    yield Lease(slots=())
+    return slot_for_server_work(None, wait_s=wait_s)

@@ -4,7 +4,7 @@ tasks.evaluate); read by ``kcoral eval``, ``show`` and ``rerun`` through :func:`
 :func:`parse_receipt`. The JSON leaves out what does not apply (a row without a speedup, a report
 without a summary), so a key's presence means the figure exists.
 
-Plain frozen dataclasses, declared and read the one way the API's data is (kcoral.protocol.models:
+Plain frozen dataclasses, declared and read the one way the API's data is (kcoral.protocol.typeddata:
 ``from_data`` checks every type, ``to_data`` writes the JSON): no validation library on either side.
 """
 
