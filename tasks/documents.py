@@ -95,6 +95,8 @@ class WorkloadRow(Document):
     #: calls per timed batch (the trusted batch mode: the figures above are per call, each a batch's
     #: time over its calls); None or 0: every call timed on its own
     batch: int | None = None
+    #: the task's calls per batch, where the GPU's free memory held fewer (``batch``; none: one at a time)
+    batch_asked: int | None = None
     #: the batches (and the per-call check's single calls) were replays of CUDA graphs captured once
     graph: bool | None = None
     #: in the batch mode, the same sides timed one call at a time in the same request: [speedup, lo, hi]

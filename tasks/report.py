@@ -474,6 +474,11 @@ def time_lines(row: WorkloadRow) -> list[str]:
         )
         if row.batch:
             lines.append("    " + batch_line(row))
+        elif row.batch_asked:
+            lines.append(
+                f"    timed one call at a time: the task asks for batches of {row.batch_asked} calls, and the GPU's "
+                "free memory did not hold two calls' buffers"
+            )
     if row.drifted and row.speedup_halves:
         first, second = row.speedup_halves
         lines.append(
@@ -501,9 +506,10 @@ def batch_figures(
     """A batch-mode row's mode and the per-call measurement it is held against (``within``: the batch
     speedup's own interval); a flag when the batch gains more than ``method.batch_gain_limit`` times
     what single calls do."""
+    asked = {"batch_asked": timing.batch_asked} if timing.batch_asked else {}
     if timing.batch < 2:
-        return {}
-    row: dict[str, Any] = {"batch": timing.batch, "graph": timing.graph or None, "per_call_speedup": None}
+        return asked
+    row: dict[str, Any] = {"batch": timing.batch, "graph": timing.graph or None, "per_call_speedup": None, **asked}
     check = timing.per_call
     if check is None:
         return row
@@ -552,6 +558,8 @@ def batch_line(row: WorkloadRow) -> str:
     else:
         head = f"timed in batches of {row.batch} calls back to back, each on fresh inputs, every output checked"
         single = "one call at a time"
+    if row.batch_asked:
+        head += f" (the task asks for {row.batch_asked}: the GPU's free memory held {row.batch})"
     if not row.per_call_speedup:
         return head + f"; {single}: not measured"
     s, lo, hi = row.per_call_speedup

@@ -97,7 +97,8 @@ def proton(
     only marks scopes (pl.enter_scope/pl.exit_scope, or with pl.scope(...)). Proton options passed through:
     --data trace|tree (trace: proton.chrome_trace, the default; tree: proton.hatchet, sums),
     --mode default|mma, --granularity cta|warp|warp_2|...|warp_group_8, --buffer-type shared|global|stack,
-    --buffer-strategy circular|flush, --buffer-size BYTES, --optimizations time_shift,sched_stores.
+    --buffer-strategy circular|flush, --buffer-size BYTES, --optimizations time_shift,sched_stores
+    (Triton 3.6 compiles only --granularity warp and --buffer-strategy circular for an NVIDIA GPU).
     proton.json comes back too (triton's version, the mode, the GPU's SM clock).
     Tools: `kcoral proton summarize TRACE` (or TREE.hatchet), `kcoral proton plot TRACE -o timeline.png`.
     """

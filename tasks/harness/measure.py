@@ -11,12 +11,12 @@ import json
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
-from kcoral.tasks.harness import checks, cpuwatch, pinning, sampling, schema
+from kcoral.tasks.harness import checks, cpuwatch, memoryfit, pinning, sampling, schema, shared
 from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.gpuclock import GpuClock, reasons_text
 from kcoral.tasks.harness.link import Worker
@@ -114,10 +114,12 @@ class Measuring(Calling):
     ) -> tuple[Timing | None, str]:
         """A workload's measurement (:meth:`time_case`), and a second, independent one when the first raised
         a flag (which then stands only if raised again): (its timing, the first mismatch), or (None, why)
-        when the second one's setup failed."""
+        when the submission's setup of a buffer set or the capture of its calls failed."""
         flags = len(self.interference)
         with self._pinned():
             timing, mismatch = self.time_case(case, cand, inputs, specs, tol)
+        if timing is None:
+            return None, mismatch
         if len(self.interference) > flags and not mismatch:
             # A flag from one measurement may be the host's noise: measure once more, independently
             # (a fresh setup on fresh buffers, samples from other labels of the secret key: nothing
@@ -131,6 +133,8 @@ class Measuring(Calling):
                 return None, error
             with self._pinned():
                 timing, mismatch = self.time_case(case, again_side, inputs, specs, tol, label="again/")
+            if timing is None:
+                return None, mismatch
             again = self.interference[flags:]
             self.interference[flags:] = [f"{f} (measured twice, flagged both times)" for f in again]
             print(
@@ -183,7 +187,7 @@ class Measuring(Calling):
         specs: dict[str, tuple[tuple[int, ...], str]],
         tol: checks.Tolerance,
         label: str = "",
-    ) -> tuple[Timing, str]:
+    ) -> tuple[Timing | None, str]:
         """Baseline, candidate and null calls interleaved on fresh inputs until the speedup is as precise
         as the method asks (``label``: another measurement's sample labels, so its inputs are new ones;
         when to stop: tasks.harness.sampling).
@@ -198,33 +202,64 @@ class Measuring(Calling):
         baseline's on the same sample. A shorter per-call measurement of the same sides follows
         (``Timing.per_call``): the report holds the batch's speedup against it. With TimingMethod.graph
         each side's batch is captured in a CUDA graph once, after the warm-up, and every timed batch is
-        a replay of it on that batch's fresh inputs: not even the first call's launch is timed."""
+        a replay of it on that batch's fresh inputs: not even the first call's launch is timed. The
+        batch is the method's, or fewer calls where the GPU's memory cannot hold that many
+        (:meth:`_fitted_batch`). (None, why) when a buffer set's setup or the capture of the
+        submission's calls failed: the case is then the submission's error."""
         assert self.baseline is not None, "a timed case without the baseline's worker"
         assert self.null is not None, "a timed case without the empty call's worker"
-        batch = self.cfg.batch if self.cfg.batch > 1 else 0
+        batch = self._fitted_batch(case, inputs, specs)
+        cfg = replace(self.cfg, batch=batch) if batch != self.cfg.batch else self.cfg
         sides, error = self._timed_sides(case, cand, inputs, specs, batch, label)
         if sides is None:
-            return Timing([], [], [], "setup", 0), error
+            return None, error
         m = Measurement(case, label, sides, tol)
-        cooled = self.gpu.cool()
-        warmup = self._warm_up_sides(m)
-        if batch and self.cfg.graph and (failed := self._capture(m)):
-            return Timing([], [], [], "setup", 0), f"capturing its batch of calls in a CUDA graph: {failed}"
-        self.calls.measuring()  # only the measured calls count
-        lost = self.calls.judge.lost_ms() if self.calls.judge is not None else {}
-        samples, check = Samples(), Samples()
-        stopped = sampling.sample(
-            lambda i: self._iteration(m, i, samples, batch, "sample"), samples, self.cfg, lambda: bool(m.mismatch)
-        )
-        if batch and not m.mismatch:  # the same sides one call at a time: what the batch is held against
-            for i in range(self.cfg.per_call_checks):
-                self._iteration(m, i, check, 0, "per-call")
+        try:
+            cooled = self.gpu.cool()
+            warmup = self._warm_up_sides(m)
+            if batch and cfg.graph and (failed := self._capture(m)):
+                return None, f"capturing its batch of calls in a CUDA graph: {failed}"
+            self.calls.measuring()  # only the measured calls count
+            lost = self.calls.judge.lost_ms() if self.calls.judge is not None else {}
+            samples, check = Samples(), Samples()
+            stopped = sampling.sample(
+                lambda i: self._iteration(m, i, samples, batch, "sample"), samples, cfg, lambda: bool(m.mismatch)
+            )
+            if batch and not m.mismatch:  # the same sides one call at a time: what the batch is held against
+                for i in range(cfg.per_call_checks):
+                    self._iteration(m, i, check, 0, "per-call")
+        finally:  # the measurement's own buffer sets (the case's own side, cand, is the case's)
+            self._drop([s for s in (*sides.bases, *sides.cands, sides.null) if s is not cand])
         self._log_measurement(m, samples, check, stopped, lost)
-        timing = samples.timing(self.cfg, batch, stopped, warmup * max(batch, 1), cooled)
+        timing = samples.timing(cfg, batch, stopped, warmup * max(batch, 1), cooled)
+        timing.batch_asked = self.cfg.batch if batch < self.cfg.batch else 0
         self._watch_figures(case.workload, timing, sum(samples.baseline) * max(batch, 1) + sum(check.baseline))
         if batch and check.candidate:
-            timing.per_call = check.timing(self.cfg, 0, "per-call check", 0, 0.0)
+            timing.per_call = check.timing(cfg, 0, "per-call check", 0, 0.0)
         return timing, m.mismatch
+
+    def _fitted_batch(
+        self, case: schema.Case, inputs: dict[str, Any], specs: dict[str, tuple[tuple[int, ...], str]]
+    ) -> int:
+        """The calls per timed batch: the method's, or fewer where the GPU's free memory cannot hold
+        that many calls' buffers (tasks.harness.memoryfit); 0 for every call timed on its own."""
+        asked = self.cfg.batch if self.cfg.batch > 1 else 0
+        if not asked or self.device != "cuda":
+            return asked
+        shared.release_unused()  # the previous measurements' buffers, and this process's cached blocks
+        torch.cuda.empty_cache()
+        free, total = torch.cuda.mem_get_info()
+        given = sum(t.numel() * t.element_size() for t in inputs.values() if isinstance(t, torch.Tensor))
+        made = sum(shared.nbytes(tuple(shape), getattr(torch, dtype)) for shape, dtype in specs.values())
+        per_call = memoryfit.per_call_bytes(given, made)
+        batch = memoryfit.fit_batch(asked, per_call, free)
+        if batch < asked:
+            print(
+                f"{case.workload}: batches of {batch or 1} calls, not {asked}: {free / 2**30:.1f} GiB of the GPU's "
+                f"{total / 2**30:.1f} GiB free, {per_call / 2**30:.2f} GiB of buffers per call",
+                file=sys.stderr,
+            )
+        return batch
 
     def _watch_figures(self, workload: str, timing: Timing, baseline_total: float) -> None:
         """The measurement's CPU watches into ``timing``: the candidate's CPU outside its calls (against
@@ -256,7 +291,7 @@ class Measuring(Calling):
         when the candidate's setup of one failed."""
         assert self.baseline is not None and self.null is not None
         null = self._side(self.null, case, inputs, specs, null=True)
-        self._setup(null, case.params, case, null=True)
+        self._setup(null, case.params, case, null=True)  # a trusted worker's failure raises (tasks.harness.link)
         bases, cands = [], [cand]
         for k in range(batch or max(1, self.cfg.buffer_sets)):
             bases.append(self._side(self.baseline, case, inputs, specs, label=f"/{label}set{k}"))
@@ -291,10 +326,12 @@ class Measuring(Calling):
             warmup += 1
             if warmup >= 2:  # not on the first: a call may still compile or autotune in it
                 needed = max(least - warmup, 0) + self.cfg.min_reps
-                self._within_the_limit(ms[0], ms[1], time.monotonic() - began, needed)
+                self._within_the_limit(ms[0], ms[1], time.monotonic() - began, needed, batch)
         return warmup
 
-    def _within_the_limit(self, base_ms: float, cand_ms: float, iteration_s: float, iterations: int) -> None:
+    def _within_the_limit(
+        self, base_ms: float, cand_ms: float, iteration_s: float, iterations: int, batch: int
+    ) -> None:
         """Raise :class:`TooSlow` when ``iterations`` more like the last (``iteration_s``, in which a call
         of the submission took ``cand_ms`` and the baseline's ``base_ms``) cannot end before the
         evaluation's deadline, and the submission's calls are what make it so (slower than the
@@ -304,7 +341,7 @@ class Measuring(Calling):
         left = self.deadline - time.time() - self.cfg.deadline_margin_s
         if iterations * iteration_s <= left:
             return
-        batch = max(self.cfg.batch, 1)
+        batch = max(batch, 1)
         others = max(iteration_s - cand_ms * batch / 1e3, 0.0)
         allow = max(left / iterations - others, 0.0) / batch
         raise TooSlow(
@@ -324,7 +361,7 @@ class Measuring(Calling):
             *([s] for s in (*sides.bases, *sides.cands, sides.null)),
         ]:
             error = group[0].worker.ask({"op": "capture", "cases": [side.case for side in group]})
-            if error:
+            if error:  # the candidate's (a trusted worker's failure raises: tasks.harness.link)
                 return error
         sides.graphed = True
         for k in range(GRAPH_WARMUP):

@@ -278,6 +278,9 @@ class Timing:
     #: calls per timed batch (TimingMethod.batch): each figure above is a batch's time over this many
     #: calls; 0: every call timed on its own
     batch: int = 0
+    #: the method's calls per batch where the GPU's free memory held fewer (tasks.harness.memoryfit):
+    #: ``batch`` is then what it held (0: every call timed on its own); 0 where the batch is the method's
+    batch_asked: int = 0
     #: the batches were replayed CUDA graphs, each captured once (TimingMethod.graph)
     graph: bool = False
     #: in batch mode, the same sides timed one call at a time in the same request (fewer iterations):
@@ -392,6 +395,7 @@ def _timing(doc: Any, nested: bool = False) -> Timing:
         throttled=[x is True for x in _list(obj.get("throttled", []), "throttled", MAX_SAMPLES)],
         cooled_s=_num(obj.get("cooled_s", 0.0), "cooled_s"),
         batch=int(_num(obj.get("batch", 0), "batch")),
+        batch_asked=int(_num(obj.get("batch_asked", 0), "batch_asked")),
         graph=obj.get("graph") is True,
         per_call=None if obj.get("per_call") is None or nested else _timing(obj["per_call"], nested=True),
     )

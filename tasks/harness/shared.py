@@ -21,6 +21,13 @@ from new PID and IPC namespaces alike (tests/gpu/test_buffer_sharing.py). No leg
 exported anywhere
 (a buffer's description on the wire is its name, role, shape, dtype and sizes, nothing secret),
 so the candidate's container needs neither the supervisor's IPC namespace nor its PID namespace.
+
+A CUDA buffer's device memory lives as long as some process maps it. Each process unmaps its
+mapping once no tensor over it is left (the supervisor once it has dropped the side, a worker once
+it has dropped the case), but not at that moment, which may fall inside a timed call: the mapping
+waits in a list that the next allocation or mapping empties (:func:`release_unused`), outside
+every timed window. Before this, no mapping was ever undone, and on an 80 GB H100 an evaluation of
+the pinned KDA task ran the card out of memory with the buffers of cases long finished.
 """
 
 from __future__ import annotations
@@ -69,9 +76,10 @@ def allocate(name: str, shape: tuple[int, ...], dtype: torch.dtype, device: str,
     if device == "cuda":
         driver = _cuda()
         vmm = driver.rounded(size)
+        driver.release_unused()
         ptr, fd = driver.create(vmm)
         wire["vmm_bytes"] = vmm
-        return Buffer(name, _view(_CudaMemory(ptr, size), shape, dtype), wire, fd)
+        return Buffer(name, _view(_CudaMemory(ptr, size, vmm), shape, dtype), wire, fd)
     fd = os.memfd_create(f"kcoral-{name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, max(size, 1))
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
@@ -92,7 +100,8 @@ def attach(wire: dict[str, Any], fd: int | None, device: str) -> torch.Tensor:
             raise ValueError(f"buffer {wire.get('name')!r} came without its allocation's file descriptor")
         if wire.get("nbytes") != size or wire.get("vmm_bytes") != vmm:
             raise ValueError(f"buffer {wire.get('name')!r}: its sizes disagree with its shape and dtype")
-        return _view(_CudaMemory(driver.import_fd(fd, vmm), size), shape, dtype)
+        driver.release_unused()
+        return _view(_CudaMemory(driver.import_fd(fd, vmm), size, vmm), shape, dtype)
     if fd is None or os.fstat(fd).st_size < size:
         raise ValueError(f"buffer {wire.get('name')!r} came without a large enough file")
     return _map(fd, shape, dtype, size)
@@ -100,6 +109,13 @@ def attach(wire: dict[str, Any], fd: int | None, device: str) -> torch.Tensor:
 
 def reset_persisting_l2() -> None:
     _cuda().reset_persisting_l2()
+
+
+def release_unused() -> int:
+    """Unmap every CUDA buffer of this process that no tensor refers to any more (the device
+    synchronised first: no queued work still uses them); the bytes unmapped. Called by every
+    allocation and mapping here, and by whoever drops buffers at a point where no call is timed."""
+    return _DRIVER[0].release_unused() if _DRIVER else 0
 
 
 def _map(fd: int, shape: tuple[int, ...], dtype: torch.dtype, size: int) -> torch.Tensor:
@@ -113,11 +129,21 @@ def _view(memory: _CudaMemory, shape: tuple[int, ...], dtype: torch.dtype) -> to
     return flat.view(dtype).reshape(shape)
 
 
-class _CudaMemory:
-    """Raw device memory seen through ``__cuda_array_interface__`` (bytes; torch views it as any dtype)."""
+#: mappings whose last tensor is gone: (address, bytes), unmapped by the next :func:`release_unused`
+_UNUSED: list[tuple[int, int]] = []
 
-    def __init__(self, ptr: int, size: int) -> None:
-        self.ptr, self.size = ptr, size
+
+class _CudaMemory:
+    """Raw device memory seen through ``__cuda_array_interface__`` (bytes; torch views it as any dtype).
+    A tensor made from it holds a reference to it (torch keeps the object alive with its storage), so
+    it is deleted only when no tensor over the mapping is left: the mapping then waits in
+    :data:`_UNUSED` to be unmapped."""
+
+    def __init__(self, ptr: int, size: int, vmm: int) -> None:
+        self.ptr, self.size, self.vmm = ptr, size, vmm
+
+    def __del__(self) -> None:
+        _UNUSED.append((self.ptr, self.vmm))
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
@@ -268,6 +294,19 @@ class _Driver:
             self.lib.cuMemAddressFree(ptr.value, vmm)
             raise
         return ptr.value
+
+    def release_unused(self) -> int:
+        """See the module's :func:`release_unused`."""
+        if not _UNUSED:
+            return 0
+        torch.cuda.synchronize()
+        freed = 0
+        while _UNUSED:
+            ptr, vmm = _UNUSED.pop()
+            self._check(self.lib.cuMemUnmap(ptr, vmm), "cuMemUnmap")
+            self._check(self.lib.cuMemAddressFree(ptr, vmm), "cuMemAddressFree")
+            freed += vmm
+        return freed
 
     def reset_persisting_l2(self) -> None:
         """Return every persisting L2 line to normal (a candidate may have set an access-policy window)."""

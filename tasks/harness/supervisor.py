@@ -44,7 +44,7 @@ from kcoral.tasks.harness.link import CandidateGone, Worker
 from kcoral.tasks.harness.measure import Measuring, TooSlow
 from kcoral.tasks.harness.schema import CaseResult, Outcome
 from kcoral.tasks.harness.taskdef import load_task
-from kcoral.tasks.harness.timedcall import gpu_clock, gpu_probe
+from kcoral.tasks.harness.timedcall import Side, gpu_clock, gpu_probe
 
 _ns = time.perf_counter_ns
 
@@ -97,6 +97,8 @@ class Supervisor(Measuring):
     done: list[str] = field(default_factory=list)
     #: ms the submission's last call took (per call, in a batch)
     last_call_ms: float = 0.0
+    #: the sides set up and not yet dropped (tasks.harness.timedcall)
+    open_sides: list[Side] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         task = load_task(self.task_dir)
@@ -160,7 +162,7 @@ class Supervisor(Measuring):
                     self.baseline.ask({"op": "pin", "cpus": sorted(pinning.STARTED_ON)})
                 self.baseline.send({"op": "call", "case": pending.case, "warm_up": True})
             else:
-                pending.worker.ask({"op": "drop", "case": pending.case})
+                self._drop([pending])
                 pending = None
         try:
             with autotune.compile_ahead():
@@ -169,7 +171,7 @@ class Supervisor(Measuring):
         finally:
             if pending is not None:  # its answer is read whatever happened: the next one must be the next's
                 pending.worker.answer()
-                pending.worker.ask({"op": "drop", "case": pending.case})
+                self._drop([pending])
                 if self.cores.separated:
                     pending.worker.ask({"op": "pin", "cpus": None})
 
@@ -190,7 +192,7 @@ class Supervisor(Measuring):
                 side.worker.send({"op": "call", "case": side.case})
                 self._precompute(until=side.worker)
                 side.worker.answer()
-            side.worker.ask({"op": "drop", "case": side.case})
+        self._drop([side])
 
     def _precompute(self, until: Worker) -> None:
         """The cases' reference outputs, in the cases' order, kept for :meth:`_run_case`, until ``until``
@@ -251,6 +253,7 @@ class Supervisor(Measuring):
         try:
             return self._run_case(case, timed, laps)
         finally:
+            self._drop()  # the case's buffers: the next case's may need their memory
             print(f"{case.id} {case.workload} took: {laps.line()}", file=sys.stderr)
 
     def _run_case(self, case: schema.Case, timed: bool, laps: Laps) -> CaseResult:

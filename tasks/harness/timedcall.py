@@ -5,6 +5,7 @@ call's outputs judged. The :class:`Calling` part of tasks.harness.supervisor.Sup
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import math
@@ -20,7 +21,7 @@ from kcoral.tasks.harness import checks, schema, shared
 from kcoral.tasks.harness.callwatch import CallWatch
 from kcoral.tasks.harness.gpuclock import GpuClock, open_clock
 from kcoral.tasks.harness.gpuguard import GpuGuard
-from kcoral.tasks.harness.link import Worker
+from kcoral.tasks.harness.link import CandidateGone, Worker
 
 _ns = time.perf_counter_ns
 
@@ -57,6 +58,8 @@ class Calling:
     null: Worker | None
     interference: list[str]
     last_call_ms: float
+    #: the sides set up and not yet dropped (:meth:`_side`, :meth:`_drop`)
+    open_sides: list[Side]
 
     def _side(
         self,
@@ -67,19 +70,34 @@ class Calling:
         null: bool = False,
         label: str = "",
     ) -> Side:
+        """A new side: the buffers of ``inputs``' tensors and of the outputs ``specs`` describes, for
+        ``worker``. It is open until :meth:`_drop` (at the latest when its case ends)."""
         tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
         bufs = [shared.allocate(k, tuple(v.shape), v.dtype, self.device) for k, v in tensors.items()]
         bufs += [
             shared.allocate(k, tuple(shape), getattr(torch, dtype), self.device, role="out")
             for k, (shape, dtype) in specs.items()
         ]
-        return Side(
+        side = Side(
             worker,
             case.id + ("/null" if null else label),
             {b.name: b.tensor for b in bufs[: len(tensors)]},
             {b.name: b.tensor for b in bufs[len(tensors) :]},
             bufs,
         )
+        self.open_sides.append(side)
+        return side
+
+    def _drop(self, sides: list[Side] | None = None) -> None:
+        """``sides`` (None: every open one) forgotten: each worker drops the case's callable, graphs and
+        mappings, and this process its buffers (their device memory is unmapped at the next allocation:
+        tasks.harness.shared). A case's sides are dropped when it ends, a measurement's when it ends."""
+        gone = list(self.open_sides) if sides is None else sides
+        for side in gone:
+            with contextlib.suppress(CandidateGone):  # a candidate that is gone holds nothing of ours
+                side.worker.ask({"op": "drop", "case": side.case})
+        self.open_sides = [s for s in self.open_sides if all(s is not g for g in gone)]
+        self.calls.settled()  # the candidate may work while it drops
 
     def _setup(self, side: Side, params: dict[str, Any], case: schema.Case, null: bool = False) -> str | None:
         """Map the side's buffers into its worker and build its callable, on decoy inputs (a sample

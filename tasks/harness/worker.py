@@ -101,6 +101,7 @@ def serve(
                 datas.pop(message["case"], None)
                 for key in [key for key in graphs if message["case"] in key]:
                     del graphs[key]
+                device.release()
             elif op == "pin":  # the supervisor times a CPU case: every thread onto its core (or back)
                 cpus = message.get("cpus")
                 pinning.pin(frozenset(int(c) for c in cpus) if cpus else None)
@@ -114,7 +115,7 @@ def serve(
                 _written_in_place(*datas[message["case"]])
             elif op == "capture":
                 cases = tuple(str(c) for c in message["cases"])
-                graphs[cases] = device.capture([calls[case] for case in cases])
+                graphs[cases] = device.capture([calls[case] for case in cases], next(iter(graphs.values()), None))
             elif op == "batch":
                 cases = tuple(str(c) for c in message["cases"])
                 if message.get("graph"):
@@ -166,11 +167,23 @@ class Device:
         if self._sync is not None:
             self._sync()
 
-    def capture(self, calls: list[Callable[[], None]]) -> Any:
+    def release(self) -> None:
+        """Unmap the buffers no tensor here refers to any more (tasks.harness.shared.release_unused)."""
+        if self._attach is not None and self.kind == "cuda":
+            from kcoral.tasks.harness import shared  # noqa: PLC0415 - imported by __init__ already
+
+            shared.release_unused()
+
+    def capture(self, calls: list[Callable[[], None]], share: Any = None) -> Any:
         """One CUDA graph of ``calls`` made in turn, with memory of its own (what they allocate stays
         theirs for every replay). Capture records the calls' device work without running it: what a
         replay computes comes from the buffers as they are then. The empty call's graph holds nothing
-        and its replay is the protocol's cost."""
+        and its replay is the protocol's cost.
+
+        ``share``: a graph of this process whose memory the new one shares (torch's private pool). The
+        graphs of a measurement (a side's batch, and each call alone) are replayed one at a time, never
+        together, and what a call allocates is its own scratch: one pool holds one call's scratch for
+        them all, where a pool each held one per graph (on the pinned KDA task, 9 per worker)."""
         if self.kind != "cuda":
             raise RuntimeError("only a CUDA task's calls can be captured in a graph")
         import torch  # noqa: PLC0415 - see the class
@@ -180,7 +193,7 @@ class Device:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the empty call's graph is empty, and torch says so
-                with torch.cuda.graph(graph):
+                with torch.cuda.graph(graph, pool=share.pool() if share is not None else None):
                     for call in calls:
                         call()
         except Exception as exc:

@@ -52,3 +52,37 @@ def test_a_call_that_waits_for_the_host_cannot_be_captured() -> None:
         device.capture([lambda: x.sum().item()])
     # the device is usable after the failed capture
     assert float((x * 2).sum()) == 32.0
+
+
+def test_graphs_of_one_measurement_share_one_pool_of_scratch() -> None:
+    """A side's batch graph and each call's own graph (what a timed case captures) hold one call's
+    scratch between them, not one per graph, and each still computes from its buffers."""
+    torch = pytest.importorskip("torch")
+    device = Device("cuda", maps=False)
+    n, scratch = 8, 1 << 28  # 8 calls, each allocating 1 GiB of float32 scratch
+    sets = [(torch.zeros(1 << 20, device="cuda"), torch.empty(1 << 20, device="cuda")) for _ in range(n)]
+
+    def call(x: torch.Tensor, out: torch.Tensor) -> Callable[[], None]:
+        def run() -> None:
+            tmp = torch.empty(scratch, device="cuda")
+            tmp[: x.numel()].copy_(x).mul_(3)
+            out.copy_(tmp[: x.numel()])
+
+        return run
+
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_reserved()
+    calls = [call(x, out) for x, out in sets]
+    batch = device.capture(calls)
+    singles = [device.capture([c], batch) for c in calls]
+    grown = (torch.cuda.memory_reserved() - before) / (1 << 30)
+    print(f"9 graphs of calls with 1 GiB of scratch each: {grown:.2f} GiB reserved")
+    assert grown < 2.5, f"{grown:.2f} GiB reserved: the graphs do not share their scratch"
+    for graph, chosen in [(batch, range(n)), *((g, [k]) for k, g in enumerate(singles))]:
+        for k in chosen:
+            sets[k][0].copy_(torch.randn_like(sets[k][0]))
+            sets[k][1].fill_(float("nan"))
+        graph.replay()
+        device.sync()
+        for k in chosen:
+            assert torch.equal(sets[k][1], sets[k][0] * 3)

@@ -804,6 +804,35 @@ def test_a_graph_replayed_batch_row_says_so() -> None:
     )
 
 
+def test_a_batch_the_gpus_memory_made_smaller_says_so() -> None:
+    """A batch fitted to the card (tasks.harness.memoryfit) says the task's batch and the one used; one
+    that did not hold two calls says the case was timed one call at a time."""
+    t = const_timing(3.0, 3.0, null=0.05, n=12, batch=3, batch_asked=8, graph=True)
+    row = timing_row("w", t, {}, [], [])
+    assert (row["batch"], row["batch_asked"]) == (3, 8)
+    assert batch_line(WorkloadRow(id="w", params={}, timed=True, verdict="PASS", **row)).startswith(
+        "timed in batches of 3 calls captured once in a CUDA graph and replayed, each call on fresh inputs, every "
+        "output checked (the task asks for 8: the GPU's free memory held 3)"
+    )
+    row = timing_row("w", const_timing(3.0, 3.0, null=0.5, n=12, batch=0, batch_asked=8), {}, [], [])
+    assert "batch" not in row and row["batch_asked"] == 8
+    lines = report_lines(
+        {
+            "task": "t",
+            "holdout": "PASS",
+            "holdout_probes": 0,
+            "workloads": [{"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row}],
+            "flags": [],
+            "passed": 1,
+            "total": 1,
+        }
+    )
+    assert (
+        "    timed one call at a time: the task asks for batches of 8 calls, and the GPU's free memory did not hold "
+        "two calls' buffers"
+    ) in lines, lines
+
+
 @pytest.mark.parametrize(("batch_speedup", "flagged"), [(1.09, False), (1.11, True), (3.0, True)])
 def test_calls_far_faster_together_than_apart_are_flagged(batch_speedup: float, flagged: bool) -> None:
     """The per-call check at 1.0x: a batch speedup above batch_gain_limit (1.10) of it is work done across
