@@ -1,10 +1,12 @@
 """The Docker executor (runner.plan.Executor): runs a job's containers through docker-py: create, start,
 watch, kill, remove.
 
-Docker errors are translated here and nowhere else. The deadline is enforced by this module
-(``container.wait(timeout=...)`` is only an HTTP timeout): a waiter thread reports the exit, a
-log thread copies output into the job's log file up to its cap, and the watch loop kills the
-container on the deadline, a cancel, a log flood or an output-directory breach.
+Docker errors are translated here and in runner.member (the threads around one container) and
+nowhere else. The deadline is enforced by this module (``container.wait(timeout=...)`` is only an
+HTTP timeout): each member's waiter thread reports its exit, its log thread copies its output into
+the job's log file up to its cap (runner.member), and the watch loop here kills the group on the
+deadline, a cancel, a log flood or an output-directory breach. Standby containers are
+runner.takeover's; a group started side by side, runner.sidebyside's.
 """
 
 from __future__ import annotations
@@ -16,31 +18,26 @@ import os
 import threading
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import docker
 import docker.errors
-import requests.exceptions
 
-from kcoral.protocol.errors import InfrastructureError, InsufficientStorage
-from kcoral.protocol.framing import SERVER
+from kcoral.protocol.errors import InfrastructureError
 from kcoral.protocol.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.archive import dir_usage
 from kcoral.runner.containers import DOCKER_ERRORS, prepare_output_dir, remove, rename
-from kcoral.runner.enginelog import ContainerOutput, EngineStreamError, missed_output
-from kcoral.runner.errors import DISK_FULL, LOG_DISK_FULL
+from kcoral.runner.enginelog import ContainerOutput
 from kcoral.runner.joblog import LogWriter
 from kcoral.runner.leases import Lease
-from kcoral.runner.logsetup import child_thread
+from kcoral.runner.member import Member, open_log, settle_breach
 from kcoral.runner.plan import ContainerStep, StepOutcome
 from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB, container_options
 from kcoral.runner.settings import Settings
 from kcoral.runner.sidebyside import raise_first, side_by_side
-from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY, Fit, Standby
+from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY, Fit
 from kcoral.runner.takeover import StandbyTakeover
-from kcoral.runner.wholelines import WholeLines
 
 log = logging.getLogger("kcoral.executor")
 #: seconds the other members of a group get to leave by themselves after the leader exited
@@ -48,29 +45,6 @@ GROUP_GRACE_S = 5.0
 #: the pause before asking an unreachable engine again, doubled each time up to the second
 RECONNECT_FIRST_S = 1.0
 RECONNECT_MAX_S = 30.0
-
-
-@dataclass
-class _Watch:
-    """What the threads around one container report to the watch loop."""
-
-    exited: threading.Event = field(default_factory=threading.Event)
-    exit_status: int | None = None
-    log_bytes: int = 0
-    log_over: bool = False
-    #: why the server could not write the job's log (a full disk): the job is stopped, not blamed
-    log_error: str = ""
-    #: the disk was full for a write of the job's log: the log it has is partial
-    disk_full: bool = False
-    #: why the engine's log stream of the job broke (the engine lost): the job is stopped, not blamed
-    log_cut: str = ""
-    #: when the container started and when its exit was seen (the server's clock, Unix seconds)
-    started: float | None = None
-    ended: float | None = None
-    #: bytes past the step's own log_keep that were dropped (a step with log_keep only)
-    dropped: int = 0
-    #: each stream's unfinished line, held until it ends (the streams do not interleave inside a line)
-    lines: WholeLines = field(default_factory=WholeLines)
 
 
 class DockerExecutor:
@@ -271,14 +245,14 @@ class DockerExecutor:
         leader exits: the others get a moment to leave by themselves, then are killed. A breach of
         any member (deadline, cancel, a log flood, an output budget) kills them all.
         """
-        started: list[_Member] = []
+        started: list[Member] = []
         logs: dict[Path, LogWriter] = {}
         refill: tuple[Fit, dict[str, object]] | None = None
         try:
             for step in steps:
                 path = step.log or job_log
                 if path not in logs:
-                    logs[path] = _open_log(path)
+                    logs[path] = open_log(path)
             every = [container_options(self.settings, job_id, image, s, lease, self.gpu_mode()) for s in steps]
             if len(steps) == 1:
                 (step,), (options,) = steps, every
@@ -307,19 +281,19 @@ class DockerExecutor:
         lease: Lease,
         fits: Fit | None,
         log: LogWriter,
-        started: list[_Member],
+        started: list[Member],
     ) -> None:
         """One step's container running, added to ``started`` as soon as it exists (whatever fails after,
         the group's clean-up finds it): a ready standby that ``fits`` taken over (renamed for the job),
         else one created and started, its output attached before the start."""
         taken = self.standbys.take(job_id, lease, fits, options) if self.standbys and fits else None
         if fits is not None and taken is not None:
-            member = _Member(step, taken[0].container, log, standby=(fits, taken[0]), output=taken[1])
+            member = Member(step, taken[0].container, log, standby=(fits, taken[0]), output=taken[1])
             started.append(member)
         else:
             if step.output_dir is not None:
                 prepare_output_dir(step.output_dir, step.uid)
-            member = _Member(step, self._create(options), log)
+            member = Member(step, self._create(options), log)
             started.append(member)
             self._attach(member)
             member.container.start()
@@ -332,7 +306,7 @@ class DockerExecutor:
         steps: list[ContainerStep],
         options: list[dict[str, object]],
         logs: list[LogWriter],
-        started: list[_Member],
+        started: list[Member],
     ) -> None:
         """A group's containers created side by side, then started side by side (each of the engine's
         round trips, ~0.1-0.2 s on a two-core host, overlaps the others': an evaluation's supervisor and
@@ -343,7 +317,7 @@ class DockerExecutor:
                 prepare_output_dir(step.output_dir, step.uid)
         made = side_by_side([functools.partial(self._create, o) for o in options])
         members = [
-            _Member(step, container, log)
+            Member(step, container, log)
             for step, container, log in zip(steps, made, logs, strict=True)
             if not isinstance(container, BaseException)
         ]
@@ -355,19 +329,19 @@ class DockerExecutor:
         for member in members:
             self._begin(member)
 
-    def _attach(self, member: _Member) -> None:
+    def _attach(self, member: Member) -> None:
         """Before a created container starts: its cgroup named where its step wants it, its output attached
         (from before the start, it has every byte)."""
         if member.step.cgroup_file is not None:
             _write_cgroup_file(member.step.cgroup_file, self.cgroup_leaf(member.container.id))
         member.output = ContainerOutput(member.container)
 
-    def _begin(self, member: _Member) -> None:
+    def _begin(self, member: Member) -> None:
         """A running member's watch: when it started, its log's budget, the threads that follow it."""
         member.watch.started = time.time()
         member.begin(self.settings.limits.log_bytes)
 
-    def _release(self, job_id: str, started: list[_Member]) -> None:
+    def _release(self, job_id: str, started: list[Member]) -> None:
         """After a group: each member's output let go, its container removed (an exited one after the
         result: :meth:`remove_exited`), a taken standby given back."""
         exited = []
@@ -423,16 +397,10 @@ class DockerExecutor:
             self.orphans_pending = True
             raise
 
-    def _settle(self, member: _Member, killed: tuple[Verdict, str] | None) -> StepOutcome:
+    def _settle(self, member: Member, killed: tuple[Verdict, str] | None) -> StepOutcome:
         """How one member ended, once its log is complete."""
         watch = member.watch
-        watch.exited.wait(30)
-        for t in member.threads:
-            t.join(10)
-        if member.output is not None and not any(t.is_alive() for t in member.threads):
-            _catch_up_log(member.container, member.output, member.log, member.budget, watch, member.drop)
-        if watch.dropped:
-            _note_dropped(member.log, member.step.name, member.budget, watch)
+        member.complete_log()
         killed = settle_breach(killed, watch.log_over, self.settings.limits.log_bytes)
         if killed is None and (watch.log_error or watch.log_cut):
             killed = (Verdict.infrastructure_error, watch.log_error or watch.log_cut)
@@ -450,7 +418,7 @@ class DockerExecutor:
             killed, exit_code, bool(state.get("OOMKilled")), watch.log_bytes, times, log_lost=watch.disk_full
         )
 
-    def _watch(self, members: list[_Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
+    def _watch(self, members: list[Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
         """Wait for the leader's exit; kill every member on a breach and say which. None when the
         leader ended by itself (the others are then given a grace period, and killed after it)."""
         limits = self.settings.limits
@@ -467,7 +435,7 @@ class DockerExecutor:
                 _kill(m.container)
         return None
 
-    def _breach(self, members: list[_Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
+    def _breach(self, members: list[Member], deadline: float, cancel: threading.Event) -> tuple[Verdict, str] | None:
         limits = self.settings.limits
         if cancel.is_set():
             return (Verdict.cancelled, "cancelled by request")
@@ -488,188 +456,6 @@ class DockerExecutor:
                         f"{limits.output_files} files, {limits.output_depth} folders deep) and the job was killed",
                     )
         return None
-
-
-@dataclass
-class _Member:
-    """One running container of a group, with the threads that follow it."""
-
-    step: ContainerStep
-    container: Any
-    log: LogWriter
-    watch: _Watch = field(default_factory=lambda: _Watch())
-    threads: list[threading.Thread] = field(default_factory=list)
-    log_start: int = 0
-    budget: int = 0
-    #: past its budget the output is dropped (the step's own log_keep), not a breach
-    drop: bool = False
-    #: the standby this member runs in, and how the job's folders map onto its own
-    standby: tuple[Fit, Standby] | None = None
-    #: the container's output, attached before it started (or took its job)
-    output: ContainerOutput | None = None
-
-    @property
-    def output_dir(self) -> Path | None:
-        """Where the step's output is while it runs (a standby's own folder, for one in a standby)."""
-        out = self.step.output_dir
-        if out is None or self.standby is None:
-            return out
-        fits, taken = self.standby
-        return taken.folders[fits.folders.index(out)] if out in fits.folders else out
-
-    def begin(self, log_cap: int) -> None:
-        self.log_start = self.log.size
-        self.budget = log_cap - self.log_start
-        keep = self.step.log_keep
-        if keep is not None and keep < self.budget:
-            self.budget = keep
-        drop = self.drop = keep is not None and self.budget == keep
-        self.threads = [
-            threading.Thread(
-                target=_wait_exit, args=(self.container, self.watch), daemon=True, name=child_thread("wait")
-            ),
-            threading.Thread(
-                target=_copy_log,
-                args=(self.container, self.output, self.log, self.budget, self.watch, drop),
-                daemon=True,
-                name=child_thread("log"),
-            ),
-        ]
-        for t in self.threads:
-            t.start()
-
-
-def settle_breach(killed: tuple[Verdict, str] | None, log_over: bool, cap: int) -> tuple[Verdict, str] | None:
-    """The breach to report once the whole log is known. A job whose log went over the cap broke the
-    output limit, whether the live stream saw it in time or not: one that ended by itself first, or
-    was stopped at its deadline while the stream lagged behind the engine, gets output_limit too
-    (a cancel stays a cancel)."""
-    if log_over and (killed is None or killed[0] is Verdict.timeout):
-        return (Verdict.output_limit, f"the job printed more than {cap} bytes; the log keeps the first {cap}")
-    return killed
-
-
-def _wait_exit(container: Any, watch: _Watch) -> None:
-    while True:
-        try:
-            watch.exit_status = int(container.wait(timeout=3600)["StatusCode"])
-            watch.ended = time.time()
-            break
-        except requests.exceptions.ReadTimeout:
-            continue
-        except DOCKER_ERRORS as exc:
-            log.warning("waiting for %s failed: %s", container.id[:12], exc)
-            break
-    watch.exited.set()
-
-
-def _copy_log(
-    container: Any, output: ContainerOutput, sink: LogWriter, cap: int, watch: _Watch, drop: bool = False
-) -> None:
-    """The container's output into the log, each piece with its stream, up to ``cap`` bytes; past
-    it a breach (``log_over``), or with ``drop`` the rest is counted in ``dropped`` and goes nowhere."""
-    try:
-        for batch in output.batches():
-            _keep(sink, watch.lines.feed(batch), cap, watch, drop)
-        _keep(sink, watch.lines.rest(), cap, watch, drop)
-        watch.exited.wait()  # an attach ends the same way when the container exits and when the engine goes
-        if watch.exit_status is None:
-            raise EngineStreamError("the output stream ended, and the container's exit was not seen")
-    except DOCKER_ERRORS as exc:  # the job's output can no longer be watched: it is stopped
-        watch.log_cut = _log_cut_reason(exc)
-        log.error("log stream of %s broke: %s", container.id[:12], _engine_said(exc))
-    except OSError as exc:
-        _log_failed(watch, exc)
-        log.error("job log of %s: %s", container.id[:12], watch.log_error)
-
-
-def _log_cut_reason(exc: BaseException) -> str:
-    """Why a job whose output stream from the engine broke was ended."""
-    if isinstance(exc, docker.errors.APIError):
-        what = "the Docker engine stopped sending the job's output"
-    else:
-        what = "the connection to the Docker engine broke while the job ran"
-    return f"{what} ({_engine_said(exc)}); the job was ended: run it again"
-
-
-def _engine_said(exc: BaseException) -> str:
-    """An engine error's own words: the message inside the wrappers (requests wraps urllib3's error,
-    which wraps the socket's), not their tuple reprs."""
-    if isinstance(exc, docker.errors.APIError):
-        return str(exc.explanation or exc)
-    while exc.args and isinstance(exc.args[0], BaseException):
-        exc = exc.args[0]
-    return str(exc.args[0]) if exc.args and isinstance(exc.args[0], str) else str(exc)
-
-
-def _keep(sink: LogWriter, batch: list[tuple[int, bytes]], cap: int, watch: _Watch, drop: bool) -> None:
-    """A batch of output into the log (one write), as far as the cap allows."""
-    room = cap - watch.log_bytes
-    kept: list[tuple[int, bytes]] = []
-    over = 0
-    for stream, chunk in batch:
-        piece = chunk[: max(room, 0)]
-        if piece:
-            kept.append((stream, piece))
-            room -= len(piece)
-        over += len(chunk) - len(piece)
-    if kept:
-        sink.extend(kept)
-        watch.log_bytes += sum(len(piece) for _, piece in kept)
-    if over:
-        if drop:
-            watch.dropped += over
-        else:
-            watch.log_over = True
-
-
-def _open_log(path: Path) -> LogWriter:
-    try:
-        return LogWriter(path)
-    except OSError as exc:
-        if exc.errno in DISK_FULL:
-            raise InsufficientStorage(LOG_DISK_FULL) from None
-        raise InfrastructureError(_log_write_error(exc)) from None
-
-
-def _log_failed(watch: _Watch, exc: OSError) -> None:
-    """The job's log could not be written: the job is stopped for it (and where the disk is full,
-    the log it has is partial: runner.runplan removes it)."""
-    watch.log_error = _log_write_error(exc)
-    watch.disk_full = watch.disk_full or exc.errno in DISK_FULL
-
-
-def _log_write_error(exc: OSError) -> str:
-    if exc.errno in DISK_FULL:
-        return LOG_DISK_FULL
-    return f"the server could not write the job's log ({exc.strerror or exc}), so the job was stopped"
-
-
-def _note_dropped(sink: LogWriter, name: str, kept: int, watch: _Watch) -> None:
-    note = f"\n[kcoral: the {name} printed {watch.dropped} bytes more than the {kept} kept here; they were dropped]\n"
-    try:
-        sink.append(SERVER, note.encode())
-        watch.log_bytes += len(note)
-    except OSError as exc:
-        _log_failed(watch, exc)
-
-
-def _catch_up_log(
-    container: Any, output: ContainerOutput, sink: LogWriter, cap: int, watch: _Watch, drop: bool = False
-) -> None:
-    """After the output stream broke off: what the engine's stored log holds past what it brought
-    (a stream that ended with the container has every byte: nothing is read)."""
-    if not watch.log_cut or watch.log_over or watch.log_error:
-        return
-    try:
-        try:
-            for batch in missed_output(container, output.received):
-                _keep(sink, watch.lines.feed(batch), cap, watch, drop)
-        except DOCKER_ERRORS as exc:
-            log.warning("reading the stored log of %s failed: %s", container.id[:12], exc)
-        _keep(sink, watch.lines.rest(), cap, watch, drop)
-    except OSError as exc:
-        _log_failed(watch, exc)
 
 
 def _job_of(container: Any) -> str:

@@ -12,20 +12,17 @@ from typing import Any
 
 import pytest
 
-from kcoral.tasks.harness import shared
-
 pytestmark = pytest.mark.gpu
 
 GIB = 1 << 30
 
 
-@pytest.fixture(scope="module")
-def torch() -> Any:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU here")
-    torch.zeros(1, device="cuda")
-    return torch
+@pytest.fixture
+def shared(torch: Any) -> Any:
+    """tasks.harness.shared, imported once torch is known to be there (it imports torch)."""
+    from kcoral.tasks.harness import shared
+
+    return shared
 
 
 def _free(torch: Any) -> int:
@@ -33,7 +30,7 @@ def _free(torch: Any) -> int:
     return int(torch.cuda.mem_get_info()[0])
 
 
-def test_buffers_dropped_case_after_case_hold_no_memory(torch: Any) -> None:
+def test_buffers_dropped_case_after_case_hold_no_memory(torch: Any, shared: Any) -> None:
     """Twenty 2 GiB buffers, each dropped before the next is made (a case's, then the next case's):
     the card ends with what it had, not 40 GiB less."""
     shared.release_unused()
@@ -52,7 +49,7 @@ def test_buffers_dropped_case_after_case_hold_no_memory(torch: Any) -> None:
     assert after >= before - GIB // 4
 
 
-def test_a_mapping_of_a_sent_buffer_keeps_it_until_both_are_dropped(torch: Any) -> None:
+def test_a_mapping_of_a_sent_buffer_keeps_it_until_both_are_dropped(torch: Any, shared: Any) -> None:
     """The worker's mapping (attach, from the descriptor) keeps the memory after the supervisor dropped
     its own, and reads what was written; once both are dropped the memory is back."""
     shared.release_unused()

@@ -41,15 +41,6 @@ OWN_MARK = 0x0DDBA110  # each forger's own allocations
 FORGE_BUDGET_S = 25.0
 
 
-@pytest.fixture(scope="module")
-def torch() -> Any:
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU here")
-    torch.zeros(1, device="cuda")
-    return torch
-
-
 #: the candidate's container as unshare(1) makes it: its own PID and IPC namespaces, and its own /proc
 #: as a container mounts one (on the H200, in new PID and IPC namespaces that kept the host's /proc,
 #: cuInit failed with 304, CUDA_ERROR_OPERATING_SYSTEM)

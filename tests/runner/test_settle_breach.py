@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kcoral.protocol.models import Verdict
-from kcoral.runner.executor import settle_breach
+from kcoral.runner.member import settle_breach
 
 
 def test_timeout_with_an_overflowing_stored_log_is_an_output_limit() -> None:

@@ -761,6 +761,13 @@ def test_the_gpus_clock_and_heat_reach_the_row_and_a_line() -> None:
     assert "gpu_clock_mhz" not in timing_row("w", const_timing(3.0, 1.5, null=0.5, n=12), {}, [], [])
 
 
+def _one_row_report(row: dict[str, Any]) -> list[str]:
+    """The printed report of one timed workload's ``row``, the holdout passed."""
+    workload = {"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row}
+    doc = {"task": "t", "holdout": "PASS", "holdout_probes": 0, "workloads": [workload], "flags": []}
+    return report_lines({**doc, "passed": 1, "total": 1})
+
+
 def _batch_row(batch_speedup: float, per_call: Timing | None) -> tuple[dict[str, Any], list[str]]:
     """A batch-mode row: the batch's calls at ``batch_speedup``, with ``per_call`` as its per-call check."""
     t = const_timing(3.0, 3.0 / batch_speedup, null=0.05, n=12, batch=8, per_call=per_call)
@@ -771,17 +778,7 @@ def _batch_row(batch_speedup: float, per_call: Timing | None) -> tuple[dict[str,
 def test_a_batch_row_says_its_mode_and_carries_the_per_call_check() -> None:
     row, flags = _batch_row(1.0, const_timing(3.0, 3.0, null=0.5, n=12))
     assert (row["batch"], row["per_call_speedup"], flags) == (8, [1.0, 1.0, 1.0], [])
-    lines = report_lines(
-        {
-            "task": "t",
-            "holdout": "PASS",
-            "holdout_probes": 0,
-            "workloads": [{"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row}],
-            "flags": [],
-            "passed": 1,
-            "total": 1,
-        }
-    )
+    lines = _one_row_report(row)
     assert "n=12 batches of 8 calls (stable; protocol 0.0500 ms per call subtracted)" in lines[2], lines
     assert lines[3] == (
         "    timed in batches of 8 calls back to back, each on fresh inputs, every output checked; "
@@ -816,17 +813,7 @@ def test_a_batch_the_gpus_memory_made_smaller_says_so() -> None:
     )
     row = timing_row("w", const_timing(3.0, 3.0, null=0.5, n=12, batch=0, batch_asked=8), {}, [], [])
     assert "batch" not in row and row["batch_asked"] == 8
-    lines = report_lines(
-        {
-            "task": "t",
-            "holdout": "PASS",
-            "holdout_probes": 0,
-            "workloads": [{"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row}],
-            "flags": [],
-            "passed": 1,
-            "total": 1,
-        }
-    )
+    lines = _one_row_report(row)
     assert (
         "    timed one call at a time: the task asks for batches of 8 calls, and the GPU's free memory did not hold "
         "two calls' buffers"
