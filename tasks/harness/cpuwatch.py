@@ -27,10 +27,24 @@ _LEAF = re.compile(r"[A-Za-z0-9._@-]{1,255}")
 class CpuWatch:
     def __init__(self, counter: Path, unit_ns: int, parse: str) -> None:
         self.counter, self.unit_ns, self.parse = counter, unit_ns, parse
+        #: the last reading: what the container used in all once its cgroup is gone
+        self.last: int | None = None
 
     def ns(self) -> int:
-        """CPU nanoseconds the candidate's container has used so far."""
-        text = self.counter.read_text()
+        """CPU nanoseconds the candidate's container has used so far. Once its cgroup is gone (every
+        process of the container has exited, and the runtime removed it: a populated cgroup cannot be
+        removed, and the candidate cannot reach the host's) it uses no more: the last reading. A counter
+        never read is an error (FileNotFoundError): a watch that never saw its counter watches nothing."""
+        try:
+            text = self.counter.read_text()
+        except FileNotFoundError:
+            if self.last is None:
+                raise
+            return self.last
+        self.last = self._parse(text)
+        return self.last
+
+    def _parse(self, text: str) -> int:
         if self.parse == "ns":  # cgroup v1's cpuacct.usage: one number
             return int(text.strip()) * self.unit_ns
         if self.parse != "usage_usec":

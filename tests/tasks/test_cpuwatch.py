@@ -22,6 +22,20 @@ def test_cgroup_v2_reads_usage_usec_from_cpu_stat_in_nanoseconds(tmp_path: Path)
     assert watch.ns() == 1_235_000
 
 
+def test_a_container_that_has_exited_used_what_it_had_used(tmp_path: Path) -> None:
+    """Its cgroup is removed once every process of it has exited: the reading stays the last one (an
+    exited candidate's clean-up, a drop of its buffers, must not end the judge with FileNotFoundError); a
+    counter that was never there is still an error."""
+    (tmp_path / "gone").mkdir()
+    (tmp_path / "gone" / "cpuacct.usage").write_text("5000\n")
+    watch = for_leaf("gone", "1", tmp_path)
+    assert watch.ns() == 5000
+    (tmp_path / "gone" / "cpuacct.usage").unlink()
+    assert watch.ns() == 5000
+    with pytest.raises(FileNotFoundError):  # a counter never seen: the watch watches nothing (session says so)
+        for_leaf("never", "1", tmp_path).ns()
+
+
 def test_cgroup_v2_without_usage_usec_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "cpu.stat").write_text("user_usec 5\nusage_usecs 7\n")
