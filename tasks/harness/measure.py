@@ -93,6 +93,8 @@ class Measuring(Calling):
     baseline: Worker | None
     cores: CoreLayout
     clock: GpuClock | None
+    #: the GPU's free bytes before the submission's code could run (:meth:`note_free_memory`)
+    free_memory: int | None
 
     # given by the supervisor
     def _candidate(self) -> Worker:
@@ -238,17 +240,28 @@ class Measuring(Calling):
             timing.per_call = check.timing(cfg, 0, "per-call check", 0, 0.0)
         return timing, m.mismatch
 
+    def note_free_memory(self) -> None:
+        """The GPU's free memory now, what every timed batch is fitted to (:meth:`_fitted_batch`): taken
+        once the trusted side has warmed up and before the submission's code may run, so that a
+        submission holding memory cannot shrink the batch, or turn the timing into one call at a time
+        (where the baseline's launch gaps count against it), by what it holds."""
+        if self.device == "cuda":
+            shared.release_unused()
+            torch.cuda.empty_cache()  # this process's cached blocks are free for the batch's buffers
+            self.free_memory = int(torch.cuda.mem_get_info()[0])
+
     def _fitted_batch(
         self, case: schema.Case, inputs: dict[str, Any], specs: dict[str, tuple[tuple[int, ...], str]]
     ) -> int:
-        """The calls per timed batch: the method's, or fewer where the GPU's free memory cannot hold
-        that many calls' buffers (tasks.harness.memoryfit); 0 for every call timed on its own."""
+        """The calls per timed batch: the method's, or fewer where the GPU's free memory before the
+        submission ran (:meth:`note_free_memory`) cannot hold that many calls' buffers
+        (tasks.harness.memoryfit); 0 for every call timed on its own."""
         asked = self.cfg.batch if self.cfg.batch > 1 else 0
         if not asked or self.device != "cuda":
             return asked
-        shared.release_unused()  # the previous measurements' buffers, and this process's cached blocks
-        torch.cuda.empty_cache()
-        free, total = torch.cuda.mem_get_info()
+        if self.free_memory is None:
+            self.note_free_memory()
+        free, total = self.free_memory or 0, torch.cuda.mem_get_info()[1]
         given = sum(t.numel() * t.element_size() for t in inputs.values() if isinstance(t, torch.Tensor))
         made = sum(shared.nbytes(tuple(shape), getattr(torch, dtype)) for shape, dtype in specs.values())
         per_call = memoryfit.per_call_bytes(given, made)

@@ -4,9 +4,11 @@ A batch of N calls needs, per call, a buffer set for the baseline and one for th
 outputs, and the supervisor's copy of the outputs) and the supervisor's fresh sample for it; the
 task's manifest asks for N whatever the card. On an 80 GB H100 the pinned KDA task's batch of 8
 (about 3 GB a call) and the judge's other buffers left the candidate's own graph capture no room,
-and the candidate was blamed for it. The batch is therefore fitted to the device memory free when a
-case is timed: its buffers may take at most :data:`SHARE` of it, the rest left to the two workers'
-own calls and their captured graphs. Fewer than two calls: every call is timed on its own.
+and the candidate was blamed for it. The batch is therefore fitted to the device memory free once the
+trusted side has warmed up, before the submission's code may run (a submission holding memory cannot
+shrink the batch by it: tasks.harness.measure): its buffers may take at most :data:`SHARE` of it, the
+rest left to the two workers' own calls and their captured graphs. Fewer than two calls: every call is
+timed on its own.
 """
 
 from __future__ import annotations

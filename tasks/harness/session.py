@@ -122,6 +122,7 @@ def _trusted_side(
         sup.warm_up()
     except (torch.OutOfMemoryError, RuntimeError) as exc:  # a head start only: the cases meet it again
         print(f"warm-up stopped: {str(exc)[:500]}", file=sys.stderr)
+    sup.note_free_memory()  # before the candidate's worker may import the submission
     laps.lap("warm-up")
     return sup, trusted
 

@@ -156,6 +156,7 @@ _HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRI
 _LOCATION_TYPE_DEVICE = 0x1  # CU_MEM_LOCATION_TYPE_DEVICE
 _ALLOC_GRANULARITY_MINIMUM = 0x0  # CU_MEM_ALLOC_GRANULARITY_MINIMUM
 _ACCESS_FLAGS_PROT_READWRITE = 0x3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+_OUT_OF_MEMORY = 2  # CUDA_ERROR_OUT_OF_MEMORY
 
 
 class _MemLocation(ctypes.Structure):
@@ -246,7 +247,10 @@ class _Driver:
     def create(self, vmm: int) -> tuple[int, int]:
         """(address, file descriptor) of a new allocation of ``vmm`` bytes, mapped read/write here."""
         handle = ctypes.c_uint64()
-        self._check(self.lib.cuMemCreate(ctypes.byref(handle), vmm, ctypes.byref(self.prop), 0), "cuMemCreate")
+        code = self.lib.cuMemCreate(ctypes.byref(handle), vmm, ctypes.byref(self.prop), 0)
+        if code == _OUT_OF_MEMORY:  # the supervisor's handling of a full device is torch's (a case's ERROR)
+            raise torch.OutOfMemoryError(driver_failure("cuMemCreate", code))
+        self._check(code, "cuMemCreate")
         try:
             fd = ctypes.c_int(-1)
             self._check(

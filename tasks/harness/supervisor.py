@@ -99,6 +99,8 @@ class Supervisor(Measuring):
     last_call_ms: float = 0.0
     #: the sides set up and not yet dropped (tasks.harness.timedcall)
     open_sides: list[Side] = field(default_factory=list)
+    #: the GPU's free bytes before the submission's code could run (tasks.harness.measure)
+    free_memory: int | None = None
 
     def __post_init__(self) -> None:
         task = load_task(self.task_dir)
