@@ -187,8 +187,11 @@ class Supervisor(Measuring):
         case = self._warm_up_case()
         if case is None:
             return
-        inputs = self.mod.make_inputs(case.params, self._seed(case.id, "warm-up"), self.device)
-        side = self._side(self._candidate(), case, inputs, self.mod.output_specs(inputs), label="/warm-up")
+        try:
+            inputs = self.mod.make_inputs(case.params, self._seed(case.id, "warm-up"), self.device)
+            side = self._side(self._candidate(), case, inputs, self.mod.output_specs(inputs), label="/warm-up")
+        except torch.OutOfMemoryError:  # the submission may hold the memory: its first case says so
+            return
         with contextlib.suppress(CandidateGone):  # every case will say so
             if self._setup(side, case.params, case) is None:
                 side.worker.send({"op": "call", "case": side.case})
