@@ -210,7 +210,8 @@ class Measuring(Calling):
         submission's calls failed: the case is then the submission's error."""
         assert self.baseline is not None, "a timed case without the baseline's worker"
         assert self.null is not None, "a timed case without the empty call's worker"
-        batch = self._fitted_batch(case, inputs, specs)
+        asked = self.cfg.batch if self.cfg.batch > 1 else 0
+        batch = self._fitted_batch(case, asked, inputs, specs)
         cfg = replace(self.cfg, batch=batch) if batch != self.cfg.batch else self.cfg
         sides, error = self._timed_sides(case, cand, inputs, specs, batch, label)
         if sides is None:
@@ -234,7 +235,7 @@ class Measuring(Calling):
             self._drop([s for s in (*sides.bases, *sides.cands, sides.null) if s is not cand])
         self._log_measurement(m, samples, check, stopped, lost)
         timing = samples.timing(cfg, batch, stopped, warmup * max(batch, 1), cooled)
-        timing.batch_asked = self.cfg.batch if batch < self.cfg.batch else 0
+        timing.batch_asked = asked if batch < asked else 0
         self._watch_figures(case.workload, timing, sum(samples.baseline) * max(batch, 1) + sum(check.baseline))
         if batch and check.candidate:
             timing.per_call = check.timing(cfg, 0, "per-call check", 0, 0.0)
@@ -251,22 +252,21 @@ class Measuring(Calling):
             self.free_memory = int(torch.cuda.mem_get_info()[0])
 
     def _fitted_batch(
-        self, case: schema.Case, inputs: dict[str, Any], specs: dict[str, tuple[tuple[int, ...], str]]
+        self, case: schema.Case, asked: int, inputs: dict[str, Any], specs: dict[str, tuple[tuple[int, ...], str]]
     ) -> int:
-        """The calls per timed batch: the method's, or fewer where the GPU's free memory before the
-        submission ran (:meth:`note_free_memory`) cannot hold that many calls' buffers
-        (tasks.harness.memoryfit); 0 for every call timed on its own."""
-        asked = self.cfg.batch if self.cfg.batch > 1 else 0
-        if not asked or self.device != "cuda":
+        """The calls per timed batch: ``asked`` (the method's, 0 for none), or fewer where the GPU's free
+        memory before the submission ran (:meth:`note_free_memory`) cannot hold that many calls' buffers
+        (tasks.harness.memoryfit); 0 for every call timed on its own. Not noted (no session started this
+        supervisor): the method's."""
+        free = self.free_memory
+        if not asked or free is None:
             return asked
-        if self.free_memory is None:
-            self.note_free_memory()
-        free, total = self.free_memory or 0, torch.cuda.mem_get_info()[1]
         given = sum(t.numel() * t.element_size() for t in inputs.values() if isinstance(t, torch.Tensor))
         made = sum(shared.nbytes(tuple(shape), getattr(torch, dtype)) for shape, dtype in specs.values())
         per_call = memoryfit.per_call_bytes(given, made)
         batch = memoryfit.fit_batch(asked, per_call, free)
         if batch < asked:
+            total = torch.cuda.mem_get_info()[1]
             print(
                 f"{case.workload}: batches of {batch or 1} calls, not {asked}: {free / 2**30:.1f} GiB of the GPU's "
                 f"{total / 2**30:.1f} GiB free, {per_call / 2**30:.2f} GiB of buffers per call",
