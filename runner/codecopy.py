@@ -15,6 +15,7 @@ server mounts them.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import threading
@@ -23,11 +24,9 @@ from pathlib import Path
 from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobfs import remove_tree
 
-#: the folder holding kcoral's part folders (runner/, tasks/, profiling/...): site-packages/kcoral in an
-#: install, the checkout in an editable one (pyproject's package-dir maps them side by side in both)
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-#: the packages a job's containers may mount, relative to PACKAGE_ROOT
-PACKAGES = ("tasks/harness", "tasks/packs", "profiling")
+#: the packages a job's containers may mount, as kcoral's subpackages' paths ("tasks/harness" is
+#: kcoral.tasks.harness): the copy holds each at that path (and a job sees it at /kcoral/kcoral/<path>)
+PACKAGES = ("tasks/harness", "tasks/packs", "profiling", "protocol")
 FOLDER = "code"
 
 _lock = threading.Lock()
@@ -55,21 +54,32 @@ def _copy(data_dir: Path) -> tuple[Path, str]:
         return _made[data_dir]
 
 
-def _files() -> list[Path]:
-    return sorted(
-        p
-        for package in PACKAGES
-        for p in (PACKAGE_ROOT / package).rglob("*")
-        if p.is_file() and not p.is_symlink() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-    )
+def package_folder(package: str) -> Path:
+    """Where kcoral's subpackage ``package`` ("tasks/harness") is installed: its folders are mapped
+    (pyproject's package-dir), so kcoral.protocol and kcoral.runner need not be side by side."""
+    spec = importlib.util.find_spec("kcoral." + package.replace("/", "."))
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"kcoral.{package.replace('/', '.')} is not installed as a package")
+    return Path(next(iter(spec.submodule_search_locations))).resolve()
+
+
+def _files() -> list[tuple[str, Path]]:
+    """Every file of :data:`PACKAGES`: (its path in the copy, where it is)."""
+    out = []
+    for package in PACKAGES:
+        folder = package_folder(package)
+        for p in folder.rglob("*"):
+            if p.is_file() and not p.is_symlink() and "__pycache__" not in p.parts and p.suffix != ".pyc":
+                out.append((f"{package}/{p.relative_to(folder).as_posix()}", p))
+    return sorted(out)
 
 
 def _make(parent: Path) -> tuple[Path, str]:
     files = _files()
     digest = hashlib.sha256()
-    for path in files:
+    for name, path in files:
         data = path.read_bytes()
-        digest.update(f"{path.relative_to(PACKAGE_ROOT)}\0{len(data)}\0".encode())
+        digest.update(f"{name}\0{len(data)}\0".encode())
         digest.update(data)
     full = digest.hexdigest()
     name = full[:16]
@@ -82,8 +92,8 @@ def _make(parent: Path) -> tuple[Path, str]:
         if not target.is_dir():
             partial = parent / f".partial-{os.getpid()}"
             remove_tree(partial)
-            for path in files:
-                copy = partial / path.relative_to(PACKAGE_ROOT)
+            for name, path in files:
+                copy = partial / name
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, copy)
                 copy.chmod(0o644)

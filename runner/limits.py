@@ -110,6 +110,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
+from kcoral.protocol.typeddata import DataError
 from kcoral.tasks.calibration import CalibrationPolicy
 from kcoral.tasks.harness.schema import TimingMethod
 
@@ -255,7 +256,10 @@ def with_limits(values: Mapping[str, str]) -> tuple[Limits, ConnectionLimits]:
         default, unit = table[key]
         prefix = next((p for p, _ in _GROUPS if p and key.startswith(p)), "")
         groups[prefix][key.removeprefix(prefix)] = _parse(key, text, default, unit)
-    timing = replace(TimingMethod(), **groups[TIMING])  # type: ignore[arg-type]
+    try:
+        timing = replace(TimingMethod(), **groups[TIMING])  # type: ignore[arg-type]
+    except DataError as exc:  # a method that cannot be followed (min_reps above max_reps, ...)
+        raise ValueError(f"limit {TIMING}{exc.where}: {exc.what}") from None
     calibration = replace(CalibrationPolicy(), **groups[CALIBRATION])  # type: ignore[arg-type]
     job = replace(Limits(), **groups[""], eval_timing=timing, calibration=calibration)  # type: ignore[arg-type]
     return job, replace(ConnectionLimits(), **groups[CONNECTION])  # type: ignore[arg-type]

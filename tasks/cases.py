@@ -17,6 +17,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+from kcoral.protocol.typeddata import DataError, from_data
 from kcoral.tasks.harness.schema import Case, CaseFile, Phase, TimingMethod
 from kcoral.tasks.harness.taskdef import Task
 
@@ -42,7 +43,10 @@ def timing_method(defaults: TimingMethod, manifest: dict[str, Any]) -> TimingMet
     unknown = sorted(set(override) - {f.name for f in fields(TimingMethod)})
     if unknown:
         raise ValueError(f"task {manifest.get('id', '?')}: unknown timing settings {unknown}")
-    method = TimingMethod(**{**asdict(defaults), **override})
+    try:
+        method = from_data(TimingMethod, {**asdict(defaults), **override})
+    except DataError as exc:
+        raise ValueError(f"task {manifest.get('id', '?')}: timing {exc}") from None
     if method.graph and (method.batch < 2 or manifest.get("device") != "cuda"):
         raise ValueError(
             f"task {manifest.get('id', '?')}: timing graph needs a CUDA task timed in batches (batch 2 or more)"

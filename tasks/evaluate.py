@@ -34,7 +34,7 @@ from kcoral.protocol.errors import BadRequest, InfrastructureError
 from kcoral.protocol.jobenv import INPUT_MOUNT, OUTPUT_MOUNT
 from kcoral.protocol.models import EvalSpec, JobKindName, SpecBase, Verdict
 from kcoral.protocol.printable import printable
-from kcoral.protocol.typeddata import to_data
+from kcoral.protocol.typeddata import DataError, to_data
 from kcoral.runner import jobfs
 from kcoral.runner.codecopy import code_digest
 from kcoral.runner.envpolicy import job_environment
@@ -290,7 +290,7 @@ class _Evaluation:
         return cache
 
     def _code(self) -> dict[str, tuple[str, str]]:
-        code = code_mounts(self.ctx.settings.data_dir, "tasks/harness", "tasks/packs")
+        code = code_mounts(self.ctx.settings.data_dir, "tasks/harness", "tasks/packs", "protocol")
         return {**code, str(self.family_copy): (FAMILY_MOUNT, "ro")}
 
     def _result(self, sup: StepOutcome) -> schema.SupervisorResult:
@@ -304,7 +304,7 @@ class _Evaluation:
         try:
             data = jobfs.read_file(self.judge_dir, "result.json", schema.MAX_RESULT_BYTES)
             return schema.parse_result(data)
-        except (OSError, schema.SchemaError) as exc:
+        except (OSError, DataError) as exc:
             raise InfrastructureError(f"the supervisor's result is unusable: {exc}") from None
 
     def _judge_tail(self) -> str:

@@ -2,9 +2,13 @@
 document is), made from JSON data by :func:`from_data`, which checks every type and names the first place
 that is wrong (:class:`DataError`), and written by :func:`to_data`. The API's data
 (:mod:`kcoral.protocol.models`) and the evaluation's documents (kcoral.tasks.documents) are declared and
-read this way. Stdlib only, so that the judge's containers can import it too: the supervisor's own two
-files (kcoral.tasks.harness.schema: the case file and its result) are dataclasses as well, still read by
-their own size-capped parser there.
+read this way, and so are the supervisor's two files (kcoral.tasks.harness.schema: the case file and its
+result): stdlib only, so that the judge's containers import it too.
+
+A field's type may carry limits, ``Annotated[list[float], Bound(max_items=10000)]``: a list or an object
+of more items is refused, text over ``max_chars`` is cut to them, a ``positive`` number must be above zero.
+A class whose ``STRICT`` is true refuses a field it does not have; one whose ``COMPLETE`` is true needs every
+field given (its defaults are for Python callers, not for documents).
 """
 
 from __future__ import annotations
@@ -16,9 +20,21 @@ import math
 import types
 import typing
 from enum import Enum
-from typing import Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 _T = TypeVar("_T")
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """Limits on one field's value, as ``Annotated`` metadata (see the module's docstring)."""
+
+    #: a list or an object of more items is refused
+    max_items: int | None = None
+    #: text is cut to this many characters
+    max_chars: int | None = None
+    #: a number must be above zero
+    positive: bool = False
 
 
 class DataError(ValueError):
@@ -69,9 +85,18 @@ def _where(path: tuple[str, ...]) -> str:
 
 
 def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
+    origin = typing.get_origin(tp)
+    if origin is Annotated:
+        inner, *extras = typing.get_args(tp)
+        bounds = [b for b in extras if isinstance(b, Bound)]
+        for bound in bounds:
+            _check_size(bound, value, path)
+        out = _convert(inner, value, path)
+        for bound in bounds:
+            out = _apply(bound, out, path)
+        return out
     if dataclasses.is_dataclass(tp):
         return _dataclass(tp, value, path)  # type: ignore[arg-type]
-    origin = typing.get_origin(tp)
     if origin in (Union, types.UnionType):
         return _union(typing.get_args(tp), value, path)
     if origin is list:
@@ -82,8 +107,8 @@ def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
     if origin is dict:
         if not isinstance(value, dict):
             raise DataError(_where(path), "must be an object")
-        _, item = typing.get_args(tp)
-        return {_text(k, (*path, "<key>")): _convert(item, v, (*path, str(k))) for k, v in value.items()}
+        key, item = typing.get_args(tp)
+        return {_convert(key, k, (*path, "<key>")): _convert(item, v, (*path, str(k))) for k, v in value.items()}
     if origin is Literal:
         for option in typing.get_args(tp):
             if value == option and isinstance(value, bool) == isinstance(option, bool):  # True is not 1
@@ -111,6 +136,21 @@ def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
             raise DataError(_where(path), "must be a finite number")
         return float(value)
     raise TypeError(f"from_data cannot make {tp!r}")  # a programming error: a type this module lacks
+
+
+def _check_size(bound: Bound, value: object, path: tuple[str, ...]) -> None:
+    """Before a list or an object is read item by item: refused when it holds too many."""
+    if bound.max_items is not None and isinstance(value, list | dict) and len(value) > bound.max_items:
+        raise DataError(_where(path), f"more than {bound.max_items} items")
+
+
+def _apply(bound: Bound, value: object, path: tuple[str, ...]) -> object:
+    """A value as read, with the bound's cut and its check of sign."""
+    if bound.max_chars is not None and isinstance(value, str):
+        return value[: bound.max_chars]
+    if bound.positive and isinstance(value, int | float) and not value > 0:
+        raise DataError(_where(path), "must be above zero")
+    return value
 
 
 def _text(value: object, path: tuple[str, ...]) -> str:
@@ -158,7 +198,7 @@ def _kinds(options: tuple[Any, ...]) -> dict[str, type]:
 @functools.cache
 def _fields(cls: type) -> dict[str, tuple[Any, object]]:
     """A dataclass's fields that JSON sets: name -> (type, default or MISSING)."""
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     out: dict[str, tuple[Any, object]] = {}
     for f in dataclasses.fields(cls):
         if f.init:
@@ -174,13 +214,14 @@ def _dataclass(cls: type, value: object, path: tuple[str, ...]) -> object:
         for name in value:
             if name not in fields:
                 raise DataError(_where((*path, str(name))), "no such field (a typo is refused)")
+    complete = getattr(cls, "COMPLETE", False)
     kwargs = {}
     for f in dataclasses.fields(cls):  # in the class's order: the first wrong field is the one named
         if not f.init:
             continue
         if f.name in value:
             kwargs[f.name] = _convert(fields[f.name][0], value[f.name], (*path, f.name))
-        elif _no_default(f):
+        elif complete or _no_default(f):
             raise DataError(_where((*path, f.name)), "missing")
     try:
         return cls(**kwargs)

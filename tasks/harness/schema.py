@@ -3,17 +3,20 @@ the supervisor imports this inside its container, the server reads the same type
 
 The server writes a ``CaseFile`` (the judge's cases and the sample key) for the supervisor, which
 reads it with ``parse_cases``; the supervisor (trusted) writes a ``SupervisorResult``, which the
-server reads with ``parse_result``. Both parsers check every type, size and encoding, so a damaged
-or hostile document is refused whole (``SchemaError``) instead of being half-read.
+server reads with ``parse_result``. Both are read as every typed document is
+(:mod:`kcoral.protocol.typeddata`), with the limits declared on the fields here: every type, size and
+encoding checked, so a damaged or hostile document is refused whole (``DataError``, which names the
+first place that is wrong) instead of being half-read.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from kcoral.protocol.typeddata import Bound, DataError, from_data, parse_json
 
 SCHEMA_VERSION = 1
 #: bytes the server reads of a supervisor result
@@ -21,10 +24,15 @@ MAX_RESULT_BYTES = 16 << 20
 MAX_TEXT = 12000  # a reason: a check's full traceback fits
 MAX_SAMPLES = 10000
 MAX_PHASES = 200
+MAX_CASES = 1000
 
-
-class SchemaError(ValueError):
-    """A document that does not have the shape its type promises."""
+#: a reason, a name: cut to MAX_TEXT characters
+Text = Annotated[str, Bound(max_chars=MAX_TEXT)]
+#: one figure per iteration
+Figures = Annotated[list[float], Bound(max_items=MAX_SAMPLES)]
+Flags = Annotated[list[bool], Bound(max_items=MAX_SAMPLES)]
+#: a call's time: above zero
+Samples = Annotated[list[Annotated[float, Bound(positive=True)]], Bound(max_items=MAX_SAMPLES)]
 
 
 class Phase(StrEnum):
@@ -36,9 +44,11 @@ class Phase(StrEnum):
 class Case:
     """One case: its opaque id, the recipe of its inputs, and how it is judged."""
 
-    id: str
+    STRICT: ClassVar[bool] = True
+
+    id: Text
     phase: Phase
-    workload: str
+    workload: Text
     params: dict[str, Any]
     seed: int
     timed: bool
@@ -50,7 +60,10 @@ class TimingMethod:
     """How the supervisor measures timed cases and judges the candidate's CPU use: the server's
     defaults (these, or an operator's: runner.limits.Limits.eval_timing, whose table says what each
     field means) with the task manifest's ``timing`` over them (tasks.cases.timing_method). The case
-    file carries every field; the supervisor defaults none (:func:`_timing_method` refuses a missing one)."""
+    file carries every field; the supervisor defaults none (``COMPLETE``: a missing one is refused)."""
+
+    STRICT: ClassVar[bool] = True
+    COMPLETE: ClassVar[bool] = True
 
     warmup_s: float = 1.0
     min_reps: int = 10
@@ -129,47 +142,20 @@ class TimingMethod:
     uncalibrated_floor: float = 0.11
 
     def __post_init__(self) -> None:
-        """A method that cannot be followed is refused (ValueError), wherever it was set: an operator's
-        ``timing_NAME``, a task's manifest, a case file."""
+        """A method that cannot be followed is refused (DataError, naming the setting), wherever it was
+        set: an operator's ``timing_NAME``, a task's manifest, a case file."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, bool) and isinstance(value, int | float) and value < 0:
+                raise DataError(f.name, f"{value!r} is negative")
         if self.min_reps > self.max_reps:
-            raise ValueError(f"timing: min_reps {self.min_reps} is above max_reps {self.max_reps}")
+            raise DataError("min_reps", f"{self.min_reps} is above max_reps {self.max_reps}")
         for name in ("idle_cpu_share", "disturbed_share", "disturbed_limit", "shared_core_share", "uncalibrated_floor"):
             if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"timing: {name} {getattr(self, name)!r} is a share: from 0 to 1")
+                raise DataError(name, f"{getattr(self, name)!r} is a share: from 0 to 1")
         for name in ("scorable_ratio", "inconclusive_ratio", "batch_gain_limit"):
             if not getattr(self, name) >= 1:
-                raise ValueError(f"timing: {name} {getattr(self, name)!r} is a ratio of at least 1")
-
-
-_COUNTS = ("min_reps", "max_reps", "noisy_reps", "flush_bytes", "buffer_sets", "batch", "per_call_checks")
-_FLAGS = ("graph",)
-
-
-def _timing_method(doc: Any) -> TimingMethod:
-    obj = _obj(doc, "timing")
-    names = [f.name for f in fields(TimingMethod)]
-    if set(obj) != set(names):
-        raise SchemaError(f"timing: expected the fields {names}, got {sorted(map(str, obj))}")
-    values: dict[str, Any] = {}
-    for name in names:
-        value = obj[name]
-        if name in _COUNTS:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise SchemaError(f"timing {name}: {value!r} is not a count")
-            values[name] = value
-        elif name in _FLAGS:
-            if not isinstance(value, bool):
-                raise SchemaError(f"timing {name}: {value!r} is not true or false")
-            values[name] = value
-        else:
-            number = _num(value, f"timing {name}")
-            if number < 0:
-                raise SchemaError(f"timing {name}: {value!r} is negative")
-            values[name] = number
-    try:
-        return TimingMethod(**values)
-    except ValueError as e:
-        raise SchemaError(str(e)) from None
+                raise DataError(name, f"{getattr(self, name)!r} is a ratio of at least 1")
 
 
 @dataclass
@@ -177,10 +163,12 @@ class CaseFile:
     """The judge's case file: holdout probes first, then the workloads, and the per-request key
     every timed sample's inputs are drawn from. Only the supervisor ever reads it."""
 
-    task: str
-    device: str
-    cases: list[Case]
-    sample_key: str
+    STRICT: ClassVar[bool] = True
+
+    task: Text
+    device: Text
+    cases: Annotated[list[Case], Bound(max_items=MAX_CASES)]
+    sample_key: Text
     timing: TimingMethod
     #: when the evaluation's time limit ends (Unix time, the host's clock; 0: not said): a measurement
     #: the submission's calls cannot finish by then stops early, too slow (tasks.harness.supervisor)
@@ -191,43 +179,8 @@ class CaseFile:
 
 
 def parse_cases(data: bytes) -> CaseFile:
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise SchemaError(f"the case file is not JSON ({type(exc).__name__})") from None
-    obj = _obj(doc, "case file")
-    cases = []
-    for c in _list(obj.get("cases"), "cases", 1000):
-        c = _obj(c, "case")
-        try:
-            phase = Phase(str(c.get("phase")))
-        except ValueError:
-            raise SchemaError(f"case phase {c.get('phase')!r}") from None
-        seed = c.get("seed")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise SchemaError(f"case seed {seed!r}")
-        cases.append(
-            Case(
-                id=_text(c.get("id"), "case id"),
-                phase=phase,
-                workload=_text(c.get("workload"), "workload"),
-                params=_obj(c.get("params"), "params"),
-                seed=seed,
-                timed=c.get("timed") is True,
-                tolerance={
-                    _text(k, "tolerance"): _num(v, "tolerance")
-                    for k, v in _obj(c.get("tolerance"), "tolerance").items()
-                },
-            )
-        )
-    return CaseFile(
-        task=_text(obj.get("task"), "task"),
-        device=_text(obj.get("device"), "device"),
-        cases=cases,
-        sample_key=_text(obj.get("sample_key"), "sample_key"),
-        timing=_timing_method(obj.get("timing")),
-        deadline=_num(obj.get("deadline", 0.0), "deadline"),
-    )
+    """The case file, every field checked (DataError names the first that is wrong)."""
+    return from_data(CaseFile, parse_json(data))
 
 
 class Outcome(StrEnum):
@@ -244,12 +197,12 @@ class Timing:
     """A timed case, every figure from the supervisor's clock (milliseconds per call)."""
 
     #: raw call times, the protocol's fixed cost included; baseline and candidate interleaved
-    baseline_ms: list[float]
-    kernel_ms: list[float]
+    baseline_ms: Samples
+    kernel_ms: Samples
     #: the protocol's fixed cost: the same call sequence with a call that does nothing
-    null_ms: list[float]
-    stopped_by: str
-    warmup_calls: int
+    null_ms: Samples
+    stopped_by: Text = ""
+    warmup_calls: int = 0
     #: the candidate container's CPU use between two of its calls (median ms per gap; total as a share of
     #: the baseline's total call time), and while its inputs were written before a call began
     idle_cpu_ms: float = 0.0
@@ -266,13 +219,13 @@ class Timing:
     #: judge's side while that iteration's trusted calls ran: milliseconds the trusted processes waited for a
     #: CPU, and interrupt/softirq time on the judge's cores (tasks.harness.interference). An iteration above
     #: the method's limit is disturbed: the estimate leaves it out (tasks.harness.stats)
-    judge_wait_ms: list[float] = field(default_factory=list)
-    disturbed: list[bool] = field(default_factory=list)
+    judge_wait_ms: Figures = field(default_factory=list)
+    disturbed: Flags = field(default_factory=list)
     #: per iteration on a GPU (NVML, tasks.harness.gpuclock): its lowest SM clock (MHz), its highest
     #: temperature (C), and whether it slowed itself for heat or power (such an iteration is disturbed)
-    sm_clock_mhz: list[float] = field(default_factory=list)
-    temperature_c: list[float] = field(default_factory=list)
-    throttled: list[bool] = field(default_factory=list)
+    sm_clock_mhz: Figures = field(default_factory=list)
+    temperature_c: Figures = field(default_factory=list)
+    throttled: Flags = field(default_factory=list)
     #: seconds the GPU was let cool before sampling (TimingMethod.hot_c)
     cooled_s: float = 0.0
     #: calls per timed batch (TimingMethod.batch): each figure above is a batch's time over this many
@@ -290,26 +243,27 @@ class Timing:
 
 @dataclass
 class CaseResult:
-    id: str
+    id: Text
     outcome: Outcome
-    reason: str = ""
+    reason: Text = ""
     #: per output: rms_ratio, max_abs_err, failed_elements
-    stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    stats: dict[Text, dict[Text, float]] = field(default_factory=dict)
     timing: Timing | None = None
     #: what the submission did that its verdict does not hold against it (it wrote into its inputs)
-    warnings: list[str] = field(default_factory=list)
+    warnings: Annotated[list[Text], Bound(max_items=10)] = field(default_factory=list)
 
 
 @dataclass
 class SupervisorResult:
-    cases: list[CaseResult]
+    cases: Annotated[list[CaseResult], Bound(max_items=MAX_CASES)]
     #: what the supervisor saw that makes its measurements untrustworthy (the evaluation fails)
-    interference: list[str] = field(default_factory=list)
+    interference: Annotated[list[Text], Bound(max_items=100)] = field(default_factory=list)
     #: how the candidate's CPU use was watched ("cgroup v2", ...)
-    cpu_watch: str = ""
+    cpu_watch: Text = ""
     #: seconds the supervisor spent per phase, in order: "start" (its own start, the baseline's
     #: worker, the candidate's import), "holdout" (all probes together), "check WORKLOAD", "timing WORKLOAD"
-    phases: dict[str, float] = field(default_factory=dict)
+    #: (the first MAX_PHASES of them are read)
+    phases: dict[Annotated[str, Bound(max_chars=200)], float] = field(default_factory=dict)
     version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
@@ -317,111 +271,23 @@ class SupervisorResult:
 
 
 def parse_result(data: bytes) -> SupervisorResult:
+    """The supervisor's result, at most MAX_RESULT_BYTES, every field checked (DataError names the first
+    that is wrong); of a batch's per-call check (``Timing.per_call``) one level is read, no deeper, and of
+    the phases the first MAX_PHASES."""
     if len(data) > MAX_RESULT_BYTES:
-        raise SchemaError(f"a result of {len(data)} bytes is over {MAX_RESULT_BYTES}")
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise SchemaError(f"the result is not JSON ({type(exc).__name__})") from None
-    obj = _obj(doc, "result")
-    version = obj.get("version")
+        raise DataError("", f"a result of {len(data)} bytes is over {MAX_RESULT_BYTES}")
+    doc = parse_json(data)
+    if not isinstance(doc, dict):
+        raise DataError("", "must be an object")
+    version = doc.get("version")
     if type(version) is not int or version != SCHEMA_VERSION:  # not True: True == 1 in Python
-        raise SchemaError(f"result version {obj.get('version')!r}, expected {SCHEMA_VERSION}")
-    return SupervisorResult(
-        cases=[_case(c) for c in _list(obj.get("cases"), "cases", 1000)],
-        interference=[_text(x, "interference") for x in _list(obj.get("interference", []), "interference", 100)],
-        cpu_watch=_text(obj.get("cpu_watch", ""), "cpu_watch"),
-        phases={
-            _text(k, "phases")[:200]: _num(v, "phases")
-            for k, v in list(_obj(obj.get("phases", {}), "phases").items())[:MAX_PHASES]
-        },
-    )
-
-
-def _case(doc: Any) -> CaseResult:
-    obj = _obj(doc, "case")
-    try:
-        outcome = Outcome(str(obj.get("outcome")))
-    except ValueError:
-        raise SchemaError(f"case outcome {obj.get('outcome')!r}") from None
-    stats = {
-        _text(k, "stats"): {_text(sk, "stats"): _num(sv, "stats") for sk, sv in _obj(v, "stats").items()}
-        for k, v in _obj(obj.get("stats", {}), "stats").items()
-    }
-    timing = None if obj.get("timing") is None else _timing(obj["timing"])
-    return CaseResult(
-        id=_text(obj.get("id"), "case id"),
-        outcome=outcome,
-        reason=_text(obj.get("reason", ""), "reason"),
-        stats=stats,
-        timing=timing,
-        warnings=[_text(x, "warnings") for x in _list(obj.get("warnings", []), "warnings", 10)],
-    )
-
-
-#: a timing's figures of CPU use around the candidate's calls
-_CPU_FIGURES = (
-    "idle_cpu_ms",
-    "idle_cpu_share",
-    "early_cpu_ms",
-    "early_cpu_share",
-    "shared_core_ms",
-    "shared_core_share",
-)
-
-
-def _timing(doc: Any, nested: bool = False) -> Timing:
-    """A timed case's figures; ``nested``: a batch's per-call check, which holds no check of its own."""
-    obj = _obj(doc, "timing")
-
-    def samples(key: str) -> list[float]:
-        return [_num(x, key, positive=True) for x in _list(obj.get(key), key, MAX_SAMPLES)]
-
-    def numbers(key: str) -> list[float]:
-        return [_num(x, key) for x in _list(obj.get(key, []), key, MAX_SAMPLES)]
-
-    return Timing(
-        baseline_ms=samples("baseline_ms"),
-        kernel_ms=samples("kernel_ms"),
-        null_ms=samples("null_ms"),
-        stopped_by=_text(obj.get("stopped_by", ""), "stopped_by"),
-        warmup_calls=int(_num(obj.get("warmup_calls", 0), "warmup_calls")),
-        **{k: _num(obj.get(k, 0.0), k) for k in _CPU_FIGURES},
-        remeasured=obj.get("remeasured") is True,
-        judge_wait_ms=[_num(x, "wait") for x in _list(obj.get("judge_wait_ms", []), "judge_wait_ms", MAX_SAMPLES)],
-        disturbed=[x is True for x in _list(obj.get("disturbed", []), "disturbed", MAX_SAMPLES)],
-        sm_clock_mhz=numbers("sm_clock_mhz"),
-        temperature_c=numbers("temperature_c"),
-        throttled=[x is True for x in _list(obj.get("throttled", []), "throttled", MAX_SAMPLES)],
-        cooled_s=_num(obj.get("cooled_s", 0.0), "cooled_s"),
-        batch=int(_num(obj.get("batch", 0), "batch")),
-        batch_asked=int(_num(obj.get("batch_asked", 0), "batch_asked")),
-        graph=obj.get("graph") is True,
-        per_call=None if obj.get("per_call") is None or nested else _timing(obj["per_call"], nested=True),
-    )
-
-
-def _obj(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise SchemaError(f"{what}: expected an object, got {type(value).__name__}")
-    return value
-
-
-def _list(value: Any, what: str, limit: int) -> list[Any]:
-    if not isinstance(value, list) or len(value) > limit:
-        raise SchemaError(f"{what}: expected a list of at most {limit} items")
-    return value
-
-
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise SchemaError(f"{what}: expected text, got {type(value).__name__}")
-    return value[:MAX_TEXT]
-
-
-def _num(value: Any, what: str, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise SchemaError(f"{what}: expected a finite number, got {value!r}"[:200])
-    if positive and value <= 0:
-        raise SchemaError(f"{what}: expected a positive number, got {value!r}")
-    return float(value)
+        raise DataError("version", f"{version!r}, expected {SCHEMA_VERSION}")
+    if isinstance(doc.get("phases"), dict):
+        doc["phases"] = dict(list(doc["phases"].items())[:MAX_PHASES])
+    cases = doc.get("cases")
+    for case in cases if isinstance(cases, list) else []:
+        timing = case.get("timing") if isinstance(case, dict) else None
+        per_call = timing.get("per_call") if isinstance(timing, dict) else None
+        if isinstance(per_call, dict):  # a per-call check holds no check of its own
+            per_call.pop("per_call", None)
+    return from_data(SupervisorResult, doc)

@@ -18,7 +18,7 @@ from typing import Any
 import docker
 import pytest
 
-from kcoral.runner.codecopy import PACKAGE_ROOT
+from kcoral.runner.codecopy import PACKAGES, package_folder
 from tests.conftest import RunningServer, make_tar, mounted_tmpfs, quick_tasks, server_settings, serving
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
@@ -273,7 +273,7 @@ def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], 
     assert by_target["/job/input"] == f"/data/jobs/{job['id']}/input", roots
     assert by_target["/kcoral/kcoral/tasks/harness"].startswith("/data/code/"), roots
     assert "/judge-in" not in by_target, "the supervisor's mount table was seen"
-    host = (str(tmp_path), str(PACKAGE_ROOT), str(Path.home()))
+    host = (str(tmp_path), *(str(package_folder(p)) for p in PACKAGES), str(Path.home()))
     assert not [r for r in roots if r[0].startswith(host)], roots
     # the supervisor's processes are not in the candidate's PID namespace: not even their command lines
     assert "kcoral.tasks.harness.supervise" not in log and "SECRET-SCAN /proc/1/cmdline" in log, log[-3000:]

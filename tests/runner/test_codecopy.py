@@ -12,11 +12,11 @@ def test_the_copy_holds_every_package_file_and_only_those(tmp_path: Path) -> Non
     root = codecopy.code_root(tmp_path)
     assert root.parent == tmp_path.resolve() / "code" and len(root.name) == 16
     copied = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-    expected = sorted(str(p.relative_to(codecopy.PACKAGE_ROOT)) for p in codecopy._files())
-    assert copied == expected and "tasks/harness/worker.py" in copied
+    expected = sorted(name for name, _ in codecopy._files())
+    assert copied == expected and "tasks/harness/worker.py" in copied and "protocol/typeddata.py" in copied
     assert not [c for c in copied if "__pycache__" in c or c.endswith(".pyc")]
     assert (root / "tasks/harness/worker.py").read_bytes() == (
-        codecopy.PACKAGE_ROOT / "tasks/harness/worker.py"
+        codecopy.package_folder("tasks/harness") / "worker.py"
     ).read_bytes()
     assert (root / "tasks/harness/worker.py").stat().st_mode & 0o777 == 0o644
 
@@ -37,7 +37,7 @@ def test_other_contents_and_partial_copies_go_and_the_name_follows_the_content(t
     first, digest = codecopy._make(code)
     assert [p.name for p in code.iterdir()] == [first.name] and first.name == digest[:16]
     assert codecopy._make(code) == (first, digest)  # the same content: the same copy, reused
-    changed = codecopy._files()[0]
+    changed = codecopy._files()[0][1]
     monkeypatch.setattr(
         Path, "read_bytes", lambda self, _r=Path.read_bytes: _r(self) + (b"#" if self == changed else b"")
     )

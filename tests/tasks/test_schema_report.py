@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kcoral.protocol.typeddata import DataError
 from kcoral.tasks import report as report_module
 from kcoral.tasks.documents import EvalReport, parse
 from kcoral.tasks.harness.schema import (
@@ -18,7 +19,6 @@ from kcoral.tasks.harness.schema import (
     CaseResult,
     Outcome,
     Phase,
-    SchemaError,
     SupervisorResult,
     Timing,
     parse_cases,
@@ -105,13 +105,13 @@ def test_round_trip() -> None:
 def test_malformed_documents_are_refused(mutate: Any) -> None:
     doc = json.loads(result().to_json())
     mutate(doc)
-    with pytest.raises(SchemaError):
+    with pytest.raises(DataError):
         parse_result(json.dumps(doc).encode())
 
 
 @pytest.mark.parametrize("data", [b"[" * 100000, b"\xff", b"[]", b"not json", b'{"version": 1, "cases": [1]}', b"NaN"])
 def test_garbage_is_refused(data: bytes) -> None:
-    with pytest.raises(SchemaError):
+    with pytest.raises(DataError):
         parse_result(data)
 
 
@@ -234,7 +234,7 @@ def test_case_file_round_trip_and_refusals() -> None:
         "[]",
         '{"task": 1}',
     ):
-        with pytest.raises(SchemaError):
+        with pytest.raises(DataError):
             parse_cases(bad.encode())
 
 
@@ -242,9 +242,9 @@ def test_phase_times_are_numbers_and_capped_in_count() -> None:
     doc = json.loads(result().to_json())
     parsed = parse_result(json.dumps({**doc, "phases": {f"check w{i}": i / 10 for i in range(300)}}).encode())
     assert len(parsed.phases) == 200 and parsed.phases["check w3"] == 0.3
-    with pytest.raises(SchemaError):
+    with pytest.raises(DataError):
         parse_result(json.dumps({**doc, "phases": {"start": "soon"}}).encode())
-    with pytest.raises(SchemaError):
+    with pytest.raises(DataError):
         parse_result(json.dumps({**doc, "phases": [1]}).encode())
     phases = {"start": 3.14159, "holdout": 1.0, "check a": 0.25, "timing a": 6.5, "check b": 0.25}
     report = build_report(MANIFEST, cases(), replace(result(), phases=phases))
