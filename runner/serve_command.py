@@ -74,15 +74,9 @@ def serve(
         metrics_public=metrics_public,
         public_board=public_board,
     )
-    exposed = settings.exposed_secrets()
-    if exposed:
-        typer.echo(f"refusing to start: {'; '.join(exposed)}: move it out of the toolchain mounts", err=True)
-        raise typer.Exit(2)
-    if ray and importlib.util.find_spec("ray") is None:
-        typer.echo(f"kcoral serve: --ray needs Ray, which is not installed here: {install_hint('ray')}", err=True)
-        raise typer.Exit(2)
-    if not settings.is_loopback and settings.tokens_file is None:
-        typer.echo(f"refusing to listen on {host} without --tokens-file: anyone could run jobs", err=True)
+    refusal = _refusal(settings)
+    if refusal:
+        typer.echo(refusal, err=True)
         raise typer.Exit(2)
     from kcoral.protocol.errors import KcoralError
     from kcoral.runner.app import create_app, run_server
@@ -98,3 +92,15 @@ def serve(
         typer.echo(f"kcoral serve: {getattr(exc, 'message', exc)}", err=True)
         raise typer.Exit(2) from None
     run_server(app, host, port, log_level, log_format)
+
+
+def _refusal(settings: Settings) -> str | None:
+    """Why the server must not start with ``settings`` (None: it may)."""
+    exposed = settings.exposed_secrets()
+    if exposed:
+        return f"refusing to start: {'; '.join(exposed)}: move it out of the toolchain mounts"
+    if settings.ray_address and importlib.util.find_spec("ray") is None:
+        return f"kcoral serve: --ray needs Ray, which is not installed here: {install_hint('ray')}"
+    if not settings.is_loopback and settings.tokens_file is None:
+        return f"refusing to listen on {settings.host} without --tokens-file: anyone could run jobs"
+    return None

@@ -68,66 +68,25 @@ def serve(
     gc.collect()
     gc.freeze()  # an honest worker's idle loop then costs next to no CPU between calls
     chan.send(hello)
-    calls: dict[str, Callable[[], None]] = {}
-    datas: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-    graphs: dict[tuple[str, ...], Any] = {}  # captured batches, by their cases
+    cases = Cases(device, factory, inside, before_setup)
+    operations: dict[object, Callable[[dict[str, Any], list[int]], None]] = {
+        "setup": cases.setup,
+        "drop": cases.drop,
+        "pin": cases.pin,
+        "call": cases.call,
+        "capture": cases.capture,
+        "batch": cases.batch,
+    }
     while True:
         message, fds = chan.recv_with_fds()
         op = message.get("op")
         if op == "quit":
             return
         try:
-            if op == "setup":
-                if before_setup is not None:
-                    before_setup()
-                data = dict(message.get("scalars") or {})
-                outputs = {}
-                if message.get("null"):  # the empty call touches no buffer: nothing to map
-                    call: Callable[[], None] = lambda: None  # noqa: E731
-                elif factory is None:
-                    raise RuntimeError("the empty call's worker makes only empty calls")
-                else:
-                    for wire, fd in zip(message["buffers"], _fds_for(message["buffers"], fds), strict=True):
-                        data[wire["name"]] = device.attach(wire, fd)
-                        if wire.get("role") == "out":
-                            outputs[wire["name"]] = data[wire["name"]]
-                    call = factory(data)
-                datas[message["case"]] = (data, outputs)
-                calls[message["case"]] = call
-                if not callable(call):
-                    raise TypeError(f"setup returned {type(call).__name__}, not a callable")
-            elif op == "drop":
-                calls.pop(message["case"], None)
-                datas.pop(message["case"], None)
-                for key in [key for key in graphs if message["case"] in key]:
-                    del graphs[key]
-                device.release()
-            elif op == "pin":  # the supervisor times a CPU case: every thread onto its core (or back)
-                cpus = message.get("cpus")
-                pinning.pin(frozenset(int(c) for c in cpus) if cpus else None)
-            elif op == "call":
-                if message.get("warm_up") and inside is None:  # a trusted worker's first call
-                    with autotune.compile_ahead():
-                        calls[message["case"]]()
-                else:
-                    calls[message["case"]]()
-                device.sync()
-                _written_in_place(*datas[message["case"]])
-            elif op == "capture":
-                cases = tuple(str(c) for c in message["cases"])
-                graphs[cases] = device.capture([calls[case] for case in cases], next(iter(graphs.values()), None))
-            elif op == "batch":
-                cases = tuple(str(c) for c in message["cases"])
-                if message.get("graph"):
-                    graphs[cases].replay()
-                else:
-                    for case in cases:
-                        calls[case]()
-                device.sync()
-                for case in dict.fromkeys(cases):
-                    _written_in_place(*datas[case])
-            else:
+            operation = operations.get(op)
+            if operation is None:
                 raise ValueError(f"unknown operation {op!r}")
+            operation(message, fds)
         except Exception as exc:  # noqa: BLE001 - the callable's failure is the answer
             chan.send({"ok": False, "error": describe(exc, inside, full=CHECK)})
             continue
@@ -135,6 +94,83 @@ def serve(
             for fd in fds:
                 os.close(fd)
         chan.send({"ok": True})
+
+
+class Cases:
+    """A worker's cases as the supervisor set them up: each one's callable, its data and outputs, and
+    the graphs captured of them; one method per operation (the module's docstring lists them)."""
+
+    def __init__(
+        self,
+        device: Device,
+        factory: Callable[[dict[str, Any]], Callable[[], None]] | None,
+        inside: str | None,
+        before_setup: Callable[[], None] | None,
+    ) -> None:
+        self.device = device
+        self.factory = factory
+        self.inside = inside
+        self.before_setup = before_setup
+        self.calls: dict[str, Callable[[], None]] = {}
+        self.datas: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self.graphs: dict[tuple[str, ...], Any] = {}  # captured batches, by their cases
+
+    def setup(self, message: dict[str, Any], fds: list[int]) -> None:
+        if self.before_setup is not None:
+            self.before_setup()
+        data = dict(message.get("scalars") or {})
+        outputs = {}
+        if message.get("null"):  # the empty call touches no buffer: nothing to map
+            call: Callable[[], None] = lambda: None  # noqa: E731
+        elif self.factory is None:
+            raise RuntimeError("the empty call's worker makes only empty calls")
+        else:
+            for wire, fd in zip(message["buffers"], _fds_for(message["buffers"], fds), strict=True):
+                data[wire["name"]] = self.device.attach(wire, fd)
+                if wire.get("role") == "out":
+                    outputs[wire["name"]] = data[wire["name"]]
+            call = self.factory(data)
+        self.datas[message["case"]] = (data, outputs)
+        self.calls[message["case"]] = call
+        if not callable(call):
+            raise TypeError(f"setup returned {type(call).__name__}, not a callable")
+
+    def drop(self, message: dict[str, Any], fds: list[int]) -> None:
+        self.calls.pop(message["case"], None)
+        self.datas.pop(message["case"], None)
+        for key in [key for key in self.graphs if message["case"] in key]:
+            del self.graphs[key]
+        self.device.release()
+
+    def pin(self, message: dict[str, Any], fds: list[int]) -> None:
+        """The supervisor times a CPU case: every thread onto its core (or back)."""
+        cpus = message.get("cpus")
+        pinning.pin(frozenset(int(c) for c in cpus) if cpus else None)
+
+    def call(self, message: dict[str, Any], fds: list[int]) -> None:
+        if message.get("warm_up") and self.inside is None:  # a trusted worker's first call
+            with autotune.compile_ahead():
+                self.calls[message["case"]]()
+        else:
+            self.calls[message["case"]]()
+        self.device.sync()
+        _written_in_place(*self.datas[message["case"]])
+
+    def capture(self, message: dict[str, Any], fds: list[int]) -> None:
+        cases = tuple(str(c) for c in message["cases"])
+        share = next(iter(self.graphs.values()), None)
+        self.graphs[cases] = self.device.capture([self.calls[case] for case in cases], share)
+
+    def batch(self, message: dict[str, Any], fds: list[int]) -> None:
+        cases = tuple(str(c) for c in message["cases"])
+        if message.get("graph"):
+            self.graphs[cases].replay()
+        else:
+            for case in cases:
+                self.calls[case]()
+        self.device.sync()
+        for case in dict.fromkeys(cases):
+            _written_in_place(*self.datas[case])
 
 
 class Device:

@@ -91,3 +91,18 @@ def test_limits_come_from_the_environment_and_the_flag_wins() -> None:
     table = limits.help_table()
     assert "memory_bytes: 8 GiB" in table and "connection_head_timeout_s: 10 s" in table
     assert len(table.splitlines()) == len(limits.settable()) >= 25
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--host", "0.0.0.0"], "refusing to listen on 0.0.0.0 without --tokens-file: anyone could run jobs"),
+        (["--calibrate", "3"], "--calibrate follows each --warm-up TASK's warm-up"),
+    ],
+)
+def test_serve_refuses_to_start_where_it_would_be_unsafe_or_meaningless(
+    argv: list[str], message: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run(["serve", "--data-dir", str(tmp_path / "data"), "--port", "1", *argv])
+    assert code == 2
+    assert message in " ".join(capsys.readouterr().err.split())
