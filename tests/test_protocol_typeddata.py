@@ -7,7 +7,7 @@ from typing import Annotated, ClassVar
 
 import pytest
 
-from kcoral.protocol.typeddata import Bound, DataError, from_data
+from kcoral.protocol.typeddata import Bound, DataError, from_data, parse_json
 
 
 @dataclass
@@ -53,3 +53,37 @@ def test_a_complete_class_needs_every_field_though_it_has_defaults() -> None:
     with pytest.raises(DataError, match=r"^b: missing$"):
         from_data(Whole, {"a": 3})
     assert Whole() == Whole(1, 2)  # Python callers keep the defaults
+
+
+@dataclass
+class Numbers:
+    x: float = 0.0
+    n: int = 0
+    xs: list[float] = field(default_factory=list)
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ('{"x": 1' + "0" * 400 + "}", "x: must be a finite number"),  # past a float's range: no OverflowError
+        ('{"x": -1' + "0" * 400 + "}", "x: must be a finite number"),
+        ('{"xs": [1.5, 1' + "0" * 309 + "]}", "xs.1: must be a finite number"),
+        ('{"x": 1e400}', "x: must be a finite number"),  # Python's json reads it as inf
+        ('{"x": NaN}', "x: must be a finite number"),
+        ('{"n": 9223372036854775808}', "n: must be a whole number that fits 64 bits"),
+        ('{"n": -9223372036854775809}', "n: must be a whole number that fits 64 bits"),
+        ('{"n": 1' + "0" * 4000 + "}", "n: must be a whole number that fits 64 bits"),
+        ('{"xs": [1, true]}', "xs.1: must be a finite number"),
+    ],
+)
+def test_numbers_past_what_a_float_or_64_bits_hold_are_refused_by_name(doc: str, message: str) -> None:
+    with pytest.raises(DataError) as info:
+        from_data(Numbers, parse_json(doc))
+    assert str(info.value) == message
+
+
+def test_numbers_at_the_edges_are_read() -> None:
+    got = from_data(Numbers, parse_json('{"x": 1' + "0" * 300 + ', "n": 9223372036854775807, "xs": [1, 2.5, -0.0]}'))
+    assert got.x == 1e300 and got.n == 2**63 - 1 and got.xs == [1.0, 2.5, -0.0]
+    assert all(type(v) is float for v in got.xs)
+    assert from_data(Numbers, {"n": -(2**63)}).n == -(2**63)

@@ -16,9 +16,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import types
 import typing
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any, Literal, TypeVar, Union
 
@@ -103,7 +103,18 @@ def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
         if not isinstance(value, list):
             raise DataError(_where(path), "must be a list")
         (item,) = typing.get_args(tp)
-        return [_convert(item, v, (*path, str(i))) for i, v in enumerate(value)]
+        reader = _item_reader(item)
+        if reader is None:
+            return [_convert(item, v, (*path, str(i))) for i, v in enumerate(value)]
+        try:
+            return [reader(v) for v in value]
+        except _Wrong:  # which item, and why: read again item by item to name it
+            for i, v in enumerate(value):
+                try:
+                    reader(v)
+                except _Wrong as wrong:
+                    raise DataError(_where((*path, str(i))), wrong.what) from None
+            raise
     if origin is dict:
         if not isinstance(value, dict):
             raise DataError(_where(path), "must be an object")
@@ -123,19 +134,78 @@ def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
             raise DataError(_where(path), f"must be one of: {', '.join(str(m.value) for m in tp)}") from None
     if tp is str:
         return _text(value, path)
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise DataError(_where(path), "must be true or false")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise DataError(_where(path), "must be a whole number")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise DataError(_where(path), "must be a finite number")
+    reader = _SCALARS.get(tp)
+    if reader is None:
+        raise TypeError(f"from_data cannot make {tp!r}")  # a programming error: a type this module lacks
+    try:
+        return reader(value)
+    except _Wrong as wrong:
+        raise DataError(_where(path), wrong.what) from None
+
+
+class _Wrong(Exception):
+    """A scalar that is not of its type (the caller names where)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+#: a whole number must fit a signed 64-bit integer (what SQLite and every C library below take): JSON
+#: carries integers of any length, and Python reads 4,000 digits as one
+_INT_LIMIT = 1 << 63
+
+
+def _read_bool(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Wrong("must be true or false")
+    return value
+
+
+def _read_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Wrong("must be a whole number")
+    if not -_INT_LIMIT <= value < _INT_LIMIT:
+        raise _Wrong("must be a whole number that fits 64 bits")
+    return value
+
+
+def _read_float(value: object) -> float:
+    if type(value) is float:
+        if value - value == 0.0:  # finite: inf - inf and nan - nan are nan
+            return value
+        raise _Wrong("must be a finite number")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Wrong("must be a finite number")
+    try:
         return float(value)
-    raise TypeError(f"from_data cannot make {tp!r}")  # a programming error: a type this module lacks
+    except OverflowError:  # an integer of more than 308 digits
+        raise _Wrong("must be a finite number") from None
+
+
+_SCALARS: dict[object, Callable[[object], object]] = {bool: _read_bool, int: _read_int, float: _read_float}
+
+
+@functools.cache
+def _item_reader(tp: Any) -> Callable[[object], object] | None:
+    """A list item's reader where the item is a plain scalar (a float, maybe with a Bound), so that a list
+    of 10,000 samples is read without the general path's per-item dispatch; None for any other type."""
+    if typing.get_origin(tp) is Annotated:
+        inner, *extras = typing.get_args(tp)
+        bounds = [b for b in extras if isinstance(b, Bound)]
+        read = _SCALARS.get(inner)
+        if read is None or any(b.max_items is not None or b.max_chars is not None for b in bounds):
+            return None
+        if not any(b.positive for b in bounds):
+            return read
+
+        def positive(value: object, read: Callable[[object], object] = read) -> object:
+            out = read(value)
+            if not out > 0:  # type: ignore[operator]
+                raise _Wrong("must be above zero")
+            return out
+
+        return positive
+    return _SCALARS.get(tp)
 
 
 def _check_size(bound: Bound, value: object, path: tuple[str, ...]) -> None:

@@ -68,6 +68,21 @@ def test_a_lone_surrogate_anywhere_in_a_spec_is_a_400(server: RunningServer, bod
     assert job_count(server) == before
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"argv": ["m.py"], "timeout_s": 1' + "0" * 400 + "}",  # no float holds it: was a 500 (OverflowError)
+        '{"kind": "eval", "task": "demo/softmax", "timeout_s": -1' + "0" * 400 + "}",
+        '{"argv": ["m.py"], "timeout_s": 1e999}',
+    ],
+)
+def test_a_number_no_float_or_64_bits_hold_is_a_400(server: RunningServer, body: str) -> None:
+    before = job_count(server)
+    r = server.http.post("/v1/jobs", content=body, headers={"content-type": "application/json"})
+    assert "timeout_s: must be a finite number" in error(r, 400)["message"]
+    assert job_count(server) == before
+
+
 def test_a_nesting_bomb_and_broken_json_are_400s_in_our_shape(server: RunningServer) -> None:
     for body in ("[" * 5000 + "]" * 5000, '{"argv": [', "\xff\xfe"):
         r = server.http.post("/v1/jobs", content=body.encode("latin-1"), headers={"content-type": "application/json"})
