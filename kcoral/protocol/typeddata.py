@@ -106,15 +106,13 @@ def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
         reader = _item_reader(item)
         if reader is None:
             return [_convert(item, v, (*path, str(i))) for i, v in enumerate(value)]
-        try:
-            return [reader(v) for v in value]
-        except _Wrong:  # which item, and why: read again item by item to name it
-            for i, v in enumerate(value):
-                try:
-                    reader(v)
-                except _Wrong as wrong:
-                    raise DataError(_where((*path, str(i))), wrong.what) from None
-            raise
+        items = []
+        for i, v in enumerate(value):
+            try:
+                items.append(reader(v))
+            except _Wrong as wrong:
+                raise DataError(_where((*path, str(i))), wrong.what) from None
+        return items
     if origin is dict:
         if not isinstance(value, dict):
             raise DataError(_where(path), "must be an object")
@@ -198,13 +196,7 @@ def _item_reader(tp: Any) -> Callable[[object], object] | None:
         if not any(b.positive for b in bounds):
             return read
 
-        def positive(value: object, read: Callable[[object], object] = read) -> object:
-            out = read(value)
-            if not out > 0:  # type: ignore[operator]
-                raise _Wrong("must be above zero")
-            return out
-
-        return positive
+        return lambda value: _above_zero(read(value))
     return _SCALARS.get(tp)
 
 
@@ -218,8 +210,18 @@ def _apply(bound: Bound, value: object, path: tuple[str, ...]) -> object:
     """A value as read, with the bound's cut and its check of sign."""
     if bound.max_chars is not None and isinstance(value, str):
         return value[: bound.max_chars]
-    if bound.positive and isinstance(value, int | float) and not value > 0:
-        raise DataError(_where(path), "must be above zero")
+    if bound.positive and isinstance(value, int | float):
+        try:
+            return _above_zero(value)
+        except _Wrong as wrong:
+            raise DataError(_where(path), wrong.what) from None
+    return value
+
+
+def _above_zero(value: object) -> object:
+    """A number read under ``Bound(positive=True)``: above zero, or refused."""
+    if not value > 0:  # type: ignore[operator]
+        raise _Wrong("must be above zero")
     return value
 
 
