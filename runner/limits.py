@@ -50,7 +50,8 @@ server sends the whole method to the supervisor in the case file, and the receip
 | min_reps, max_reps| count | 10, 300 | timed samples per case (each: baseline, candidate, null call) |
 | budget_s          | s     | 30      | sampling stops after this, with at least min_reps samples     |
 | interval_target   | ratio | 0.01    | sampling stops early once the speedup's 95% interval reaches  |
-|                   |       |         | no further than this share of it either way (+-1%)            |
+|                   |       |         | no further than this share of it either way (+-1%), and not   |
+|                   |       |         | before 20 samples (its halves compared)                       |
 | flush_bytes       | bytes | 128 MiB | written before every call to flush the caches (inside its     |
 |                   |       |         | timed window: the empty call's time, which holds it, is taken |
 |                   |       |         | off; past about half a call the raw ratio is scored instead)  |

@@ -17,5 +17,5 @@ nvidia-smi --query-gpu=index,memory.used --format=csv
 kc gpus --json | python3 -c 'import json,sys; h=json.load(sys.stdin); print("drained:", h.get("leases",{}).get("drained"))'
 kc jobs
 echo "== gpu tests"
-bash scripts/gpu-host-tests.sh 2>&1 | tail -15
+bash scripts/gpu-host-tests.sh "$1" "$2" "$3" 2>&1 | tail -15
 cp /tmp/dockerd.log "$out/" 2>/dev/null

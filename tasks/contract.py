@@ -15,6 +15,7 @@ from kcoral.runner.limits import Limits
 from kcoral.tasks.cases import timing_method
 from kcoral.tasks.documents import TaskContract, TensorSpec, WorkloadContract
 from kcoral.tasks.harness.schema import TimingMethod
+from kcoral.tasks.harness.stats import MIN_HALF
 from kcoral.tasks.harness.taskdef import Task
 
 HOLDOUT = (
@@ -35,7 +36,9 @@ TIMING_METHOD = (
     "it holds a copy of the outputs, with {flush} bytes of cache flushed before each call. After "
     "{warmup} s of warm-up (at least 3 calls), the baseline, the submission and an empty call are "
     "interleaved, the order alternating, until the speedup's 95% interval reaches no further than "
-    "{target:.2%} of it either way (at least {min_reps} calls, at most {max_reps} or {budget} s). The "
+    "{target:.2%} of it either way (at least {min_reps} calls, and {early} before it stops early: the "
+    "measurement's halves are compared first, and a change of speed between them widens the interval; "
+    "at most {max_reps} or {budget} s). The "
     "empty call's time (the protocol's fixed cost) is subtracted from each of the two calls it was "
     "interleaved with, unless it is over half of a call: then the raw times are compared (a subtraction "
     "that large would magnify any difference in how the two calls are made). The submission runs on a "
@@ -140,6 +143,7 @@ def method_text(method: TimingMethod) -> str:
         warmup=method.warmup_s,
         target=method.interval_target,
         min_reps=method.min_reps,
+        early=2 * 2 * MIN_HALF,
         max_reps=method.max_reps,
         budget=method.budget_s,
         call=method.call_timeout_s,

@@ -4,7 +4,8 @@ An iteration is one baseline call, one candidate call and one empty call (or one
 order :func:`order` gives. The supervisor calls :func:`sample` with a function that makes iteration i and
 appends its figures to a :class:`Samples`; :func:`sample` decides when to stop:
 - after ``min_reps`` iterations not disturbed, as soon as the speedup's interval is within the
-  method's ``interval_target`` ("stable"), or once ``budget_s`` has passed ("budget");
+  method's ``interval_target`` and its time-ordered halves were compared (2 x stats.MIN_HALF blocks:
+  tasks.harness.stats.covering_halves) ("stable"), or once ``budget_s`` has passed ("budget");
 - at ``max_reps`` otherwise ("max_reps");
 - then, if the speedup cannot be scored yet (its interval wider than ``scorable_ratio`` end to end, or
   too many iterations disturbed: a busy host), on until it can ("noisy, then settled", checked every
@@ -109,6 +110,16 @@ def buffer_set(i: int, sets: int) -> int:
     return i // 2 % max(sets, 1)
 
 
+def stable(estimate: Speedup, cfg: TimingMethod) -> bool:
+    """Whether a measurement may stop early: its interval within ``interval_target`` and its halves
+    compared (``halves`` set: a change of speed in the middle widens the interval to cover both). A
+    shorter one is a few blocks that agree with each other, whatever the start of the timing did to
+    them: on an H100 (kda/forward_b1_t8192_h96, 26 A/A requests, 2026-12-06), the 11 stopped after
+    6-9 blocks missed 1.0 by 0.37% rms and their intervals held it 5 times; the 15 of 10 or more
+    blocks, 0.17% rms and 13 times (bench/results/issue29-h100-2026-12-06)."""
+    return estimate.halves is not None and estimate.relative_half_width <= cfg.interval_target
+
+
 def sample(
     iteration: Callable[[int], None],
     samples: Samples,
@@ -123,7 +134,7 @@ def sample(
     for i in range(cfg.max_reps):
         iteration(i)
         if i + 1 >= cfg.min_reps and samples.enough(cfg):
-            if samples.estimate(cfg).relative_half_width <= cfg.interval_target:
+            if stable(samples.estimate(cfg), cfg):
                 return "stable"
             if clock() > deadline:
                 stopped = "budget"

@@ -49,9 +49,32 @@ def simulate(
 
 def test_a_steady_measurement_stops_once_its_interval_is_within_the_target() -> None:
     stopped, samples = simulate(METHOD, noise=0.001)
-    # an interval needs min_samples pairs of consecutive iterations (tasks.harness.stats): 12, past min_reps
-    assert stopped == "stable" and len(samples) == 2 * stats.min_samples() > METHOD.min_reps
+    # an early stop needs both halves' blocks (pairs of consecutive iterations) compared: 20, past min_reps
+    assert stopped == "stable" and len(samples) == 2 * 2 * stats.MIN_HALF > METHOD.min_reps
     assert samples.estimate(METHOD).relative_half_width <= METHOD.interval_target
+
+
+def test_a_start_that_differs_from_the_rest_is_not_stopped_on() -> None:
+    """The candidate 0.6% slower for its first 12 iterations (the start of the timing), then as fast as
+    the baseline: six blocks that agree closely would have stopped the measurement at a speedup of
+    0.994 with an interval short of 1.0; the halves are compared first, and the interval covers both
+    (the later one at 1.0)."""
+    samples, clock = Samples(), Clock(0.01)
+
+    def iteration(i: int) -> None:
+        samples.baseline.append(2.0)
+        samples.candidate.append(2.0 * (1.006 if i < 12 else 1.0) * (1 + 0.0001 * (i % 3)))
+        samples.null.append(0.1)
+        samples.waits.append(0.0)
+        clock.now += clock.step
+
+    cfg = dataclasses.replace(METHOD, interval_target=0.005)
+    assert sampling.sample(iteration, samples, cfg, clock=clock) == "stable"
+    first = stats.estimate(samples.baseline[:12], samples.candidate[:12], samples.null[:12])
+    assert first.relative_half_width <= cfg.interval_target and first.hi < 1.0  # where it used to stop
+    est = samples.estimate(cfg)
+    assert len(samples) >= 20 and est.halves is not None
+    assert est.halves[1] == pytest.approx(1.0, abs=2e-4) and est.lo <= est.halves[0] and est.hi >= est.halves[1]
 
 
 def test_a_measurement_short_of_the_target_samples_to_max_reps_within_its_budget() -> None:
@@ -133,7 +156,7 @@ def test_a_candidate_no_faster_than_the_baseline_stops_once_stable_too(candidate
         clock.now += clock.step
 
     assert sampling.sample(iteration, samples, METHOD, clock=clock) == "stable"
-    assert len(samples) == 2 * stats.min_samples()
+    assert len(samples) == 2 * 2 * stats.MIN_HALF
     assert samples.estimate(METHOD).speedup == pytest.approx(1.9 / (candidate_ms - 0.1), rel=0.01)  # net of the null
 
 
