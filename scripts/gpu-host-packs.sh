@@ -10,9 +10,21 @@
 #   PACKS_DEADLINE_S=S: from this script's start, no evaluation is started that would end after S s
 #     (by the longest so far); the table is printed all the same, the rest as "not run"
 #   PACKS_REMOTE=URL: judge on that running server instead (no GPU host set-up; the CPU rehearsal)
+#   PACKS_TIMING=JSON: fields merged into the pack's timing in this checkout's kcoral-pack.json before the
+#     server reads it (the host's copy: e.g. '{"batch": 8, "max_reps": 300}' to time the pack in batches)
 set -u
 out=${OUT:-/tmp/kcoral-packs}
 t0=$SECONDS
+if [ -n "${PACKS_TIMING:-}" ] && [ -z "${PACKS_REMOTE:-}" ]; then
+  python3 - bench/packs/h200/kcoral-pack.json "$PACKS_TIMING" <<'PY' || exit 2
+import json, sys
+path, extra = sys.argv[1], json.loads(sys.argv[2])
+pack = json.load(open(path))
+pack["timing"].update(extra)
+json.dump(pack, open(path, "w"), indent=2)
+print("pack timing:", json.dumps(pack["timing"]))
+PY
+fi
 if [ -n "${PACKS_REMOTE:-}" ]; then
   mkdir -p "$out"; export KCORAL_REMOTE=$PACKS_REMOTE
 else
