@@ -18,6 +18,14 @@ class Sample:
 
 
 @dataclass
+class Kept:
+    """Of the first two: the rest is dropped unread (an item past them of any type is no error)."""
+
+    first: Annotated[list[Annotated[float, Bound(positive=True)]], Bound(keep_items=2)] = field(default_factory=list)
+    named: Annotated[dict[str, int], Bound(keep_items=2)] = field(default_factory=dict)
+
+
+@dataclass
 class Whole:
     COMPLETE: ClassVar[bool] = True
 
@@ -32,6 +40,16 @@ def test_text_is_cut_and_lists_and_objects_are_bounded_both_sides() -> None:
         from_data(Sample, {"name": "a", "times": [1, 2, 3, 4]})
     with pytest.raises(DataError, match=r"^tags: more than 2 items$"):
         from_data(Sample, {"name": "a", "times": [], "tags": {"a": 1, "b": 2, "c": 3}})
+
+
+def test_keep_items_reads_the_first_ones_and_drops_the_rest_unread() -> None:
+    got = from_data(Kept, {"first": [1, 2, "three", -4], "named": {"b": 1, "a": 2, "c": "x"}})
+    assert got == Kept([1.0, 2.0], {"b": 1, "a": 2})  # in the document's order
+    assert from_data(Kept, {"first": [1], "named": {}}) == Kept([1.0], {})
+    with pytest.raises(DataError, match=r"^first\.1: must be above zero$"):  # what is kept is checked
+        from_data(Kept, {"first": [1, 0, 5]})
+    with pytest.raises(DataError, match=r"^named: must be an object$"):
+        from_data(Kept, {"named": [1, 2, 3]})
 
 
 @pytest.mark.parametrize("bad", [0, -1.5, -0.0])

@@ -6,7 +6,8 @@ read this way, and so are the supervisor's two files (kcoral.tasks.harness.schem
 result): stdlib only, so that the judge's containers import it too.
 
 A field's type may carry limits, ``Annotated[list[float], Bound(max_items=10000)]``: a list or an object
-of more items is refused, text over ``max_chars`` is cut to them, a ``positive`` number must be above zero.
+of more items is refused, one of more than ``keep_items`` is read to its first ones (the rest dropped
+unread), text over ``max_chars`` is cut to them, a ``positive`` number must be above zero.
 A class whose ``STRICT`` is true refuses a field it does not have; one whose ``COMPLETE`` is true needs every
 field given (its defaults are for Python callers, not for documents).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import types
 import typing
@@ -31,6 +33,8 @@ class Bound:
 
     #: a list or an object of more items is refused
     max_items: int | None = None
+    #: of a list or an object, only the first this many items are read (the rest dropped unread)
+    keep_items: int | None = None
     #: text is cut to this many characters
     max_chars: int | None = None
     #: a number must be above zero
@@ -90,7 +94,7 @@ def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
         inner, *extras = typing.get_args(tp)
         bounds = [b for b in extras if isinstance(b, Bound)]
         for bound in bounds:
-            _check_size(bound, value, path)
+            value = _check_size(bound, value, path)
         out = _convert(inner, value, path)
         for bound in bounds:
             out = _apply(bound, out, path)
@@ -191,7 +195,9 @@ def _item_reader(tp: Any) -> Callable[[object], object] | None:
         inner, *extras = typing.get_args(tp)
         bounds = [b for b in extras if isinstance(b, Bound)]
         read = _SCALARS.get(inner)
-        if read is None or any(b.max_items is not None or b.max_chars is not None for b in bounds):
+        if read is None or any(
+            b.max_items is not None or b.keep_items is not None or b.max_chars is not None for b in bounds
+        ):
             return None
         if not any(b.positive for b in bounds):
             return read
@@ -200,10 +206,18 @@ def _item_reader(tp: Any) -> Callable[[object], object] | None:
     return _SCALARS.get(tp)
 
 
-def _check_size(bound: Bound, value: object, path: tuple[str, ...]) -> None:
-    """Before a list or an object is read item by item: refused when it holds too many."""
-    if bound.max_items is not None and isinstance(value, list | dict) and len(value) > bound.max_items:
+def _check_size(bound: Bound, value: object, path: tuple[str, ...]) -> object:
+    """Before a list or an object is read item by item: refused when it holds too many, its first
+    ``keep_items`` when it holds more."""
+    if not isinstance(value, list | dict):
+        return value
+    if bound.max_items is not None and len(value) > bound.max_items:
         raise DataError(_where(path), f"more than {bound.max_items} items")
+    if bound.keep_items is not None and len(value) > bound.keep_items:
+        if isinstance(value, list):
+            return value[: bound.keep_items]
+        return dict(itertools.islice(value.items(), bound.keep_items))
+    return value
 
 
 def _apply(bound: Bound, value: object, path: tuple[str, ...]) -> object:

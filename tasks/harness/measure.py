@@ -238,7 +238,7 @@ class Measuring(Calling):
         timing.batch_asked = asked if batch < asked else 0
         self._watch_figures(case.workload, timing, sum(samples.baseline) * max(batch, 1) + sum(check.baseline))
         if batch and check.candidate:
-            timing.per_call = check.timing(cfg, 0, "per-call check", 0, 0.0)
+            timing.per_call = check.per_call_check(cfg)
         return timing, m.mismatch
 
     def note_free_memory(self) -> None:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kcoral.tasks.harness.interference import disturbed
-from kcoral.tasks.harness.schema import Timing, TimingMethod
+from kcoral.tasks.harness.schema import Sampled, Timing, TimingMethod
 from kcoral.tasks.harness.stats import Speedup, estimate, too_disturbed
 
 T = TypeVar("T")
@@ -81,7 +81,14 @@ class Samples:
 
     def timing(self, cfg: TimingMethod, batch: int, stopped: str, warmup: int, cooled: float) -> Timing:
         """The supervisor's record of this measurement (CPU figures are added by the caller)."""
-        return Timing(
+        return Timing(**self._figures(cfg, batch, stopped, warmup, cooled))
+
+    def per_call_check(self, cfg: TimingMethod) -> Sampled:
+        """The record of a batch's per-call check (``Timing.per_call``): these samples, one call each."""
+        return Sampled(**self._figures(cfg, 0, "per-call check", 0, 0.0))
+
+    def _figures(self, cfg: TimingMethod, batch: int, stopped: str, warmup: int, cooled: float) -> dict[str, Any]:
+        return dict(
             baseline_ms=self.baseline,
             kernel_ms=self.candidate,
             null_ms=self.null,

@@ -193,8 +193,8 @@ class Outcome(StrEnum):
 
 
 @dataclass
-class Timing:
-    """A timed case, every figure from the supervisor's clock (milliseconds per call)."""
+class Sampled:
+    """One measurement of a timed case, every figure from the supervisor's clock (milliseconds per call)."""
 
     #: raw call times, the protocol's fixed cost included; baseline and candidate interleaved
     baseline_ms: Samples
@@ -236,9 +236,16 @@ class Timing:
     batch_asked: int = 0
     #: the batches were replayed CUDA graphs, each captured once (TimingMethod.graph)
     graph: bool = False
+
+
+@dataclass
+class Timing(Sampled):
+    """A timed case's measurement, and in batch mode the per-call one beside it."""
+
     #: in batch mode, the same sides timed one call at a time in the same request (fewer iterations):
-    #: what the report holds the batch's speedup against (tasks.report)
-    per_call: Timing | None = None
+    #: what the report holds the batch's speedup against (tasks.report). A measurement of its own, with
+    #: no per-call one inside (a document's deeper one is not read)
+    per_call: Sampled | None = None
 
 
 @dataclass
@@ -263,7 +270,9 @@ class SupervisorResult:
     #: seconds the supervisor spent per phase, in order: "start" (its own start, the baseline's
     #: worker, the candidate's import), "holdout" (all probes together), "check WORKLOAD", "timing WORKLOAD"
     #: (the first MAX_PHASES of them are read)
-    phases: dict[Annotated[str, Bound(max_chars=200)], float] = field(default_factory=dict)
+    phases: Annotated[dict[Annotated[str, Bound(max_chars=200)], float], Bound(keep_items=MAX_PHASES)] = field(
+        default_factory=dict
+    )
     version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
@@ -272,8 +281,7 @@ class SupervisorResult:
 
 def parse_result(data: bytes) -> SupervisorResult:
     """The supervisor's result, at most MAX_RESULT_BYTES, every field checked (DataError names the first
-    that is wrong); of a batch's per-call check (``Timing.per_call``) one level is read, no deeper, and of
-    the phases the first MAX_PHASES."""
+    that is wrong)."""
     if len(data) > MAX_RESULT_BYTES:
         raise DataError("", f"a result of {len(data)} bytes is over {MAX_RESULT_BYTES}")
     doc = parse_json(data)
@@ -282,12 +290,4 @@ def parse_result(data: bytes) -> SupervisorResult:
     version = doc.get("version")
     if type(version) is not int or version != SCHEMA_VERSION:  # not True: True == 1 in Python
         raise DataError("version", f"{version!r}, expected {SCHEMA_VERSION}")
-    if isinstance(doc.get("phases"), dict):
-        doc["phases"] = dict(list(doc["phases"].items())[:MAX_PHASES])
-    cases = doc.get("cases")
-    for case in cases if isinstance(cases, list) else []:
-        timing = case.get("timing") if isinstance(case, dict) else None
-        per_call = timing.get("per_call") if isinstance(timing, dict) else None
-        if isinstance(per_call, dict):  # a per-call check holds no check of its own
-            per_call.pop("per_call", None)
     return from_data(SupervisorResult, doc)
