@@ -94,7 +94,7 @@ def _convert(tp: Any, value: object, path: tuple[str, ...]) -> object:
         inner, *extras = typing.get_args(tp)
         bounds = [b for b in extras if isinstance(b, Bound)]
         for bound in bounds:
-            value = _check_size(bound, value, path)
+            value = _fit_size(bound, value, path)
         out = _convert(inner, value, path)
         for bound in bounds:
             out = _apply(bound, out, path)
@@ -195,18 +195,13 @@ def _item_reader(tp: Any) -> Callable[[object], object] | None:
         inner, *extras = typing.get_args(tp)
         bounds = [b for b in extras if isinstance(b, Bound)]
         read = _SCALARS.get(inner)
-        if read is None or any(
-            b.max_items is not None or b.keep_items is not None or b.max_chars is not None for b in bounds
-        ):
-            return None
-        if not any(b.positive for b in bounds):
+        if read is None or not any(b.positive for b in bounds):  # sizes and cuts do nothing to a scalar
             return read
-
         return lambda value: _above_zero(read(value))
     return _SCALARS.get(tp)
 
 
-def _check_size(bound: Bound, value: object, path: tuple[str, ...]) -> object:
+def _fit_size(bound: Bound, value: object, path: tuple[str, ...]) -> object:
     """Before a list or an object is read item by item: refused when it holds too many, its first
     ``keep_items`` when it holds more."""
     if not isinstance(value, list | dict):
