@@ -38,6 +38,9 @@ values a server runs with.
 | calibration_keep    | count | 20      | a slot's noise floor rests on this many of its latest A/A |
 |                     |       |         | requests at most (tasks.calibration)                      |
 | calibration_max_age_s | s   | 7 days  | older A/A requests no longer count for a floor            |
+| calibration_confidence| ratio | 0.9   | the floor takes the A/A requests' spread at its upper     |
+|                     |       |         | bound at this confidence (a few requests can spread less  |
+|                     |       |         | than the slot does by chance; at least 0.5, below 1)      |
 
 An evaluation's timing method and the judge's rules (:class:`kcoral.tasks.harness.schema.TimingMethod`,
 whose defaults these are; an operator sets them as ``timing_NAME`` (``--limit timing_budget_s=60``,
@@ -177,7 +180,8 @@ class Limits:
     #: 0, cores poll instead of halting; 2000000000, the kernel's own value, the host's idle policy)
     eval_wake_latency_us: int = 0
     eval_timing: TimingMethod = TimingMethod()
-    #: which A/A requests a slot's noise floor rests on (``calibration_keep``, ``calibration_max_age_s``)
+    #: which A/A requests a slot's noise floor rests on, and how (``calibration_keep``, ``calibration_max_age_s``,
+    #: ``calibration_confidence``)
     calibration: CalibrationPolicy = CalibrationPolicy()
 
 
@@ -192,6 +196,7 @@ TIMING = "timing_"
 CALIBRATION = "calibration_"
 _TASKS_OWN = ("batch", "graph")
 _RATIOS = (
+    "confidence",
     "interval_target",
     "idle_cpu_share",
     "scorable_ratio",

@@ -64,6 +64,7 @@ def test_the_help_lists_the_variables(capsys: pytest.CaptureFixture[str], monkey
         (["--limit", "memory"], {}, "--limit takes NAME=VALUE, got 'memory'"),
         ([], {"KCORAL_LIMIT_MEMORY_BYTES": "lots"}, "limit memory_bytes: 'lots' is not a number (bytes)"),
         (["--limit", "nosuch=1"], {}, "no limit named 'nosuch'"),
+        (["--limit", "calibration_confidence=1"], {}, "limit calibration_confidence: 1.0 must be at least 0.5"),
     ],
 )
 def test_a_bad_limit_is_refused_naming_it(
