@@ -21,29 +21,33 @@ MAX_DEPTH = 8
 
 def flatten(value: Any, prefix: str) -> tuple[Any, dict[str, Any]]:
     """(tree, leaves): ``leaves`` maps ``prefix0``, ``prefix1``, ... to each tensor, in order; the tree
-    holds everything else (numbers, strings, None) as constants."""
+    holds everything else (numbers, strings, None) as constants. No reference cycle is left behind: a
+    drawn sample's tensors are freed as soon as the caller drops them (a recursive closure here kept
+    each draw alive until the garbage collector's next pass, and on an H100 a GPU MODE problem's
+    batches of 8 piled up 59.6 GiB of them in the supervisor)."""
     import torch  # noqa: PLC0415
 
     leaves: dict[str, Any] = {}
+    return _walk(value, 0, prefix, leaves, torch.Tensor), leaves
 
-    def walk(v: Any, depth: int) -> Any:
-        if depth > MAX_DEPTH:
-            raise ValueError(f"a value nested deeper than {MAX_DEPTH}")
-        if isinstance(v, torch.Tensor):
-            name = f"{prefix}{len(leaves)}"
-            leaves[name] = v
-            return ["tensor", name]
-        if isinstance(v, tuple | list):
-            return ["tuple" if isinstance(v, tuple) else "list", [walk(x, depth + 1) for x in v]]
-        if isinstance(v, dict):
-            if not all(isinstance(k, str) for k in v):
-                raise ValueError("a dict with keys that are not strings")
-            return ["dict", {k: walk(x, depth + 1) for k, x in v.items()}]
-        if v is None or isinstance(v, bool | int | float | str):
-            return ["const", v]
-        raise ValueError(f"a value of type {type(v).__name__} (tensors, numbers, strings, tuples, lists, dicts only)")
 
-    return walk(value, 0), leaves
+def _walk(v: Any, depth: int, prefix: str, leaves: dict[str, Any], tensor: type) -> Any:
+    """:func:`flatten`'s tree of ``v`` (its tensors into ``leaves``)."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"a value nested deeper than {MAX_DEPTH}")
+    if isinstance(v, tensor):
+        name = f"{prefix}{len(leaves)}"
+        leaves[name] = v
+        return ["tensor", name]
+    if isinstance(v, tuple | list):
+        return ["tuple" if isinstance(v, tuple) else "list", [_walk(x, depth + 1, prefix, leaves, tensor) for x in v]]
+    if isinstance(v, dict):
+        if not all(isinstance(k, str) for k in v):
+            raise ValueError("a dict with keys that are not strings")
+        return ["dict", {k: _walk(x, depth + 1, prefix, leaves, tensor) for k, x in v.items()}]
+    if v is None or isinstance(v, bool | int | float | str):
+        return ["const", v]
+    raise ValueError(f"a value of type {type(v).__name__} (tensors, numbers, strings, tuples, lists, dicts only)")
 
 
 def unflatten(tree: Any, leaves: dict[str, Any]) -> Any:
