@@ -78,7 +78,15 @@ class PackProbe:
             todo = {t.content_hash(): t for t in packs if t.content_hash() not in self._known}
             if todo:
                 self._since = time.monotonic()
-                self._known.update(self._ask(todo))
+                found = self._ask(todo)
+                self._known.update(found)
+                failed = sum(1 for i in found.values() if i.error)
+                log.info(
+                    "inspected %d pack problem(s) in %.1f s (%d cannot be loaded)",
+                    len(found),
+                    time.monotonic() - self._since,
+                    failed,
+                )
             return {t.id: self._known[t.content_hash()] for t in packs}
         finally:
             self._lock.release()
