@@ -7,6 +7,7 @@ output differs from the baseline's on the same sample), and the operator's recor
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import sys
 import time
@@ -75,6 +76,8 @@ class Measurement:
     throttles: int = 0
     #: seconds per part of the iterations (for the operator's record)
     spent: dict[str, float] = field(default_factory=lambda: {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0})
+    #: objects in reference cycles freed before its iterations' draws (:meth:`Measuring._iteration`)
+    cyclic: int = 0
 
 
 class TooSlow(Exception):
@@ -388,6 +391,10 @@ class Measuring(Calling):
         one call (``per`` 0) or a batch of ``per`` calls, its figures appended to ``into``; the first
         output that differs from the baseline's on the same sample goes to ``m.mismatch``."""
         t0 = time.monotonic()
+        # the previous iteration's garbage in reference cycles (a draw's tensors held by one, say) freed
+        # now, outside every timed window, before this one's draw: the collector's own passes come after
+        # so many Python objects made that big tensors in cycles could fill the device in between
+        m.cyclic += gc.collect()
         drawn = self._draw(m, f"{what}/{i}", per)
         t1 = time.monotonic()
         outs: dict[str, list[dict[str, torch.Tensor]]] = {}
@@ -441,7 +448,8 @@ class Measuring(Calling):
             + ": "
             + ", ".join(f"{k} {v:.2f} s" for k, v in m.spent.items())
             + f"; on the clock {samples.clock_ms() * max(batch, 1) / 1000:.2f} s"
-            + f"; judge's unbilled wait {sum(samples.waits):.2f} ms",
+            + f"; judge's unbilled wait {sum(samples.waits):.2f} ms"
+            + f"; objects in reference cycles freed between iterations: {m.cyclic}",
             file=sys.stderr,
         )
         if any(samples.throttled):

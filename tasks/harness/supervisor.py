@@ -25,6 +25,7 @@ is being checked or timed) as it goes, so that a deadline or a cancel can say wh
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import sys
 import time
@@ -259,6 +260,7 @@ class Supervisor(Measuring):
             return self._run_case(case, timed, laps)
         finally:
             self._drop()  # the case's buffers: the next case's may need their memory
+            gc.collect()  # and any of them a reference cycle still holds
             print(f"{case.id} {case.workload} took: {laps.line()}", file=sys.stderr)
 
     def _run_case(self, case: schema.Case, timed: bool, laps: Laps) -> CaseResult:
