@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,11 @@ class DockerExecutor:
     later) is asked again with a growing pause (up to RECONNECT_MAX_S); containers that could not be
     removed while it was gone are removed once it answers again (:meth:`tidy`)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, log_grew: Callable[[str], None] | None = None) -> None:
         self.settings = settings
+        #: called with a job's id each time its log grows (the server wakes the job's followers:
+        #: runner.changes, runner.api): a followed log is read when it has new bytes, not polled
+        self.log_grew = log_grew
         self._gpu_mode: str | None = None
         self._cgroup_mount: tuple[str, str] | None = None
         self.client: docker.DockerClient | None = None
@@ -252,7 +255,8 @@ class DockerExecutor:
             for step in steps:
                 path = step.log or job_log
                 if path not in logs:
-                    logs[path] = open_log(path)
+                    grew = functools.partial(self.log_grew, job_id) if self.log_grew and path == job_log else None
+                    logs[path] = open_log(path, grew)
             every = [container_options(self.settings, job_id, image, s, lease, self.gpu_mode()) for s in steps]
             if len(steps) == 1:
                 (step,), (options,) = steps, every

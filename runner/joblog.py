@@ -13,6 +13,7 @@ import contextlib
 import os
 import struct
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from kcoral.protocol.framing import MIXED, SERVER, STDOUT, Piece
@@ -29,10 +30,12 @@ def streams_path(log: Path) -> Path:
 
 class LogWriter:
     """Appends to one log from any thread (the containers of a group write to the same log).
-    OSError (a full disk) reaches the caller; what was written stays consistent."""
+    OSError (a full disk) reaches the caller; what was written stays consistent. ``on_append`` is
+    called after each append that wrote bytes (whoever follows the log is woken: runner.changes)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, on_append: Callable[[], None] | None = None) -> None:
         self.path = path
+        self._on_append = on_append
         self._lock = threading.Lock()
         self._log = _open_append(path)
         try:
@@ -63,6 +66,8 @@ class LogWriter:
                 write_all(self._log, data)
             finally:
                 self.size = os.fstat(self._log).st_size  # what reached the file, a full disk or not
+        if self._on_append is not None:
+            self._on_append()
 
     def extend(self, pieces: list[tuple[int, bytes]]) -> None:
         """Append several pieces with one write for their bytes and one for their records (a batch
@@ -87,6 +92,8 @@ class LogWriter:
                     self._last = _last_stream(streams_path(self.path), self._records, self.size)
                 raise
             self._records, self._last, self.size = count, last, size
+        if self._on_append is not None and any(data for _, data in pieces):
+            self._on_append()
 
     def close(self) -> None:
         """Never raises: nothing is buffered here (every append reached the kernel or failed)."""

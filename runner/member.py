@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,9 +202,9 @@ def _keep(sink: LogWriter, batch: list[tuple[int, bytes]], cap: int, watch: Watc
             watch.log_over = True
 
 
-def open_log(path: Path) -> LogWriter:
+def open_log(path: Path, on_append: Callable[[], None] | None = None) -> LogWriter:
     try:
-        return LogWriter(path)
+        return LogWriter(path, on_append)
     except OSError as exc:
         if exc.errno in DISK_FULL:
             raise InsufficientStorage(LOG_DISK_FULL) from None

@@ -84,7 +84,7 @@ class Services:
     def build(cls, settings: Settings) -> Services:
         store = JobStore(settings.data_dir)
         nvml = Nvml()
-        executor = DockerExecutor(settings)
+        executor = DockerExecutor(settings, log_grew=store.changes.changed)
         keys = KeyRing.open(keys_dir(settings.data_dir))
         placement: Placement
         runner: JobRunner
@@ -95,7 +95,7 @@ class Services:
 
             gpus: list[GpuInfo] = []
             placement = ClusterPlacement(connect(settings.ray_address), settings.instance)
-            runner = RayRunner(store, RemoteJobs(placement))
+            runner = RayRunner(store, RemoteJobs(placement, log_grew=store.changes.changed))
         else:
             gpus = select_gpus(nvml.list(), settings.gpus)
             placement = LeasePool(gpus, settings.cpu_slots)

@@ -10,6 +10,7 @@ a job runs there ends that job ``infrastructure_error``, naming the host.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -43,9 +44,11 @@ START_TIMEOUT_S = 300.0
 class RemoteJobs:
     """Jobs of this front end on the cluster's hosts, and the refresh of the hosts' inventories."""
 
-    def __init__(self, cluster: ClusterPlacement) -> None:
+    def __init__(self, cluster: ClusterPlacement, log_grew: Callable[[str], None] | None = None) -> None:
         self.cluster = cluster
         self.ray = cluster.ray
+        #: called with a job's id each time its log here grows (runner.executor.DockerExecutor's, the same)
+        self.log_grew = log_grew
         #: job id -> host, for each job this front end runs (or follows) on a host
         self._jobs: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -130,7 +133,8 @@ class RemoteJobs:
             return _lost(host, exc)
         pinned, cancelled = False, False
         unanswered: float | None = None  # since when the agent has not answered (it may come back)
-        with LogWriter(paths.log) as writer:
+        grew = functools.partial(self.log_grew, job.id) if self.log_grew else None
+        with LogWriter(paths.log, grew) as writer:
             while True:
                 if self._detach.is_set():
                     return None

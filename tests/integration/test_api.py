@@ -166,3 +166,23 @@ def test_a_followed_log_carries_the_jobs_status_and_ends_with_its_final_view(ser
     # without status=true nothing but the log (an old client's stream is unchanged)
     r = srv.http.get(f"/v1/jobs/{job['id']}/log", params={"frames": "true"})
     assert all(p.stream != STATUS for p in FrameReader().feed(r.content))
+
+
+def test_a_followed_log_is_read_when_it_grows_not_when_a_poll_comes_round(server_factory):
+    """A quiet job's follower waits for its log to grow (the log's writer wakes it: runner.changes),
+    with a read a second at most otherwise: each line the job prints after a quiet spell longer than
+    that second reaches the follower within a fraction of it (the median of four under 0.3 s; with a
+    poll a second and no wake it would be half a second on average)."""
+    srv = server_factory(cpu_slots=1)
+    script = "import time\nfor _ in range(4):\n    time.sleep(1.3)\n    print(time.time(), flush=True)\n"
+    job = srv.submit({"m.py": script}, ["m.py"])
+    delays, buffered = [], b""
+    with srv.http.stream("GET", f"/v1/jobs/{job['id']}/log", params={"follow": "true"}, timeout=60) as response:
+        assert response.status_code == 200
+        for chunk in response.iter_bytes():
+            now = time.time()
+            buffered += chunk
+            *lines, buffered = buffered.split(b"\n")
+            delays += [now - float(line) for line in lines if line.strip()]
+    assert len(delays) == 4, delays
+    assert sorted(delays)[1] < 0.3 and sorted(delays)[2] < 0.3, delays

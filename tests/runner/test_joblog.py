@@ -175,3 +175,16 @@ def test_a_batch_that_does_not_fit_leaves_a_log_that_reads_back_as_far_as_it_got
         pieces = read_pieces(path, 0, 2 << 20)
         assert b"".join(p.data for p in pieces) == path.read_bytes()
         assert pieces[-1].data.endswith(b"after") and pieces[-1].stream == batch[len(pieces) - 1][0]
+
+
+def test_the_writer_says_when_the_log_grew_and_only_then(tmp_path: Path) -> None:
+    """``on_append`` (the server wakes the log's followers with it) after each append or batch that wrote
+    bytes, never for an empty one; the bytes are in the log when it is called."""
+    seen: list[int] = []
+    path = tmp_path / "log"
+    with LogWriter(path, on_append=lambda: seen.append(path.stat().st_size)) as w:
+        w.append(STDOUT, b"ab")
+        w.append(STDOUT, b"")
+        w.extend([(STDERR, b"c"), (STDOUT, b"de")])
+        w.extend([(STDOUT, b"")])
+    assert seen == [2, 5]
