@@ -27,6 +27,8 @@ from kcoral.tasks.harness.taskdef import Task
 
 log = logging.getLogger(__name__)
 
+#: how many of an inspection's slowest problems the server's log names, with their times
+SLOWEST_LOGGED = 5
 #: seconds one problem may take to build its inputs and outputs
 PROBLEM_DEADLINE_S = 60.0
 #: seconds the container takes beyond its problems' (its start, torch's import)
@@ -45,6 +47,12 @@ class Inspection:
 
     shapes: tuple[dict[str, Any], ...] = ()
     error: str = ""
+    #: how long the inspector took over it (the server's log names the slowest)
+    seconds: float = 0.0
+
+    def built_on(self) -> str:
+        """Where its workloads were built ("meta", "cpu", both), or its error's start."""
+        return "+".join(sorted({str(s.get("built_on", "")) for s in self.shapes})) or self.error[:60]
 
 
 class PackProbe:
@@ -81,11 +89,13 @@ class PackProbe:
                 found = self._ask(todo)
                 self._known.update(found)
                 failed = sum(1 for i in found.values() if i.error)
+                slowest = sorted(todo, key=lambda k: found[k].seconds, reverse=True)[:SLOWEST_LOGGED]
                 log.info(
-                    "inspected %d pack problem(s) in %.1f s (%d cannot be loaded)",
+                    "inspected %d pack problem(s) in %.1f s (%d cannot be loaded); the slowest: %s",
                     len(found),
                     time.monotonic() - self._since,
                     failed,
+                    ", ".join(f"{todo[k].id} {found[k].seconds:.1f} s ({found[k].built_on()})" for k in slowest),
                 )
             return {t.id: self._known[t.content_hash()] for t in packs}
         finally:
@@ -162,10 +172,11 @@ def parse_answers(answer: bytes, keys: set[str]) -> dict[str, Inspection]:
             key = doc["key"]
             if key not in keys:
                 continue
+            seconds = float(doc.get("seconds", 0.0))
             if "error" in doc:
-                found[key] = Inspection(error=str(doc["error"])[:1000])
+                found[key] = Inspection(error=str(doc["error"])[:1000], seconds=seconds)
                 continue
-            found[key] = Inspection(shapes=tuple(_entry(e) for e in doc["shapes"]))
+            found[key] = Inspection(shapes=tuple(_entry(e) for e in doc["shapes"]), seconds=seconds)
         except (ValueError, KeyError, TypeError):
             continue
     return found

@@ -8,7 +8,7 @@ reference's outputs, first on the meta device (shapes without memory or compute)
 tensors made on whichever of the two, and hands back their shapes and dtypes. A child that raises,
 runs past ``deadline_s`` or dies is that problem's error; the next problem gets a child of its own.
 Each answer is one line on stdout, ``KCORAL-INSPECT {"key": ..., "shapes": [...]}`` or ``{"key": ...,
-"error": "..."}``; what a problem prints goes nowhere.
+"error": "..."}``, with the ``seconds`` it took; what a problem prints goes nowhere.
 """
 
 from __future__ import annotations
@@ -164,8 +164,10 @@ def main(argv: list[str]) -> int:
     import torch  # noqa: F401, PLC0415 - once, before the children fork
 
     for problem in request["problems"]:
+        began = time.monotonic()
         answer = inspect_one(Path(problem["root"]), problem["manifest"], float(request["deadline_s"]))
-        print(MARK + json.dumps({"key": problem["key"], **answer}), flush=True)
+        seconds = round(time.monotonic() - began, 3)
+        print(MARK + json.dumps({"key": problem["key"], **answer, "seconds": seconds}), flush=True)
     return 0
 
 
