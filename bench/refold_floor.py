@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kcoral.tasks.calibration import NoiseFloor, sd_bound, t975, widen  # noqa: E402
+from kcoral.tasks.calibration import NoiseFloor, prediction_half_width, widen  # noqa: E402
 
 
 def slot_floor(calibrate: dict[str, Any], workload: str) -> NoiseFloor:
@@ -38,9 +38,8 @@ def slot_floor(calibrate: dict[str, Any], workload: str) -> NoiseFloor:
 
 def refold(floor: NoiseFloor, runs: list[dict[str, Any]], confidence: float) -> dict[str, Any]:
     """The requests' intervals with ``floor`` rebuilt at ``confidence`` (0: no bound) and folded in."""
-    n = floor.requests
-    bound = sd_bound(n - 1, confidence) if confidence else 1.0
-    rebuilt = replace(floor, half_width=t975(n - 1) * floor.spread * bound * math.sqrt(1 + 1 / n))
+    half_width = prediction_half_width(floor.spread, floor.requests, confidence or None)
+    rebuilt = replace(floor, half_width=half_width)
     held, widths = 0, []
     for run in runs:
         lo, hi = run["within"][0]

@@ -87,6 +87,14 @@ def sd_bound(dof: int, confidence: float) -> float:
     return math.sqrt(1.0 / root**3) if root > 0 else math.inf
 
 
+def prediction_half_width(sd: float, n: int, confidence: float | None) -> float:
+    """The floor's half-width (log) from ``n`` A/A requests spread ``sd``: a 95% prediction interval for
+    one more, t(n-1) * sd * sqrt(1 + 1/n), the spread at its upper bound at ``confidence`` (None: the
+    requests' own sd, no bound)."""
+    bound = 1.0 if confidence is None else sd_bound(n - 1, confidence)
+    return t975(n - 1) * sd * bound * math.sqrt(1 + 1 / n)
+
+
 def t975(dof: int) -> float:
     """The two-sided 95% quantile of Student's t with ``dof`` degrees of freedom."""
     if dof < 1:
@@ -207,7 +215,7 @@ def noise_floor(runs: Sequence[AaRun], confidence: float = CalibrationPolicy.con
         requests=n,
         position_ms=position,
         spread=sd,
-        half_width=t975(n - 1) * sd * sd_bound(n - 1, confidence) * math.sqrt(1 + 1 / n),
+        half_width=prediction_half_width(sd, n, confidence),
         corrected=math.exp(statistics.median(logs)),
         first=min(r.at for r in runs),
         last=max(r.at for r in runs),
