@@ -40,7 +40,7 @@ values a server runs with.
 | calibration_max_age_s | s   | 7 days  | older A/A requests no longer count for a floor            |
 | calibration_confidence| ratio | 0.9   | the floor takes the A/A requests' spread at its upper     |
 |                     |       |         | bound at this confidence (a few requests can spread less  |
-|                     |       |         | than the slot does by chance; at least 0.5, below 1)      |
+|                     |       |         | than the slot does by chance; from 0.5 to 0.99)           |
 
 An evaluation's timing method and the judge's rules (:class:`kcoral.tasks.harness.schema.TimingMethod`,
 whose defaults these are; an operator sets them as ``timing_NAME`` (``--limit timing_budget_s=60``,

@@ -58,12 +58,14 @@ class CalibrationPolicy:
     #: A/A requests older than this no longer count (a host changes: kernel, firmware, neighbours)
     max_age_s: float = 7 * 86400.0
     #: the floor takes the spread between requests at its upper bound at this confidence, not the few A/A
-    #: requests' own (x1.51 at 9 requests, x1.29 at 20): this share of calibrations cover 95% of requests
+    #: requests' own (x1.51 at 9 requests, x1.29 at 20): this share of calibrations cover 95% of requests.
+    #: At most 0.99: above ~0.996 the bound's approximation (:func:`sd_bound`) has no finite value at
+    #: MIN_REQUESTS, and an infinite floor would make every interval [0, inf]
     confidence: float = 0.9
 
     def __post_init__(self) -> None:
-        if not 0.5 <= self.confidence < 1.0:
-            said = f"{self.confidence!r} must be at least 0.5 and below 1 (ratio)"
+        if not 0.5 <= self.confidence <= 0.99:
+            said = f"{self.confidence!r} must be at least 0.5 and at most 0.99 (ratio)"
             raise ValueError(f"limit calibration_confidence: {said}")
 
 

@@ -159,6 +159,10 @@ def test_the_sd_bound_follows_the_chi_square_quantiles() -> None:
     assert calibration.sd_bound(19, 0.9) == pytest.approx(math.sqrt(19 / 11.651), rel=0.002)
     assert calibration.sd_bound(8, 0.95) == pytest.approx(math.sqrt(8 / 2.733), rel=0.005)
     assert calibration.sd_bound(0, 0.9) == math.inf
+    # every confidence an operator may set gives a finite floor from MIN_REQUESTS requests on
+    assert all(math.isfinite(calibration.sd_bound(n - 1, 0.99)) for n in range(calibration.MIN_REQUESTS, 200))
+    with pytest.raises(ValueError, match="at most 0.99"):
+        calibration.CalibrationPolicy(confidence=0.995)
 
 
 def test_the_estimator_takes_the_position_off_the_candidates_calls() -> None:
