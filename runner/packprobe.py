@@ -49,6 +49,8 @@ class Inspection:
     error: str = ""
     #: how long the inspector took over it (the server's log names the slowest)
     seconds: float = 0.0
+    #: modules its child process had to import (the inspector imports the common ones before forking)
+    imports: int = 0
 
     def built_on(self) -> str:
         """Where its workloads were built ("meta", "cpu", both), or its error's start."""
@@ -95,7 +97,10 @@ class PackProbe:
                     len(found),
                     time.monotonic() - self._since,
                     failed,
-                    ", ".join(f"{todo[k].id} {found[k].seconds:.1f} s ({found[k].built_on()})" for k in slowest),
+                    ", ".join(
+                        f"{todo[k].id} {found[k].seconds:.1f} s ({found[k].built_on()}, {found[k].imports} imports)"
+                        for k in slowest
+                    ),
                 )
             return {t.id: self._known[t.content_hash()] for t in packs}
         finally:
@@ -172,11 +177,11 @@ def parse_answers(answer: bytes, keys: set[str]) -> dict[str, Inspection]:
             key = doc["key"]
             if key not in keys:
                 continue
-            seconds = float(doc.get("seconds", 0.0))
+            took = {"seconds": float(doc.get("seconds", 0.0)), "imports": int(doc.get("imports", 0))}
             if "error" in doc:
-                found[key] = Inspection(error=str(doc["error"])[:1000], seconds=seconds)
+                found[key] = Inspection(error=str(doc["error"])[:1000], **took)
                 continue
-            found[key] = Inspection(shapes=tuple(_entry(e) for e in doc["shapes"]), seconds=seconds)
+            found[key] = Inspection(shapes=tuple(_entry(e) for e in doc["shapes"]), **took)
         except (ValueError, KeyError, TypeError):
             continue
     return found

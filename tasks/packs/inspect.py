@@ -8,7 +8,8 @@ reference's outputs, first on the meta device (shapes without memory or compute)
 tensors made on whichever of the two, and hands back their shapes and dtypes. A child that raises,
 runs past ``deadline_s`` or dies is that problem's error; the next problem gets a child of its own.
 Each answer is one line on stdout, ``KCORAL-INSPECT {"key": ..., "shapes": [...]}`` or ``{"key": ...,
-"error": "..."}``, with the ``seconds`` it took; what a problem prints goes nowhere.
+"error": "..."}``, with the ``seconds`` it took and the number of modules its child had to ``import``
+(the parent imports what every child needs first: ``warm``); what a problem prints goes nowhere.
 """
 
 from __future__ import annotations
@@ -109,16 +110,33 @@ def cuda_as(device: str) -> Any:
     return CudaAs()
 
 
+def warm() -> None:
+    """What every child would import for itself, imported once before they fork: torch defers the meta
+    device's kernels and the symbolic shapes they use (sympy: ~800 modules, 1.2 s in the CPU image,
+    ~6 s per problem on the GPU host, whose imports are slower) to the first meta-device op, so a
+    parent that only imported torch left each child to pay them again (37 problems: 176 s there)."""
+    import torch  # noqa: PLC0415
+
+    from kcoral.tasks.packs import adapters, values  # noqa: F401, PLC0415
+
+    with torch.device("meta"):
+        x = torch.randn(2, 4)
+        torch.nn.functional.layer_norm(torch.nn.Linear(4, 4)(x), (4,)).softmax(-1).sum()
+        torch.nn.Conv2d(1, 1, 1)(torch.randn(1, 1, 2, 2))
+
+
 def _child(root: Path, manifest: dict[str, Any], write: int) -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
+    before = len(sys.modules)
     try:
         answer: dict[str, Any] = {"shapes": describe(root, manifest)}
     except BaseException as exc:  # noqa: BLE001 - the problem's failure is its answer
         frames = traceback.extract_tb(exc.__traceback__)
         where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames) if str(root) in f.filename), "")
         answer = {"error": f"{type(exc).__name__}: {exc}"[:1000] + (f" (at {where})" if where else "")}
+    answer["imports"] = len(sys.modules) - before
     data = json.dumps(answer).encode()[:MAX_ANSWER]
     while data:
         data = data[os.write(write, data) :]
@@ -161,7 +179,7 @@ def inspect_one(root: Path, manifest: dict[str, Any], deadline_s: float) -> dict
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text())
-    import torch  # noqa: F401, PLC0415 - once, before the children fork
+    warm()
 
     for problem in request["problems"]:
         began = time.monotonic()

@@ -226,7 +226,7 @@ def test_the_inspectors_answers_are_read_strictly() -> None:
         [
             b"a problem's own print",
             b'KCORAL-INSPECT {"key": "k1", "shapes": [{"params": {}, "inputs": {"in0": [[2, 3], "float32"]}, '
-            b'"outputs": {"out0": [[2], "float32"]}, "built_on": "meta"}], "seconds": 1.25}',
+            b'"outputs": {"out0": [[2], "float32"]}, "built_on": "meta"}], "seconds": 1.25, "imports": 3}',
             b'KCORAL-INSPECT {"key": "k2", "error": "RuntimeError: no", "seconds": 0.5}',
             b'KCORAL-INSPECT {"key": "k3", "shapes": [{"params": {}, "inputs": {"in0": "nonsense"}}]}',
             b'KCORAL-INSPECT {"key": "stranger", "error": "x"}',
@@ -235,8 +235,9 @@ def test_the_inspectors_answers_are_read_strictly() -> None:
     found = parse_answers(lines, {"k1", "k2", "k3"})
     assert found["k1"].shapes[0]["inputs"] == {"in0": [[2, 3], "float32"]} and found["k2"].error == "RuntimeError: no"
     assert set(found) == {"k1", "k2"}
-    assert (found["k1"].seconds, found["k1"].built_on()) == (1.25, "meta")  # the server's log names the slowest
-    assert (found["k2"].seconds, found["k2"].built_on()) == (0.5, "RuntimeError: no")
+    # the server's log names the slowest, with what their children imported
+    assert (found["k1"].seconds, found["k1"].built_on(), found["k1"].imports) == (1.25, "meta", 3)
+    assert (found["k2"].seconds, found["k2"].built_on(), found["k2"].imports) == (0.5, "RuntimeError: no", 0)
 
 
 def test_the_inspector_gives_a_problem_that_hangs_or_dies_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -258,7 +259,7 @@ def test_the_inspector_gives_a_problem_that_hangs_or_dies_its_reason(monkeypatch
     monkeypatch.setattr(inspector, "describe", dies)
     assert inspector.inspect_one(PACKS, {}, 5) == {"error": "the process building its inputs died of signal 9"}
     monkeypatch.setattr(inspector, "describe", raises)
-    assert inspector.inspect_one(PACKS, {}, 5) == {"error": "ValueError: bad shapes"}
+    assert inspector.inspect_one(PACKS, {}, 5) == {"error": "ValueError: bad shapes", "imports": 0}
 
 
 def test_each_suites_headline() -> None:
