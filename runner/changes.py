@@ -18,8 +18,14 @@ class Subscription:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.event = asyncio.Event()
+        # a wake-up is on its way to the loop and no clear() came after it: later ones add nothing (a
+        # job flooding its log wakes its follower per chunk; each wake was a call into the loop)
+        self._pending = False
+        self._lock = threading.Lock()
 
     def clear(self) -> None:
+        with self._lock:
+            self._pending = False
         self.event.clear()
 
     async def wait(self, timeout: float) -> None:
@@ -28,6 +34,10 @@ class Subscription:
             await asyncio.wait_for(self.event.wait(), timeout)
 
     def wake(self) -> None:  # any thread
+        with self._lock:
+            if self._pending:
+                return
+            self._pending = True
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
             self.loop.call_soon_threadsafe(self.event.set)
 

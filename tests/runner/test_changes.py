@@ -55,3 +55,30 @@ def test_a_change_after_the_loop_closed_is_ignored() -> None:
 
     asyncio.run(follow())  # the loop is closed now, the subscription still registered
     changes.changed("a")  # must not raise
+
+
+def test_wake_ups_before_the_next_clear_reach_the_loop_once() -> None:
+    """A job that floods its log wakes its follower per chunk: one call into the loop until the
+    follower clears and reads again, not one per chunk."""
+    changes = JobChanges()
+    calls = []
+
+    async def follow() -> tuple[int, int]:
+        with changes.subscribe("a") as sub:
+            loop = sub.loop
+            original = loop.call_soon_threadsafe
+            loop.call_soon_threadsafe = lambda *a: calls.append(a) or original(*a)  # type: ignore[method-assign]
+            sub.clear()
+            flood = threading.Thread(target=lambda: [changes.changed("a") for _ in range(1000)])
+            flood.start()
+            flood.join()
+            await sub.wait(30)
+            first = len(calls)
+            sub.clear()  # read again: the next change wakes it again
+            threading.Thread(target=changes.changed, args=("a",)).start()
+            t0 = time.monotonic()
+            await sub.wait(30)
+            assert time.monotonic() - t0 < 10
+            return first, len(calls)
+
+    assert asyncio.run(follow()) == (1, 2)
