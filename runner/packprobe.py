@@ -177,11 +177,11 @@ def parse_answers(answer: bytes, keys: set[str]) -> dict[str, Inspection]:
             key = doc["key"]
             if key not in keys:
                 continue
-            took = {"seconds": float(doc.get("seconds", 0.0)), "imports": int(doc.get("imports", 0))}
+            seconds, imports = float(doc.get("seconds", 0.0)), int(doc.get("imports", 0))
             if "error" in doc:
-                found[key] = Inspection(error=str(doc["error"])[:1000], **took)
+                found[key] = Inspection(error=str(doc["error"])[:1000], seconds=seconds, imports=imports)
                 continue
-            found[key] = Inspection(shapes=tuple(_entry(e) for e in doc["shapes"]), **took)
+            found[key] = Inspection(shapes=tuple(_entry(e) for e in doc["shapes"]), seconds=seconds, imports=imports)
         except (ValueError, KeyError, TypeError):
             continue
     return found

@@ -29,5 +29,6 @@ lane() {
   return "$rc"
 }
 # (pytest-benchmark, where a machine has it, refuses to run under xdist with a warning, which fails the run)
-lane -n 2 --dist loadfile -p no:benchmark -m "concurrent and not gpu" "$@"
-lane -m "not concurrent and not gpu" "$@"
+# The tests marked `nightly` (slow, checking what changes seldom) run in scripts/test-nightly.sh instead.
+lane -n 2 --dist loadfile -p no:benchmark -m "concurrent and not gpu and not nightly" "$@"
+lane -m "not concurrent and not gpu and not nightly" "$@"

@@ -1,61 +1,24 @@
 """Cheating candidates against the real evaluation (threat model attacks 2-4, 13-15, 19-25; issue 8's
-nine classes).
+nine classes; issue 29's storms) whose outcome needs a quiet host: flagged for CPU used outside their
+calls, or neutralised (the evaluation passes with no better speedup than an honest run, and, where the
+attack prints what it managed, it managed nothing). The attacks a check catches whatever the host's
+load are in test_attacks_caught.py (the concurrent lane).
 
 Each candidate under candidates/<name>/ is one attack on demo/softmax, evaluated end to end: real
-server, real containers (the supervisor and the candidate's worker). Each attack has the outcome it
-must get, with its own reason: the holdout fails with the named kind, a named workload fails with
-the named reason, the evaluation is flagged for the named cause, or the attack is neutralised: the
-evaluation passes with no better speedup than an honest run (and, where the attack prints what it
-managed, it managed nothing).
+server, real containers (the supervisor and the candidate's worker), each with the outcome it must get.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import docker
 import pytest
 
 from kcoral.runner.codecopy import PACKAGES, package_folder
-from tests.conftest import RunningServer, make_tar, mounted_tmpfs, quick_tasks, server_settings, serving
+from tests.attacks.judging import HONEST_LIMIT, assert_honest, describe, evaluate, failed_evaluation, no_score, speedup
+from tests.conftest import RunningServer, mounted_tmpfs, quick_tasks
 
-CANDIDATES = Path(__file__).resolve().parent / "candidates"
-TASK = "demo/softmax"
-#: The honest candidate makes the baseline's own call, so its speedup is ~1x (seen 0.82-1.20x on this
-#: 2-core host with the supervisor's clock); a run above this has gained from its attack.
-HONEST_LIMIT = 1.6
-
-#: the holdout fails, with this kind of failure (its details stay secret)
-HOLDOUT = {
-    "exit_in_setup": "ERROR",  # os._exit in setup(): the worker is gone
-    "exit_in_first_call": "ERROR",  # os._exit in the untimed first call, before any case
-    "fake_report_lines": "FAIL",  # zeros written, a passing report printed
-    "lazy_no_write": "FAIL",  # the output buffer is never written (NaN-poisoned)
-    "persistent_worker": "FAIL",  # half the rows finished by a thread after the call returned
-    "rebind_output": "ERROR",  # data['y'] rebound: the worker names the mistake
-    "skip_every_other": "FAIL",
-    "standard_only": "FAIL",  # phase detection: wrong off the standard distribution
-    "thread_early_return": "FAIL",
-    "malformed_answers": "ERROR",  # issue 8 class 9: a malformed answer is the candidate's ERROR
-}
-#: the holdout passes, and this workload gets this verdict with this reason
-WORKLOAD = {
-    "exit_in_timed_call": ("standard", "ERROR", "stopped answering"),
-    "patch_compare": ("standard", "FLAKY", "timed sample"),
-    "patch_compare_code": ("standard", "FLAKY", "timed sample"),
-    "replay_by_ptr": ("standard", "FLAKY", "timed sample"),
-    "warmup_detect": ("standard", "FLAKY", "timed sample"),
-    "skip_timed_batch": ("standard", "FLAKY", "timed sample"),  # issue 8 class 1
-    "partial_rows": ("standard", "FLAKY", "timed sample"),  # class 3
-    "predict_samples": ("standard", "FLAKY", "timed sample"),  # class 5
-    "rewrite_old_outputs": ("one_column", "FAIL", "non-finite"),  # class 6
-}
-#: may fail the holdout before its workload: its replay is keyed on buffer addresses, and the buffers of
-#: the candidate's first call (decoy inputs, before any case) are freed before the first probe's, which
-#: may be mapped at the same address: it then replays the first call's outputs there
-MAY_FAIL_THE_HOLDOUT = {"replay_by_ptr"}
 #: flagged (the evaluation fails) for work outside the candidate's own calls
 FLAGGED = {
     "interfere_with_baseline": "used CPU",  # classes 2 and 8: load while the baseline runs
@@ -89,106 +52,6 @@ QUICK_NEUTRALISED = {
     "patch_timing_global",
     "plant_links",
 }
-
-
-@pytest.fixture(scope="module")
-def server(
-    tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
-) -> Iterator[RunningServer]:
-    """One server for the file's evaluations, with tests.conftest's settings (each evaluation is a job
-    of its own, its containers removed before its result: a server per test only added its start, its
-    standby containers' and its stop, ~0.5 s each time)."""
-    with serving(docker_client, server_settings(tmp_path_factory.mktemp("attacks"), job_image)) as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def quick_server(
-    tmp_path_factory: pytest.TempPathFactory, docker_client: docker.DockerClient, job_image: str
-) -> Iterator[RunningServer]:
-    """A server whose demo/softmax is timed briefly (tests.conftest.quick_tasks), for the evaluations
-    whose assertions are about what the attack found or printed, not about the timing's precision."""
-    tasks = quick_tasks(tmp_path_factory.mktemp("quicktasks"))
-    settings = server_settings(tmp_path_factory.mktemp("attacks-quick"), job_image, tasks_dirs=(tasks,))
-    with serving(docker_client, settings) as srv:
-        yield srv
-
-
-def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """Evaluate candidates/<name>; return (job, report, log)."""
-    folder = CANDIDATES / name
-    files: dict[str, str | bytes] = {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    }
-    r = server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, "timeout_s": 300})
-    assert r.status_code == 201, r.text
-    job_id = r.json()["id"]
-    r = server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar(files))
-    assert r.status_code == 200, r.text
-    job = server.wait(job_id, timeout=400)
-    log = server.log(job_id)
-    r = server.http.get(f"/v1/jobs/{job_id}/outputs/report.json")
-    assert r.status_code == 200, f"no report for {name}: job {job} log tail {log[-3000:]}"
-    return job, r.json(), log
-
-
-#: evaluations that more than one test reads (test_forged_report_lines_are_not_the_last_word reads the
-#: holdout test's evaluation of fake_report_lines): made once, by whichever test asks first
-_shared: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {}
-
-
-def evaluate_shared(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
-    if name not in _shared:
-        _shared[name] = evaluate(server, name)
-    return _shared[name]
-
-
-def speedup(report: dict[str, Any]) -> float | None:
-    return (report.get("summary") or {}).get("speedup")
-
-
-def describe(job: dict[str, Any], report: dict[str, Any]) -> str:
-    return f"verdict={job['verdict']} exit={job['exit_code']} lines:\n" + "\n".join(report.get("lines", []))
-
-
-def failed_evaluation(job: dict[str, Any]) -> bool:
-    return job["verdict"] == "rejected" and job["exit_code"] is None
-
-
-def no_score(job: dict[str, Any]) -> bool:
-    """Failed, or inconclusive (every check passed, the timing could not be trusted): either way no
-    score, so nothing gained."""
-    return failed_evaluation(job) or (job["verdict"] == "inconclusive" and job["exit_code"] is None)
-
-
-def assert_honest(job: dict[str, Any], report: dict[str, Any]) -> None:
-    assert job["verdict"] == "ok" and not report["flags"], describe(job, report)
-    s = speedup(report)
-    assert s is not None and 0.5 < s < HONEST_LIMIT, describe(job, report)
-
-
-@pytest.mark.parametrize("name", sorted(HOLDOUT))
-def test_attack_fails_the_holdout(server: RunningServer, name: str) -> None:
-    job, report, _ = evaluate_shared(server, name)
-    assert failed_evaluation(job), describe(job, report)
-    assert report["holdout"] == "FAIL" and report["holdout_failure"] == HOLDOUT[name], describe(job, report)
-
-
-@pytest.mark.parametrize("name", sorted(WORKLOAD))
-def test_attack_fails_its_workload(quick_server: RunningServer, name: str) -> None:
-    """Each is caught by a check (of a timed sample's outputs, or of a later workload), not by how precise
-    the timing is: on ``quick_server`` (ten timed iterations; ~1 s less each than the task's own timing)."""
-    workload, verdict, reason = WORKLOAD[name]
-    job, report, _ = evaluate(quick_server, name)
-    assert failed_evaluation(job), describe(job, report)
-    if name in MAY_FAIL_THE_HOLDOUT and report["holdout"] == "FAIL":
-        assert report["holdout_failure"] == "FAIL", describe(job, report)
-        return
-    assert report["holdout"] == "PASS", describe(job, report)
-    row = next(w for w in report["workloads"] if w["id"] == workload)
-    assert row["verdict"] == verdict and reason in row["reason"], describe(job, report)
 
 
 @pytest.mark.parametrize("name", sorted(FLAGGED))
@@ -251,13 +114,6 @@ def test_early_answer_buys_nothing(server: RunningServer) -> None:
     assert no_score(job) or (s is not None and s < HONEST_LIMIT), describe(job, report)
 
 
-def test_forged_report_lines_are_not_the_last_word(server: RunningServer) -> None:
-    job, report, log = evaluate_shared(server, "fake_report_lines")
-    assert failed_evaluation(job) and report["holdout"] == "FAIL"
-    verdict_lines = [line for line in log.splitlines() if line.startswith("holdout correctness:")]
-    assert verdict_lines[-1].startswith("holdout correctness: FAIL ("), verdict_lines
-
-
 def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], tmp_path: Path) -> None:
     """Attack 2: the candidate searches the filesystem, env and the supervisor's /proc entries."""
     with mounted_tmpfs(tmp_path / "own", 4096) as own:  # the data dir as a filesystem of its own
@@ -288,14 +144,3 @@ def test_shadow_modules_are_never_imported(quick_server: RunningServer) -> None:
     job, report, log = evaluate(quick_server, "shadow_modules")
     assert "SHADOW-LOADED" not in log, log[-3000:]
     assert_honest(job, report)
-
-
-def test_nothing_is_cached_across_evaluations(quick_server: RunningServer) -> None:
-    """Attack 15: the second evaluation must not see the files the first one left (the task timed
-    briefly: only what the candidate printed is asserted)."""
-    _, _, first = evaluate(quick_server, "cache_across_runs")
-    assert "CACHE-WROTE" in first, first[-3000:]
-    _, _, second = evaluate(quick_server, "cache_across_runs")
-    assert "CACHE-WROTE" in second
-    hits = [line for line in second.splitlines() if line.startswith("CACHE-HIT")]
-    assert not hits, hits

@@ -18,11 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.attacks.test_attacks import CANDIDATES
+from tests.attacks.judging import CANDIDATES
 from tests.cluster.raycluster import RayCluster
 from tests.conftest import make_tar
 
-pytestmark = pytest.mark.cluster
+#: slow (a three-node Ray cluster, ~70 s): scripts/test-nightly.sh runs it, not CI
+pytestmark = [pytest.mark.cluster, pytest.mark.nightly]
 
 SLEEPER = "import os, time\nprint('start', flush=True)\ntime.sleep(float(os.environ.get('NAP', '4')))\nprint('end')\n"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from tests.attacks.test_attacks import assert_honest, evaluate
+from tests.attacks.judging import assert_honest, evaluate
 from tests.conftest import RunningServer
 
 AFFINITY = "import os, time; print('CORES', sorted(os.sched_getaffinity(0))); time.sleep(2)"

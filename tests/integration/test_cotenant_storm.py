@@ -28,7 +28,7 @@ from kcoral.runner.leases import LeasePool
 from kcoral.tasks import evaluate as evaluation
 from kcoral.tasks.harness import cores
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR
-from tests.attacks.test_attacks import HONEST_LIMIT, assert_honest, describe, no_score, speedup
+from tests.attacks.judging import HONEST_LIMIT, assert_honest, describe, no_score, speedup
 from tests.conftest import RunningServer, make_tar
 
 STORM = Path(__file__).resolve().parents[1] / "attacks" / "candidates" / "irq_storm" / "storm.py"
@@ -142,6 +142,7 @@ def test_a_storming_co_tenant_and_an_evaluation_wait_for_each_other_here(
         assert_honest(job, report)
 
 
+@pytest.mark.nightly  # ~40 s, on a slot layout no server makes: scripts/test-nightly.sh runs it, not CI
 def test_a_co_tenant_storming_the_judges_core_gains_nothing(
     server_factory: Callable[..., RunningServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from kcoral.tasks import evaluate as evaluation
-from tests.attacks.test_attacks import describe
+from tests.attacks.judging import describe
 from tests.conftest import RunningServer
 from tests.integration.test_cotenant_storm import pool_on, report_of, submit_template, two_cores
 

@@ -14,7 +14,7 @@ from typing import Any
 import docker
 import pytest
 
-from tests.attacks.test_attacks import CANDIDATES
+from tests.attacks.judging import CANDIDATES
 from tests.conftest import RunningServer, make_tar, wait_for_stopped_servers
 
 REPO = Path(__file__).resolve().parents[2]

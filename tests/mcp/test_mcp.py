@@ -18,7 +18,7 @@ import pytest
 from mcp import Client, MCPError
 from mcp.client.stdio import StdioServerParameters
 
-from tests.attacks.test_attacks import CANDIDATES
+from tests.attacks.judging import CANDIDATES
 from tests.conftest import quick_tasks
 from tests.serverproc import ROOT
 

@@ -18,8 +18,12 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.attacks.test_attacks import CANDIDATES
+from tests.attacks.judging import CANDIDATES
 from tests.conftest import make_tar
+
+#: what the page shows as jobs run (~19 s of browsing): scripts/test-nightly.sh runs these; who may see
+#: and change what, and what is never shown as a score, run in CI
+SHOWING = pytest.mark.nightly
 
 SHOTS = Path(os.environ.get("KCORAL_SCREENSHOTS") or Path(__file__).parent / "artifacts")
 
@@ -58,6 +62,7 @@ def outcome(browser: webdriver.Chrome, job_id: str) -> str:
     return str(browser.find_element(By.CSS_SELECTOR, f'tr[data-job="{job_id}"]').get_attribute("data-outcome"))
 
 
+@SHOWING
 def test_the_jobs_list_updates_when_a_job_finishes(server_factory: Any, browser: webdriver.Chrome) -> None:
     srv = server_factory(cpu_slots=1)
     job = srv.submit({"m.py": "import time\nprint('working', flush=True)\ntime.sleep(4)"}, ["m.py"])
@@ -69,6 +74,7 @@ def test_the_jobs_list_updates_when_a_job_finishes(server_factory: Any, browser:
     assert browser.find_elements(By.CSS_SELECTOR, f'tr[data-job="{job["id"]}"]') == []
 
 
+@SHOWING
 def test_a_jobs_log_streams_into_its_page(server_factory: Any, browser: webdriver.Chrome) -> None:
     srv = server_factory(cpu_slots=1)
     script = (
@@ -96,6 +102,7 @@ open(out + '/fake.png', 'w').write('<script>alert(1)</script>')
 """
 
 
+@SHOWING
 def test_a_jobs_pictures_show_in_its_page(server_factory: Any, browser: webdriver.Chrome) -> None:
     """A PNG output (an IKET timeline, say) shows inline; a file that only calls itself .png does not."""
     srv = server_factory(cpu_slots=1)
@@ -109,6 +116,7 @@ def test_a_jobs_pictures_show_in_its_page(server_factory: Any, browser: webdrive
     assert r.status_code == 404 and "alert" not in r.text
 
 
+@SHOWING
 def test_an_evaluation_shows_its_workloads_and_its_samples_plot(server_factory: Any, browser: webdriver.Chrome) -> None:
     srv = server_factory()
     source = (CANDIDATES / "honest" / "solution.py").read_bytes()

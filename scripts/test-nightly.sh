@@ -1,0 +1,13 @@
+#!/bin/bash
+# The tests CI's scripts/test.sh leaves out (marked `nightly`: slow, and what they check changes seldom;
+# pyproject's markers), one at a time on a quiet host as the non-concurrent lane runs: the Ray cluster
+# (tests/cluster/test_cluster.py), the web page in a real browser, an evaluation forced onto a core a
+# storming co-tenant shares. Run it before a release and after a change to what they cover; the 15
+# slowest are named.
+set -euo pipefail
+source "$(dirname "$0")/install.sh"
+if ! command -v chromium > /dev/null || ! command -v chromedriver > /dev/null; then
+  apt-get update -q > /dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-dejavu-core > /dev/null
+fi
+python3 -m pytest -q -p no:cacheprovider --durations=15 -m "nightly and not gpu" "$@"
