@@ -1,9 +1,9 @@
 #!/bin/bash
 # The tests CI's scripts/test.sh leaves out (marked `nightly`: slow, and what they check changes seldom;
 # pyproject's markers), one at a time on a quiet host as the non-concurrent lane runs: the Ray cluster
-# (tests/cluster/test_cluster.py), the web page in a real browser, an evaluation forced onto a core a
-# storming co-tenant shares. Run it before a release and after a change to what they cover; the 15
-# slowest are named.
+# (tests/cluster/test_cluster.py), what the web page shows in a real browser, the storming co-tenant
+# (tests/integration/test_cotenant_storm.py), a rerun's pinned image and task. Run it before a release and
+# after a change to what they cover; the 15 slowest are named.
 set -euo pipefail
 source "$(dirname "$0")/install.sh"
 if ! command -v chromium > /dev/null || ! command -v chromedriver > /dev/null; then

@@ -31,6 +31,11 @@ from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 from tests.attacks.judging import HONEST_LIMIT, assert_honest, describe, no_score, speedup
 from tests.conftest import RunningServer, make_tar
 
+#: slow (~55 s: a storm beside each evaluation, which samples on), on a layout that changes seldom (a lease's
+#: slots): scripts/test-nightly.sh runs it, not CI; test_cotenancy.py keeps an evaluation's cores apart from
+#: a co-tenant's in CI
+pytestmark = pytest.mark.nightly
+
 STORM = Path(__file__).resolve().parents[1] / "attacks" / "candidates" / "irq_storm" / "storm.py"
 TEMPLATE = DEFAULT_TASKS_DIR / "demo" / "softmax" / "template.py"
 TASK = "demo/softmax"
@@ -142,7 +147,6 @@ def test_a_storming_co_tenant_and_an_evaluation_wait_for_each_other_here(
         assert_honest(job, report)
 
 
-@pytest.mark.nightly  # ~40 s, on a slot layout no server makes: scripts/test-nightly.sh runs it, not CI
 def test_a_co_tenant_storming_the_judges_core_gains_nothing(
     server_factory: Callable[..., RunningServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,6 +17,10 @@ import pytest
 from tests.attacks.judging import CANDIDATES
 from tests.conftest import RunningServer, make_tar, wait_for_stopped_servers
 
+#: slow (~12 s: two evaluations and an image rebuilt) and what it checks changes seldom: scripts/test-nightly.sh
+#: runs it, not CI
+pytestmark = pytest.mark.nightly
+
 REPO = Path(__file__).resolve().parents[2]
 TAG = "kcoral-test-pin:run"
 
