@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -177,7 +178,10 @@ def parse_answers(answer: bytes, keys: set[str]) -> dict[str, Inspection]:
             key = doc["key"]
             if key not in keys:
                 continue
-            seconds, imports = float(doc.get("seconds", 0.0)), int(doc.get("imports", 0))
+            took = _took(doc)
+            if took is None:  # the child that wrote it ran the problem's code: a figure that is not one
+                continue
+            seconds, imports = took
             if "error" in doc:
                 found[key] = Inspection(error=str(doc["error"])[:1000], seconds=seconds, imports=imports)
                 continue
@@ -185,6 +189,16 @@ def parse_answers(answer: bytes, keys: set[str]) -> dict[str, Inspection]:
         except (ValueError, KeyError, TypeError):
             continue
     return found
+
+
+def _took(doc: dict[str, Any]) -> tuple[float, int] | None:
+    """An answer's ``seconds`` (finite, not negative) and ``imports`` (a count), or None."""
+    seconds, imports = doc.get("seconds", 0.0), doc.get("imports", 0)
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < math.inf:
+        return None
+    if isinstance(imports, bool) or not isinstance(imports, int) or imports < 0:
+        return None
+    return float(seconds), imports
 
 
 def _entry(doc: Any) -> dict[str, Any]:

@@ -230,9 +230,13 @@ def test_the_inspectors_answers_are_read_strictly() -> None:
             b'KCORAL-INSPECT {"key": "k2", "error": "RuntimeError: no", "seconds": 0.5}',
             b'KCORAL-INSPECT {"key": "k3", "shapes": [{"params": {}, "inputs": {"in0": "nonsense"}}]}',
             b'KCORAL-INSPECT {"key": "stranger", "error": "x"}',
+            # written by a child that ran the problem's code: figures that are not figures are no answer
+            b'KCORAL-INSPECT {"key": "k4", "error": "x", "imports": Infinity}',
+            b'KCORAL-INSPECT {"key": "k5", "error": "x", "seconds": NaN}',
+            b'KCORAL-INSPECT {"key": "k6", "error": "x", "imports": -1, "seconds": true}',
         ]
     )
-    found = parse_answers(lines, {"k1", "k2", "k3"})
+    found = parse_answers(lines, {"k1", "k2", "k3", "k4", "k5", "k6"})
     assert found["k1"].shapes[0]["inputs"] == {"in0": [[2, 3], "float32"]} and found["k2"].error == "RuntimeError: no"
     assert set(found) == {"k1", "k2"}
     # the server's log names the slowest, with what their children imported
