@@ -1,6 +1,6 @@
-"""What the attack tests share (tests/attacks/test_attacks.py, test_attacks_caught.py, and the other
-files that evaluate a candidate of candidates/): how a candidate is evaluated on a running server, and how
-its outcome is read."""
+"""What the attack tests share (tests/attacks/test_attacks.py and the other files that evaluate a
+candidate of candidates/): how a candidate is evaluated on a running server, and how its outcome is
+read."""
 
 from __future__ import annotations
 
