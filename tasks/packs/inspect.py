@@ -27,6 +27,8 @@ from typing import Any
 MARK = "KCORAL-INSPECT "
 #: the most bytes of one child's answer
 MAX_ANSWER = 1 << 20
+#: what a child's answer may say (the parent adds the problem's key and the seconds it took)
+ANSWER_FIELDS = ("shapes", "error", "imports")
 
 
 def describe(root: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
@@ -170,11 +172,15 @@ def inspect_one(root: Path, manifest: dict[str, Any], deadline_s: float) -> dict
     if timed_out:
         return {"error": f"building its inputs and outputs did not finish in {deadline_s:g} s"}
     try:
-        return dict(json.loads(b"".join(chunks)))
+        doc = json.loads(b"".join(chunks))
     except ValueError:
-        if os.WIFSIGNALED(status):
-            return {"error": f"the process building its inputs died of signal {os.WTERMSIG(status)}"}
-        return {"error": f"the process building its inputs exited with code {os.waitstatus_to_exitcode(status)}"}
+        doc = None
+    if isinstance(doc, dict):  # the child ran the problem's code, which may have written the pipe itself
+        # only what an answer has, so that a line never speaks for another problem or another time
+        return {k: doc[k] for k in ANSWER_FIELDS if k in doc}
+    if os.WIFSIGNALED(status):
+        return {"error": f"the process building its inputs died of signal {os.WTERMSIG(status)}"}
+    return {"error": f"the process building its inputs exited with code {os.waitstatus_to_exitcode(status)}"}
 
 
 def main(argv: list[str]) -> int:

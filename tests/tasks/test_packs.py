@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -342,3 +344,24 @@ def test_a_request_is_answered_busy_while_the_start_inspects_the_problems(
     release.set()
     first.join(10)
     assert probe.known(task) is not None  # answered (here: no answer, so the reason) and kept
+
+
+def _writes_its_own_answer(text: bytes) -> Callable[[Path, dict[str, object]], list[dict[str, object]]]:
+    """A problem's code that writes ``text`` into the inspector's pipe itself (its caller's frame holds
+    the pipe's end) and leaves before the inspector's own answer is written."""
+
+    def describe(root: Path, manifest: dict[str, object]) -> list[dict[str, object]]:
+        os.write(sys._getframe(1).f_locals["write"], text)
+        os._exit(0)
+
+    return describe
+
+
+def test_a_problem_that_writes_the_answer_itself_speaks_for_no_other_and_breaks_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forged = b'{"key": "another-problem", "seconds": 0, "shapes": [], "shadow": 1}'
+    monkeypatch.setattr(inspector, "describe", _writes_its_own_answer(forged))
+    assert inspector.inspect_one(PACKS, {}, 5) == {"shapes": []}  # the key and the time are the inspector's
+    monkeypatch.setattr(inspector, "describe", _writes_its_own_answer(b"[1, 2]"))
+    assert inspector.inspect_one(PACKS, {}, 5) == {"error": "the process building its inputs exited with code 0"}
