@@ -6,8 +6,5 @@
 # after a change to what they cover; the 15 slowest are named.
 set -euo pipefail
 source "$(dirname "$0")/install.sh"
-if ! command -v chromium > /dev/null || ! command -v chromedriver > /dev/null; then
-  apt-get update -q > /dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-dejavu-core > /dev/null
-fi
+source "$(dirname "$0")/install-browser.sh"
 python3 -m pytest -q -p no:cacheprovider --durations=15 -m "nightly and not gpu" "$@"

@@ -3,11 +3,7 @@
 # scripts/gpu-host-tests.sh runs them all). Lint and types first: a ruff or mypy finding fails the run.
 set -euo pipefail
 source "$(dirname "$0")/install.sh"
-# the web page's tests drive a real browser: Debian's chromium and its driver
-if ! command -v chromium > /dev/null || ! command -v chromedriver > /dev/null; then
-  apt-get update -q > /dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver fonts-dejavu-core > /dev/null
-fi
+source "$(dirname "$0")/install-browser.sh"
 ruff check .
 ruff format --check .
 # mypy's incremental cache outside the checkout, so that a fresh clone (CI's) finds it: a file whose
