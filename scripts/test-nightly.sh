@@ -6,5 +6,5 @@
 # after a change to what they cover; the 15 slowest are named.
 set -euo pipefail
 source "$(dirname "$0")/install.sh"
-source "$(dirname "$0")/install-browser.sh"
+source scripts/install-browser.sh  # install.sh left us at the checkout's root
 python3 -m pytest -q -p no:cacheprovider --durations=15 -m "nightly and not gpu" "$@"

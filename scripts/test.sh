@@ -3,7 +3,7 @@
 # scripts/gpu-host-tests.sh runs them all). Lint and types first: a ruff or mypy finding fails the run.
 set -euo pipefail
 source "$(dirname "$0")/install.sh"
-source "$(dirname "$0")/install-browser.sh"
+source scripts/install-browser.sh  # install.sh left us at the checkout's root
 ruff check .
 ruff format --check .
 # mypy's incremental cache outside the checkout, so that a fresh clone (CI's) finds it: a file whose
