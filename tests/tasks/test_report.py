@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from kcoral.tasks import calibration
 from kcoral.tasks import report as report_module
 from kcoral.tasks.documents import EvalReport, WorkloadRow, parse
 from kcoral.tasks.harness.schema import (
@@ -896,6 +897,31 @@ def test_others_work_on_the_submissions_core_refuses_the_times_only_past_both_li
         unmeasured: list[str] = []
         timing_row("w", const_timing(3.0, 1.5, shared_core_share=share, shared_core_ms=ms), {}, [], unmeasured)
         assert bool(unmeasured) is refused, (share, ms, unmeasured)
+
+
+def test_the_per_call_check_carries_the_noise_between_requests() -> None:
+    """Single calls are timed in processes of their own as well, so their figure draws between requests
+    like the batch's, more for a short call: on an H100, kernelbench/level1/9_Sigmoid's template against
+    itself measured 1.0095x in batches and 0.7986x [0.7723, 0.8095] one call at a time, and was flagged.
+    With the slot's floor (here the assumed +-11%) folded into both figures, the same figures are no
+    flag; a batch twice as fast as its calls still is."""
+    floor = calibration.assumed("w", 0.11)
+
+    def row(batch_speedup: float, per_call_speedup: float, with_floor: bool) -> tuple[dict[str, Any], list[str]]:
+        per_call = const_timing(3.0, 3.0 / per_call_speedup, null=0.5, n=12)
+        t = const_timing(3.0, 3.0 / batch_speedup, null=0.05, n=12, batch=8, per_call=per_call)
+        flags: list[str] = []
+        return timing_row("w", t, {}, flags, [], floor if with_floor else None), flags
+
+    sigmoid, flags = row(1.0095, 0.7986, with_floor=False)
+    assert len(flags) == 1, flags  # the request alone: 1.0095 > 1.1 x 0.7986
+    sigmoid, flags = row(1.0095, 0.7986, with_floor=True)
+    assert flags == [], flags
+    s, lo, hi = sigmoid["per_call_speedup"]
+    assert s == pytest.approx(0.7986) and lo == pytest.approx(0.7986 / 1.11) and hi == pytest.approx(0.7986 * 1.11)
+    assert sigmoid["speedup_lo"] == pytest.approx(1.0095 / 1.11)
+    _, flags = row(2.0, 1.0, with_floor=True)  # work done across calls: 2.0 / 1.11 > 1.1 x 1.11
+    assert len(flags) == 1 and flags[0].endswith("each with the slot's noise between requests)"), flags
 
 
 def test_batch_mode_starts_at_batches_of_two_and_flags_a_gain_past_the_limit_only() -> None:
