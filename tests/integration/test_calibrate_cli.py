@@ -49,6 +49,9 @@ def _passed(srv: RunningServer) -> int:
     return sum(job["verdict"] == "ok" for job in srv.http.get("/v1/jobs").json())
 
 
+#: four evaluations (~21 s) through the CLI end to end: scripts/test-nightly.sh runs it; the floor's rules
+#: (tests/tasks/test_calibration.py) and the server's calibration API (test_calibrations_api.py) stay in CI
+@pytest.mark.nightly
 def test_calibrate_then_an_evaluation_folds_the_floor_in(remote: RunningServer, capfd: pytest.CaptureFixture) -> None:
     code = run(["calibrate", TASK, "--requests", "3"])
     out, err = capfd.readouterr()

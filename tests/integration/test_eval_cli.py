@@ -474,6 +474,9 @@ def setup(data):
 """
 
 
+#: ~12 s, mostly waiting out the deadline, whose handling changes seldom: scripts/test-nightly.sh runs it;
+#: test_a_deadline_or_a_cancel_while_the_judge_prepares_is_timeout_or_cancelled stays in CI
+@pytest.mark.nightly
 def test_a_deadline_names_the_workload_it_struck_in(server: RunningServer) -> None:
     # its start, the holdout and four wrong workloads take ~4-6 s on a quiet 2-core host: then "wide" hangs
     job = server.wait(_eval_job(server, HANGS_ON_WIDE, timeout_s=12), 100)
@@ -504,6 +507,9 @@ def setup(data):
 """
 
 
+#: ~16 s, mostly the submission's sleeps: scripts/test-nightly.sh runs it; the rule itself is unit-tested in
+#: every CI run (tests/tasks/test_too_slow_torch.py)
+@pytest.mark.nightly
 def test_a_candidate_too_slow_for_the_time_limit_is_stopped_early_with_the_reason(server: RunningServer) -> None:
     """Correct, but 1.5 s a call on the timed workload: its second warm-up iteration (the first may still
     compile) shows that the 11 more its measurement needs (16 s) cannot end within the 25 s limit (its

@@ -101,6 +101,9 @@ def report_of(server: RunningServer, job: dict[str, Any]) -> EvalReport:
     return parse(EvalReport, server.http.get(f"/v1/jobs/{job['id']}/outputs/report.json").content)
 
 
+#: ten evaluations (~51 s of CI's concurrent lane) of how a failure is described, which changes seldom
+#: (tests/tasks/test_failures.py has its rules): scripts/test-nightly.sh runs it, not CI
+@pytest.mark.nightly
 def test_each_first_mistake_gets_a_reason_it_can_act_on(server: RunningServer, capfd, tmp_path: Path) -> None:
     # the syntax error through `kcoral eval --json` (queued behind the others, which go through the API):
     # --json carries the same line, for an early failure too (the submission does not import)

@@ -21,6 +21,10 @@ from kcoral.cli.main import run
 from kcoral.protocol.submission import tar_digest
 from tests.conftest import RunningServer, make_tar, quick_tasks
 
+#: three evaluations (~17 s) and what the CLI and the web page say of them, which changes seldom:
+#: scripts/test-nightly.sh runs it, not CI (tests/runner/test_comparison.py keeps the comparison's words in CI)
+pytestmark = pytest.mark.nightly
+
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "tests" / "eval_candidates" / "softmax_good"
 TASK = "demo/softmax"
