@@ -102,8 +102,8 @@ server sends the whole method to the supervisor in the case file, and the receip
 | shared_core_ms    | ms    | 100     | its calls, and this much in all: the workload is not scored   |
 | inconclusive_ratio| ratio | 3.0     | a speedup interval wider (hi / lo): not scored, inconclusive  |
 | batch_gain_limit  | ratio | 1.10    | batch mode: a batch speedup above this times the per-call     |
-|                   |       |         | one's upper bound is flagged (work done across calls; both    |
-|                   |       |         | intervals with the slot's floor)                              |
+|                   |       |         | one's upper bound, past the slot's floor on both, is flagged  |
+|                   |       |         | (work done across calls)                                      |
 | uncalibrated_floor| ratio | 0.11    | a slot with no A/A calibration of the task: the noise between |
 |                   |       |         | requests assumed (+-11%, the H200 pack's A/A spread), folded  |
 |                   |       |         | into the interval; `kcoral calibrate TASK` measures the slot's |

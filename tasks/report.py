@@ -205,7 +205,7 @@ def timing_row(
         unmeasured.append(measured.reason)
         return measured.row
     row = _scored_row(timing, measured, floor, iterations)
-    row.update(batch_figures(name, timing, (row["speedup_lo"], row["speedup_hi"]), flags, method, floor))
+    row.update(batch_figures(name, timing, (measured.est.lo, measured.est.hi), flags, method, floor))
     flags.extend(_beyond_the_task(name, row, manifest))
     return row
 
@@ -298,16 +298,11 @@ def _measure(
     return Measured(est, base, kern, protocol)
 
 
-def _floored(est: Speedup, floor: NoiseFloor | None) -> tuple[float, float]:
-    """An estimate's interval with the slot's ``floor`` folded in (tasks.calibration.widen; none: its own)."""
-    return widen(est.speedup, est.lo, est.hi, floor) if floor is not None else (est.lo, est.hi)
-
-
 def _scored_row(timing: Timing, m: Measured, floor: NoiseFloor | None, iterations: int) -> dict[str, Any]:
     """A scored workload's figures: the estimate's interval widened by the slot's ``floor``, the
     medians, the watches' figures (its own interval kept as ``speedup_within``)."""
     est = m.est
-    lo, hi = _floored(est, floor)
+    lo, hi = widen(est.speedup, est.lo, est.hi, floor) if floor is not None else (est.lo, est.hi)
     return {
         "baseline_ms": median(m.base),
         "kernel_ms": median(m.kern),
@@ -510,16 +505,16 @@ def batch_figures(
     floor: NoiseFloor | None = None,
 ) -> dict[str, Any]:
     """A batch-mode row's mode and the per-call measurement it is held against (``within``: the batch
-    speedup's interval as reported, the slot's ``floor`` folded in); a flag when the batch gains more
-    than ``method.batch_gain_limit`` times what single calls do.
+    speedup's own interval); a flag when the batch gains more than ``method.batch_gain_limit`` times
+    what single calls do, beyond what the noise between requests (the slot's ``floor``) can explain.
 
-    Single calls are timed in processes of their own too, so their figure carries the same draw between
-    requests as the batch's (where each side's process, buffers and graphs land), larger for a short
-    call, whose time is mostly the round trip: on an H100 the templates of 20 pack problems measured
-    0.77-1.17x one call at a time against 0.93-1.10x in batches, their own intervals a few percent
-    wide, and two of them were flagged against themselves. The per-call interval is widened by the
-    same ``floor`` as the batch's (tasks.calibration.widen; an uncalibrated slot's assumed one), so the
-    flag needs a gain that the noise between requests cannot explain."""
+    Single calls are timed in fresh processes each request as the batches are, and draw between
+    requests even more (a short call's time is mostly its round trip): on an H100 the templates of 20
+    pack problems measured 0.77-1.17x one call at a time against 0.93-1.10x in batches, each with own
+    intervals a few percent wide, and two of them were flagged against themselves. So the ratio of the
+    two own intervals' nearest ends must exceed the limit by the floor of both figures, in quadrature
+    (the floor's half-width times sqrt 2: x1.16 for an uncalibrated slot's assumed +-11%, x1.007 for
+    a calibrated KDA slot's +-0.5%)."""
     asked = {"batch_asked": timing.batch_asked} if timing.batch_asked else {}
     if timing.batch < 2:
         return asked
@@ -536,15 +531,15 @@ def batch_figures(
     )
     if not (est.lo > 0 and math.isfinite(est.hi)):  # too few pairs give [0, inf] (stats.min_samples)
         return row
-    lo, hi = _floored(est, floor)
-    row["per_call_speedup"] = [est.speedup, lo, hi]
+    row["per_call_speedup"] = [est.speedup, est.lo, est.hi]
     limit = method.batch_gain_limit
-    if within[0] > limit * hi:
+    noise = math.exp(math.hypot(floor.half_width, floor.half_width)) if floor is not None else 1.0
+    if within[0] > limit * noise * est.hi:
         flags.append(
             f"{name}: in batches the submission's calls measured {within[0]:.4f}x or more, one at a time at most "
-            f"{hi:.4f}x: calls that run far faster together than apart did work of other calls ahead "
+            f"{est.hi:.4f}x: calls that run far faster together than apart did work of other calls ahead "
             f"(the batch mode times the sum; limit {limit}x of the per-call figure"
-            + (", each with the slot's noise between requests)" if floor is not None else ")")
+            + (f", x{noise:.3f} more for the noise between requests)" if floor is not None else ")")
         )
     return row
 
