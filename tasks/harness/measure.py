@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import statistics
 import sys
 import time
 from collections.abc import Iterator
@@ -452,6 +453,11 @@ class Measuring(Calling):
             + f"; objects in reference cycles freed between iterations: {m.cyclic}",
             file=sys.stderr,
         )
+        if batch and len(check):  # where a per-call figure's draw comes from: each process's raw times
+            print(
+                f"{name}: median raw ms per call, " + _medians(samples, "in batches") + "; " + _medians(check, "alone"),
+                file=sys.stderr,
+            )
         if any(samples.throttled):
             print(
                 f"{name}: {sum(samples.throttled)} iterations with the GPU slowed "
@@ -478,3 +484,9 @@ class Measuring(Calling):
             f"{name}: candidate CPU outside calls: {json.dumps({k: round(v, 4) for k, v in figures.items()})}",
             file=sys.stderr,
         )
+
+
+def _medians(s: Samples, how: str) -> str:
+    """``how``: the baseline's, the candidate's and the empty call's median raw ms (the judge's log)."""
+    m = statistics.median
+    return f"{how}: baseline {m(s.baseline):.4f}, candidate {m(s.candidate):.4f}, empty {m(s.null):.4f}"
