@@ -160,14 +160,33 @@ class NoiseFloor:
         return math.expm1(self.half_width)
 
 
+#: after a batch-mode workload's id: its batch-gain ratio's runs and floor (:func:`gain_key`)
+GAIN_SUFFIX = " batch over one call"
+
+
+def gain_key(workload: str) -> str:
+    """Where a batch-mode workload's A/A batch-gain ratios are kept: its batch speedup over its per-call
+    speedup, which the batch-gain check holds against its limit (tasks.report.batch_figures). Single
+    calls draw between requests more than batches do, so the ratio of an honest request has a spread,
+    and a slot may have a centre of its own, that the batch's floor does not say."""
+    return workload + GAIN_SUFFIX
+
+
 def aa_runs(report: EvalReport, job: str, at: float) -> list[AaRun]:
-    """The A/A figures of a finished calibration request: one per timed workload that has a speedup."""
-    return [
+    """The A/A figures of a finished calibration request: one per timed workload that has a speedup, and
+    one more per batch-mode workload with a per-call figure: its batch-gain ratio (:func:`gain_key`;
+    the ratio stands as the speedup, on a baseline of 1)."""
+    runs = [
         AaRun(row.id, job, at, row.speedup, row.baseline_ms, row.kernel_ms, *(row.speedup_within or (None, None)))
         for row in report.workloads
         if row.speedup is not None and row.baseline_ms is not None and row.kernel_ms is not None
         if row.speedup > 0 and row.baseline_ms > 0
     ]
+    for row in report.workloads:
+        if row.speedup and row.speedup > 0 and row.per_call_speedup and row.per_call_speedup[0] > 0:
+            gain = row.speedup / row.per_call_speedup[0]
+            runs.append(AaRun(gain_key(row.id), job, at, gain, 1.0, 1.0 / gain))
+    return runs
 
 
 def usable(runs: Iterable[AaRun], now: float, policy: CalibrationPolicy = CalibrationPolicy()) -> list[AaRun]:
@@ -189,7 +208,7 @@ def floors(runs: Iterable[AaRun], now: float, policy: CalibrationPolicy = Calibr
         by.setdefault(r.workload, []).append(r)
     out = {}
     for workload, rs in by.items():
-        floor = noise_floor(rs, policy.confidence)
+        floor = (gain_floor if workload.endswith(GAIN_SUFFIX) else noise_floor)(rs, policy.confidence)
         if floor is not None:
             out[workload] = floor
     return out
@@ -224,6 +243,28 @@ def noise_floor(runs: Sequence[AaRun], confidence: float = CalibrationPolicy.con
         jobs=tuple(r.job for r in runs),
         own_down=_rms([d for d, _ in owns]),
         own_up=_rms([u for _, u in owns]),
+    )
+
+
+def gain_floor(runs: Sequence[AaRun], confidence: float = CalibrationPolicy.confidence) -> NoiseFloor | None:
+    """A batch-mode workload's batch-gain ratios from its A/A runs (None below MIN_REQUESTS): their
+    median as ``corrected`` (an honest request's ratio on this slot) and the spread of their logs as the
+    floor, at its upper bound at ``confidence``; no position (a ratio has no ms)."""
+    n = len(runs)
+    if n < MIN_REQUESTS:
+        return None
+    logs = [math.log(r.speedup) for r in runs]
+    sd = statistics.stdev(logs)
+    return NoiseFloor(
+        workload=runs[0].workload,
+        requests=n,
+        position_ms=0.0,
+        spread=sd,
+        half_width=prediction_half_width(sd, n, confidence),
+        corrected=math.exp(statistics.median(logs)),
+        first=min(r.at for r in runs),
+        last=max(r.at for r in runs),
+        jobs=tuple(r.job for r in runs),
     )
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcoral.protocol.printable import printable
-from kcoral.tasks.calibration import NoiseFloor, assumed, widen
+from kcoral.tasks.calibration import NoiseFloor, assumed, gain_key, widen
 from kcoral.tasks.documents import EvalReport, SampleTimes, Summary, WorkloadRow
 from kcoral.tasks.harness.schema import (
     Case,
@@ -71,7 +71,14 @@ def build_report(
                 floors[c.workload] = assumed(c.workload, method.uncalibrated_floor)
     rows = [
         _workload_row(
-            c, _result(by_id, c), not failed, task_manifest, flags, unmeasured, floors.get(c.workload), method
+            c,
+            _result(by_id, c),
+            not failed,
+            task_manifest,
+            flags,
+            unmeasured,
+            (floors.get(c.workload), floors.get(gain_key(c.workload))),
+            method,
         )
         for c in cases.cases
         if c.phase is Phase.WORKLOAD
@@ -106,14 +113,14 @@ def _workload_row(
     manifest: dict[str, Any],
     flags: list[str],
     unmeasured: list[str],
-    floor: NoiseFloor | None,
+    floors: tuple[NoiseFloor | None, NoiseFloor | None],
     method: TimingMethod,
 ) -> WorkloadRow:
     """A public workload's row: its verdict and checks, and its figures if it was timed and passed
-    (:func:`timing_row`)."""
+    (:func:`timing_row`); ``floors``: the slot's for its speedup and for its batch-gain ratio."""
     figures: dict[str, Any] = {}
     if case.timed and holdout_pass and res.timing is not None and res.outcome is Outcome.PASS:
-        figures = timing_row(case.workload, res.timing, manifest, flags, unmeasured, floor, method)
+        figures = timing_row(case.workload, res.timing, manifest, flags, unmeasured, floors[0], method, floors[1])
     return WorkloadRow(
         id=case.workload,
         params=case.params,
@@ -188,6 +195,7 @@ def timing_row(
     unmeasured: list[str],
     floor: NoiseFloor | None = None,
     method: TimingMethod = TimingMethod(),
+    gain: NoiseFloor | None = None,
 ) -> dict[str, Any]:
     """A timed workload's figures. What the submission did wrong goes to ``flags`` (a kernel time below
     the physical floor, a speedup above the task's limit: the evaluation fails); what made the times
@@ -197,7 +205,7 @@ def timing_row(
     disturbed, net of the protocol's cost; the speedup is :func:`estimate`'s. With the slot's ``floor``
     (its A/A calibration), the candidate's calls are less its position's cost and the interval is
     widened by the spread between requests (tasks.calibration). ``method``: the judge's rules (the
-    request's TimingMethod)."""
+    request's TimingMethod); ``gain``: the slot's floor for the batch-gain ratio (:func:`batch_figures`)."""
     iterations = min(len(timing.baseline_ms), len(timing.kernel_ms), len(timing.null_ms))
     marks = [i < len(timing.disturbed) and timing.disturbed[i] for i in range(iterations)]
     measured = _host_refusal(name, timing, marks, method) or _measure(name, timing, marks, floor, method)
@@ -205,7 +213,7 @@ def timing_row(
         unmeasured.append(measured.reason)
         return measured.row
     row = _scored_row(timing, measured, floor, iterations)
-    row.update(batch_figures(name, timing, (measured.est.lo, measured.est.hi), flags, method, floor))
+    row.update(batch_figures(name, timing, (measured.est.lo, measured.est.hi), flags, method, floor, gain))
     flags.extend(_beyond_the_task(name, row, manifest))
     return row
 
@@ -503,18 +511,20 @@ def batch_figures(
     flags: list[str],
     method: TimingMethod = TimingMethod(),
     floor: NoiseFloor | None = None,
+    gain: NoiseFloor | None = None,
 ) -> dict[str, Any]:
     """A batch-mode row's mode and the per-call measurement it is held against (``within``: the batch
     speedup's own interval); a flag when the batch gains more than ``method.batch_gain_limit`` times
-    what single calls do, beyond what the noise between requests (the slot's ``floor``) can explain.
+    what single calls do, beyond what honest requests' ratios on this slot reach.
 
     Single calls are timed in fresh processes each request as the batches are, and draw between
     requests even more (a short call's time is mostly its round trip): on an H100 the templates of 20
     pack problems measured 0.77-1.17x one call at a time against 0.93-1.10x in batches, each with own
     intervals a few percent wide, and two of them were flagged against themselves. So the ratio of the
-    two own intervals' nearest ends must exceed the limit by the floor of both figures, in quadrature
-    (the floor's half-width times sqrt 2: x1.16 for an uncalibrated slot's assumed +-11%, x1.007 for
-    a calibrated KDA slot's +-0.5%)."""
+    two own intervals' nearest ends must exceed the limit times the slot's honest ratio: its A/A
+    calibration's (``gain``: tasks.calibration.gain_floor, their median ratio times their floor), else
+    1.0 times the speedup's ``floor`` on both figures in quadrature (exp(sqrt 2 x its half-width): x1.159
+    for an uncalibrated slot's assumed +-11%)."""
     asked = {"batch_asked": timing.batch_asked} if timing.batch_asked else {}
     if timing.batch < 2:
         return asked
@@ -533,13 +543,16 @@ def batch_figures(
         return row
     row["per_call_speedup"] = [est.speedup, est.lo, est.hi]
     limit = method.batch_gain_limit
-    noise = math.exp(math.hypot(floor.half_width, floor.half_width)) if floor is not None else 1.0
+    if gain is not None:
+        noise = gain.corrected * math.exp(gain.half_width)
+    else:
+        noise = math.exp(math.hypot(floor.half_width, floor.half_width)) if floor is not None else 1.0
     if within[0] > limit * noise * est.hi:
         flags.append(
             f"{name}: in batches the submission's calls measured {within[0]:.4f}x or more, one at a time at most "
             f"{est.hi:.4f}x: calls that run far faster together than apart did work of other calls ahead "
             f"(the batch mode times the sum; limit {limit}x of the per-call figure"
-            + (f", x{noise:.3f} more for the noise between requests)" if floor is not None else ")")
+            + (f", x{noise:.3f} more for the noise between requests)" if floor or gain else ")")
         )
     return row
 

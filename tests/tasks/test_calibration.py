@@ -9,9 +9,11 @@ import pytest
 
 from kcoral.tasks import calibration
 from kcoral.tasks.calibration import AaRun, NoiseFloor, floors, noise_floor, widen
-from kcoral.tasks.harness.schema import Timing
+from kcoral.tasks.documents import EvalReport, WorkloadRow
+from kcoral.tasks.harness.schema import Outcome, Timing
 from kcoral.tasks.harness.stats import estimate
 from kcoral.tasks.report import timing_row
+from tests.tasks.documents import const_timing
 
 NOW = 1_000_000.0
 
@@ -247,3 +249,36 @@ def test_a_a_intervals_cover_whether_the_noise_is_within_requests_or_between_the
     assert covered >= 0.95 * total
     if between == 0.0:
         assert sum(narrower) / len(narrower) < 0.9
+
+
+def test_a_batch_mode_slot_calibrates_its_batch_gain_ratio_and_the_check_takes_it() -> None:
+    """Each A/A request of a batch-mode workload also keeps its batch speedup over its per-call one
+    (calibration.gain_key): single calls draw between requests more than batches, and a slot may have
+    a ratio of its own. The batch-gain check then allows the slot's honest ratio (their median, times
+    their floor) instead of the assumed floor on both figures: a template measured at 1.4x in batches
+    against its single calls, flagged on an uncalibrated slot, is no flag where the calibration's
+    templates measured 1.3-1.36x; a batch twice as fast as its calls still is."""
+
+    def batch_row(batch_speedup: float, per_call_speedup: float, **floors: NoiseFloor | None) -> tuple[dict, list[str]]:
+        per_call = const_timing(3.0, 3.0 / per_call_speedup, null=0.5, n=12)
+        t = const_timing(3.0, 3.0 / batch_speedup, null=0.05, n=12, batch=8, per_call=per_call)
+        flags: list[str] = []
+        return timing_row("w", t, {}, flags, [], **floors), flags
+
+    runs = []
+    for k, ratio in enumerate([1.30, 1.33, 1.36, 1.31, 1.34]):
+        row, _ = batch_row(1.0, 1.0 / ratio)
+        report = EvalReport(
+            task="t", holdout_probes=0, passed=1, total=1,
+            workloads=[WorkloadRow(id="w", params={}, timed=True, verdict=Outcome.PASS, **row)],
+        )  # fmt: skip
+        runs += calibration.aa_runs(report, f"j{k}", NOW)
+    assert sorted(r.workload for r in runs[:2]) == ["w", "w batch over one call"]
+    found = floors(runs, NOW)
+    gain = found[calibration.gain_key("w")]
+    assert gain.corrected == pytest.approx(1.33) and gain.requests == 5 and gain.position_ms == 0.0
+    assert gain.half_width == pytest.approx(calibration.prediction_half_width(gain.spread, 5, 0.9))
+    assumed = calibration.assumed("w", 0.11)
+    assert batch_row(1.0, 1.0 / 1.4, floor=assumed)[1]  # past 1.1 x 1.159: flagged uncalibrated
+    assert batch_row(1.0, 1.0 / 1.4, floor=found["w"], gain=gain)[1] == []
+    assert batch_row(2.0, 1.0, floor=found["w"], gain=gain)[1]

@@ -22,7 +22,7 @@ from kcoral.tasks.harness.schema import (
     TimingMethod,
 )
 from kcoral.tasks.report import batch_line, net_samples, printable, timing_row
-from tests.tasks.documents import TIMING
+from tests.tasks.documents import TIMING, const_timing
 
 
 # The report is a typed document (tasks.documents.EvalReport); these tests check the JSON object it
@@ -40,18 +40,6 @@ def report_lines(doc: dict[str, Any]) -> list[str]:
 
 
 TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
-
-
-def const_timing(base: float, kern: float, null: float = 1.0, n: int = 12, **extra: Any) -> Timing:
-    """Constant samples: every bootstrap resample gives the same ratio, so the interval is the point."""
-    return Timing(
-        baseline_ms=[base + null] * n,
-        kernel_ms=[kern + null] * n,
-        null_ms=[null] * n,
-        stopped_by="stable",
-        warmup_calls=3,
-        **extra,
-    )
 
 
 def two_timed() -> CaseFile:
