@@ -371,6 +371,10 @@ def test_show_python_job_prints_its_details(remote, capfd) -> None:
 # ---- kcoral rerun -----------------------------------------------------------------------------------------
 
 
+#: a second evaluation (~6 s) to show the side-by-side view, which changes seldom: scripts/test-nightly.sh runs
+#: it (with the rerun's pinning, tests/integration/test_rerun_pinning.py); tests/cli/test_rerun_view.py keeps the
+#: view's rules in CI
+@pytest.mark.nightly
 def test_rerun_prints_old_and_new_side_by_side(remote, good_job, capfd) -> None:
     old_id = good_job["id"]
     code = run(["rerun", old_id])

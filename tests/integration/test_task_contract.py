@@ -8,6 +8,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from kcoral.cli.main import run
 from tests.conftest import RunningServer
 
@@ -40,6 +42,9 @@ def test_the_contract_names_every_workloads_data_and_the_images_packages(server:
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
 
 
+#: `kcoral tasks show`, `init` and the template evaluated (~9 s), which change seldom: scripts/test-nightly.sh
+#: runs it; the contract's content stays in CI (the test above), and the templates pass in other CI tests
+@pytest.mark.nightly
 def test_tasks_show_and_init_then_the_template_passes(server: RunningServer, capfd, tmp_path: Path) -> None:
     assert run(["tasks", "show", TASK, "--remote", server.url]) == 0
     out, err = capfd.readouterr()
