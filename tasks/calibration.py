@@ -229,21 +229,8 @@ def noise_floor(runs: Sequence[AaRun], confidence: float = CalibrationPolicy.con
         if corrected <= 0:  # a position cost as large as a call: nothing can be said on this slot
             return None
         logs.append(math.log(r.baseline_ms / corrected))
-    sd = statistics.stdev(logs)
     owns = [h for h in (r.own_half_widths() for r in runs) if h is not None]
-    return NoiseFloor(
-        workload=runs[0].workload,
-        requests=n,
-        position_ms=position,
-        spread=sd,
-        half_width=prediction_half_width(sd, n, confidence),
-        corrected=math.exp(statistics.median(logs)),
-        first=min(r.at for r in runs),
-        last=max(r.at for r in runs),
-        jobs=tuple(r.job for r in runs),
-        own_down=_rms([d for d, _ in owns]),
-        own_up=_rms([u for _, u in owns]),
-    )
+    return _spread_of(runs, logs, confidence, position, _rms([d for d, _ in owns]), _rms([u for _, u in owns]))
 
 
 def gain_floor(runs: Sequence[AaRun], confidence: float = CalibrationPolicy.confidence) -> NoiseFloor | None:
@@ -253,18 +240,32 @@ def gain_floor(runs: Sequence[AaRun], confidence: float = CalibrationPolicy.conf
     n = len(runs)
     if n < MIN_REQUESTS:
         return None
-    logs = [math.log(r.speedup) for r in runs]
+    return _spread_of(runs, [math.log(r.speedup) for r in runs], confidence)
+
+
+def _spread_of(
+    runs: Sequence[AaRun],
+    logs: list[float],
+    confidence: float,
+    position_ms: float = 0.0,
+    own_down: float = 0.0,
+    own_up: float = 0.0,
+) -> NoiseFloor:
+    """The floor of ``runs`` whose log figures are ``logs``: their spread, its prediction half-width at
+    ``confidence``, their median."""
     sd = statistics.stdev(logs)
     return NoiseFloor(
         workload=runs[0].workload,
-        requests=n,
-        position_ms=0.0,
+        requests=len(runs),
+        position_ms=position_ms,
         spread=sd,
-        half_width=prediction_half_width(sd, n, confidence),
+        half_width=prediction_half_width(sd, len(runs), confidence),
         corrected=math.exp(statistics.median(logs)),
         first=min(r.at for r in runs),
         last=max(r.at for r in runs),
         jobs=tuple(r.job for r in runs),
+        own_down=own_down,
+        own_up=own_up,
     )
 
 
