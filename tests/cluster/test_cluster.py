@@ -132,12 +132,13 @@ def test_an_evaluation_runs_on_a_host_and_kcoral_gpus_shows_every_host(cluster: 
         job_id = r.json()["id"]
         assert http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": source})).status_code == 200
         job = wait(http, job_id, timeout=300)
-        assert job["verdict"] == "ok" and job["slot"] == "hostB/cpu0", job
+        # three Ray nodes on a 2-core host keep its cores busy: a timing that the host's work disturbed,
+        # or whose core it shared, is inconclusive by design (no score; never a failure or a gain), the
+        # first evaluation's as its rerun's (stop 53's nightly run: the first one's)
+        assert job["verdict"] in ("ok", "inconclusive") and job["slot"] == "hostB/cpu0", job
         receipt = http.get(f"/v1/jobs/{job_id}/outputs/receipt.json").json()
         assert receipt["image"] == job["image"]["digest"] and receipt["task_version"]
         rerun = wait(http, http.post(f"/v1/jobs/{job_id}/rerun").json()["id"], timeout=300)
-        # three Ray nodes on a 2-core host keep its cores busy: a timing that the host's work disturbed,
-        # or whose core it shared, is inconclusive by design (no score; never a failure or a gain)
         assert rerun["verdict"] in ("ok", "inconclusive") and rerun["slot"] == "hostB/cpu0", rerun
         assert rerun["image"]["digest"] == job["image"]["digest"], (rerun, job)
     assert cluster.front is not None
