@@ -172,6 +172,19 @@ def gain_key(workload: str) -> str:
     return workload + GAIN_SUFFIX
 
 
+def floor_words(workload: str, floor: dict[str, Any]) -> str:
+    """One workload's floor as ``kcoral calibrate`` and ``kcoral doctor`` show it (``floor``: a
+    :meth:`NoiseFloor.document`, as /v1/health gives it): a speedup's position cost and floor, or a
+    batch-gain ratio's honest value and floor."""
+    width = (
+        f"spread {float(floor['spread']):.4f}, floor +-{math.expm1(float(floor['half_width'])):.2%} "
+        f"({int(floor['requests'])} requests)"
+    )
+    if workload.endswith(GAIN_SUFFIX):
+        return f"{workload}: {float(floor['corrected']):.4f}x in an honest request, {width}"
+    return f"{workload}: position cost {float(floor['position_ms']):+.4f} ms per call, {width}"
+
+
 def aa_runs(report: EvalReport, job: str, at: float) -> list[AaRun]:
     """The A/A figures of a finished calibration request: one per timed workload that has a speedup, and
     one more per batch-mode workload with a per-call figure: its batch-gain ratio (:func:`gain_key`;

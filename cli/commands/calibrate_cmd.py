@@ -9,7 +9,6 @@ workload's ``calibration``).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -25,7 +24,7 @@ from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import MAX_CALIBRATION_REQUESTS, CalibrationFloors, JobView, Verdict
 from kcoral.protocol.printable import printable
 from kcoral.protocol.typeddata import to_data
-from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS
+from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS, floor_words
 from kcoral.tasks.documents import EvalReport
 
 
@@ -153,10 +152,7 @@ def floor_lines(rows: list[CalibrationFloors]) -> list[str]:
         if not row.workloads:
             lines.append(f"  no noise floor yet: it needs {MIN_REQUESTS} passed requests on this slot")
         for workload, floor in row.workloads.items():
-            lines.append(
-                f"  {workload}: position cost {floor['position_ms']:+.4f} ms per call, spread {floor['spread']:.4f}, "
-                f"floor +-{math.expm1(floor['half_width']):.2%} ({floor['requests']} requests)"
-            )
+            lines.append(f"  {floor_words(workload, floor)}")
     if not current:
         lines.append("no slot has an A/A calibration of this task as it is now")
     older = len(rows) - len(current)

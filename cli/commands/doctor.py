@@ -5,7 +5,6 @@ status 1 when a check fails."""
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -18,6 +17,7 @@ from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption
 from kcoral.cli.output import emit_json
 from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.install import install_hint
+from kcoral.tasks.calibration import floor_words
 
 #: the clocks may differ by this much (seconds) before it is worth a warning (job times come from the server)
 CLOCK_SKEW_S = 5.0
@@ -200,11 +200,7 @@ def _calibrations(rows: object) -> list[Check]:
     for row in rows:
         try:
             where, floors = f"{row['task']} on slot {row['slot']}", row["workloads"]
-            detail = "; ".join(
-                f"{w} +-{math.expm1(float(f['half_width'])):.2%} (position {float(f['position_ms']):+.4f} ms per "
-                f"call, {int(f['requests'])} requests)"
-                for w, f in floors.items()
-            )
+            detail = "; ".join(floor_words(w, f) for w, f in floors.items())
         except (KeyError, TypeError, ValueError, AttributeError):
             checks.append(Check("calibration", "warn", "the server's calibrations are unreadable", "update the client"))
             continue

@@ -89,7 +89,7 @@ def test_calibrate_then_an_evaluation_folds_the_floor_in(remote: RunningServer, 
     run(["doctor"])
     out, err = capfd.readouterr()
     line = next(x for x in out.splitlines() if " calibration " in x)
-    assert line.startswith("ok") and f"{TASK} on slot {row['slot']}: standard +-" in line, out
+    assert line.startswith("ok") and f"{TASK} on slot {row['slot']}: standard: position cost " in line, out
 
     # a submission's evaluation on the same slot: the floor is in its timed workload's row
     for _ in range(RETRIES):

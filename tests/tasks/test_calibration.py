@@ -282,3 +282,9 @@ def test_a_batch_mode_slot_calibrates_its_batch_gain_ratio_and_the_check_takes_i
     assert batch_row(1.0, 1.0 / 1.4, floor=assumed)[1]  # past 1.1 x 1.159: flagged uncalibrated
     assert batch_row(1.0, 1.0 / 1.4, floor=found["w"], gain=gain)[1] == []
     assert batch_row(2.0, 1.0, floor=found["w"], gain=gain)[1]
+    # as kcoral calibrate and kcoral doctor show each (a ratio has no position cost)
+    shown = calibration.floor_words("w", found["w"].document())
+    assert shown.startswith("w: position cost +0.0000 ms per call, spread ")
+    assert calibration.floor_words("w batch over one call", gain.document()).startswith(
+        "w batch over one call: 1.3300x in an honest request, spread "
+    )
