@@ -949,3 +949,49 @@ def test_an_uncalibrated_slot_assumes_the_methods_noise_between_requests() -> No
     doc = report_module.build_report({}, off, res, assume_floor=True).document()
     assert next(w for w in doc["workloads"] if w["id"] == "small")["speedup_lo"] > 1.0
     assert report_module.UNCALIBRATED in report_lines(doc)
+
+
+def test_a_calibrated_workload_keeps_its_floor_and_the_report_says_so_in_its_own_words() -> None:
+    """The server's evaluation assumes the method's floor only for a timed workload that has none
+    (never over a calibration's, never with the method's floor at 0), and the lines say which in full."""
+    res = all_pass(const_timing(1.06, 1.0), const_timing(2.0, 2.0))
+    measured = calibration.NoiseFloor("small", 5, 0.0, 0.01, 0.03, 1.0, 1.0, 2.0, ("a", "b", "c", "d", "e"))
+    doc = report_module.build_report({}, two_timed(), res, floors={"small": measured}, assume_floor=True).document()
+    small, large = (next(w for w in doc["workloads"] if w["id"] == k) for k in ("small", "large"))
+    assert small["calibration"]["requests"] == 5 and small.get("assumed_floor") is None
+    assert large.get("calibration") is None and large["assumed_floor"] == pytest.approx(0.11)
+    lines = report_lines(doc)
+    assert any(
+        line.startswith("    calibrated: 5 A/A requests on this slot put the candidate's position") for line in lines
+    )
+    assert "uncalibrated: this slot has no A/A calibration for the task: its interval holds an assumed +-11% of " in (
+        "\n".join(lines)
+    )
+    own = report_lines(report_module.build_report({}, two_timed(), res).document())
+    assert "uncalibrated: this slot has no A/A calibration for the task, so the interval is this request's alone" in (
+        "\n".join(own)
+    )
+    off = replace(two_timed(), timing=replace(TIMING, uncalibrated_floor=0.0))
+    doc = report_module.build_report({}, off, res, assume_floor=True).document()
+    assert all(w.get("assumed_floor") is None for w in doc["workloads"])
+
+
+def test_the_lines_name_a_busy_hosts_longer_measurement_a_holdouts_error_and_the_batch_flags_limit() -> None:
+    doc = build_report(
+        {}, two_timed(), all_pass(replace(const_timing(2.0, 1.0), stopped_by="noisy: the halves disagreed"))
+    )
+    assert any(
+        line.startswith("workload small") and line.endswith("PASS (a busy host: measured longer)")
+        for line in (report_lines(doc))
+    ), report_lines(doc)
+    res = all_pass()
+    res.cases[0] = CaseResult("h0", Outcome.ERROR, "boom")
+    lines = report_lines(build_report({}, two_timed(), res))
+    assert (
+        "holdout correctness: FAIL (an error or a crash on a secret probe: its shapes and values are not given; "
+        in ("\n".join(lines))
+    )
+    flags: list[str] = []
+    per_call = const_timing(2.0, 1.0, null=0.0, n=12)
+    report_module.batch_figures("w", const_timing(3.0, 1.5, batch=2, per_call=per_call), (2.3, 2.5), flags)
+    assert flags[0].endswith("(the batch mode times the sum; limit 1.1x of the per-call figure)"), flags
