@@ -244,3 +244,37 @@ def test_empty_outputs_pass_even_the_strictest_rms_rule(dtype: torch.dtype) -> N
         None,
         {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0},
     )
+
+
+ALLCLOSE = Tolerance(atol=0.01, rtol=0.01, allclose=1.0)
+
+
+def test_the_allclose_rule_fails_an_element_off_by_more_than_atol_plus_rtol_times_its_reference() -> None:
+    """KernelBench's rule (Tolerance.allclose): |out - ref| > atol + rtol * |ref| fails an element, each
+    element against its own reference, the first failing one named with its values."""
+    ref = t(1.0, 100.0, -2.0)
+    assert compare("y", ref.clone(), ref, ALLCLOSE) == (
+        None,
+        {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0},
+    )
+    # 100 may be off by 1.01, 1.0 by 0.02: 100.5 passes (the relative part scales with |ref|), 1.05 fails
+    reason, stats = compare("y", t(1.05, 100.5, -2.0), ref, ALLCLOSE)
+    assert reason == (
+        "y: 1 elements out of tolerance; first at [0]: got 1.05, expected 1 (off by 0.05 > atol 0.01 + rtol 0.01 "
+        "x |expected|, torch.allclose's rule)"
+    )
+    assert stats["failed_elements"] == 1 and stats["max_abs_err"] == pytest.approx(0.5)
+    assert stats["rms_ratio"] == pytest.approx(math.sqrt((0.05**2 + 0.5**2) / 3) / math.sqrt((1 + 100**2 + 4) / 3))
+    # the first failing element in order, in two dimensions; an error of exactly the bound passes
+    two = torch.tensor([[0.0, 0.0], [0.0, 4.0]], dtype=torch.float64)
+    got = torch.tensor([[0.01, 0.0], [0.5, 4.0]], dtype=torch.float64)
+    reason, stats = compare("z", got, two, ALLCLOSE)
+    assert (
+        stats["failed_elements"] == 1
+        and reason is not None
+        and reason.startswith(
+            "z: 1 elements out of tolerance; first at [1, 0]: got 0.5, expected 0 (off by 0.5 > atol 0.01"
+        )
+    ), reason
+    # an error below the rule's bound everywhere but above the RMS rule's: allclose decides alone
+    assert compare("w", t(1.0 + 0.015, 100.0), t(1.0, 100.0), ALLCLOSE)[0] is None
