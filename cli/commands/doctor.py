@@ -17,6 +17,7 @@ from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption
 from kcoral.cli.output import emit_json
 from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.install import install_hint
+from kcoral.protocol.printable import printable
 from kcoral.tasks.calibration import floor_words
 
 #: the clocks may differ by this much (seconds) before it is worth a warning (job times come from the server)
@@ -47,12 +48,22 @@ def doctor(remote: RemoteOption = None, token: TokenOption = None, json: JsonOpt
         limits = {k: health[k] for k in ("limits", "connection_limits") if k in health}
         emit_json({"ok": not failed, "checks": [asdict(c) for c in checks], **limits})
     else:
-        width = max(len(c.name) for c in checks)
-        for c in checks:
-            typer.echo(f"{c.status:<4}  {c.name:<{width}}  {c.detail}")
-            if c.fix and c.status != "ok":
-                typer.echo(f"{'':<4}  {'':<{width}}  fix: {c.fix}")
+        for line in check_lines(checks):
+            typer.echo(line)
     raise typer.Exit(1 if failed else 0)
+
+
+def check_lines(checks: list[Check]) -> list[str]:
+    """The checks as printed: a line each, and a fix under a check that is not ok. What the server said
+    (a task's, a slot's or a workload's name, its versions) is escaped here, once for every check: a
+    server is not trusted to send text a terminal may act on."""
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        lines.append(f"{c.status:<4}  {c.name:<{width}}  {printable(c.detail)}")
+        if c.fix and c.status != "ok":
+            lines.append(f"{'':<4}  {'':<{width}}  fix: {printable(c.fix)}")
+    return lines
 
 
 def run_checks(remote: str | None, token: str | None, facts: dict[str, Any] | None = None) -> list[Check]:
