@@ -552,7 +552,7 @@ def batch_figures(
             f"{name}: in batches the submission's calls measured {within[0]:.4f}x or more, one at a time at most "
             f"{est.hi:.4f}x: calls that run far faster together than apart did work of other calls ahead "
             f"(the batch mode times the sum; limit {limit}x of the per-call figure"
-            + (f", x{noise:.3f} more for the noise between requests)" if floor or gain else ")")
+            + (f", x{noise:.3f} more for the noise between requests)" if floor is not None or gain is not None else ")")
         )
     return row
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import statistics
 import sys
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from kcoral.tasks.harness.gpuclock import GpuClock, reasons_text
 from kcoral.tasks.harness.link import Worker
 from kcoral.tasks.harness.sampling import Samples
 from kcoral.tasks.harness.schema import Timing
+from kcoral.tasks.harness.stats import median
 from kcoral.tasks.harness.timedcall import Calling, Side
 
 #: untimed replays of each side's captured batch before sampling (TimingMethod.graph)
@@ -488,5 +488,4 @@ class Measuring(Calling):
 
 def _medians(s: Samples, how: str) -> str:
     """``how``: the baseline's, the candidate's and the empty call's median raw ms (the judge's log)."""
-    m = statistics.median
-    return f"{how}: baseline {m(s.baseline):.4f}, candidate {m(s.candidate):.4f}, empty {m(s.null):.4f}"
+    return f"{how}: baseline {median(s.baseline):.4f}, candidate {median(s.candidate):.4f}, empty {median(s.null):.4f}"
