@@ -53,7 +53,8 @@ from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
 from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE
 from kcoral.tasks.harness.taskdef import Task, load_task
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
-from kcoral.tasks.report import build_report, sample_times, with_lines
+from kcoral.tasks.report import build_report, sample_times
+from kcoral.tasks.report_lines import with_lines
 
 if TYPE_CHECKING:
     from kcoral.runner.leases import Lease

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from kcoral.protocol.printable import printable
 from kcoral.tasks import calibration
 from kcoral.tasks import report as report_module
+from kcoral.tasks import report_lines as lines_module
 from kcoral.tasks.documents import EvalReport, WorkloadRow, parse
 from kcoral.tasks.harness.schema import (
     Case,
@@ -21,7 +23,9 @@ from kcoral.tasks.harness.schema import (
     Timing,
     TimingMethod,
 )
-from kcoral.tasks.report import batch_line, net_samples, printable, timing_row
+from kcoral.tasks.harness.stats import net_samples
+from kcoral.tasks.report import timing_row
+from kcoral.tasks.report_lines import batch_line
 from tests.tasks.documents import TIMING, const_timing
 
 
@@ -36,7 +40,7 @@ def passed(doc: dict[str, Any]) -> bool:
 
 
 def report_lines(doc: dict[str, Any]) -> list[str]:
-    return report_module.report_lines(parse(EvalReport, doc))
+    return lines_module.report_lines(parse(EvalReport, doc))
 
 
 TOL = {"atol": 1e-3, "rtol": 1e-3, "rms": 1e-4}
@@ -212,7 +216,7 @@ def test_a_speedup_too_uncertain_to_score_makes_the_evaluation_inconclusive_not_
     assert "summary" not in doc and len(doc["inconclusive"]) == 1 and doc["inconclusive"][0].startswith("large: ")
     report = parse(EvalReport, doc)
     assert report.correct and not report.ok
-    lines = report_module.report_lines(report)
+    lines = lines_module.report_lines(report)
     (why,) = doc["inconclusive"]
     assert [line for line in lines if line.startswith("inconclusive: ")] == [f"inconclusive: {why}"]
     assert "interval [0.5000, 2.0000]" in why and not [x for x in lines if x.startswith("baseline:")]
@@ -461,7 +465,7 @@ def test_report_lines_of_a_passing_report() -> None:
         # an empty stats entry is skipped; a missing figure prints as 0
         "workload " + "check".ljust(20) + " check PASS  y rms=1.50e-05 max=0.000123  w rms=0.00e+00 max=2"
         "  v rms=2.00e-03 max=0",
-        report_module.UNCALIBRATED,
+        lines_module.UNCALIBRATED,
         "baseline: 3.000000 ms kernel: 1.500000 ms speedup: 2.0000x (95% CI 2.0000-2.0000; min 1.0000x max 4.0000x): "
         "faster against the baseline",
         "passed: 3/3",
@@ -549,8 +553,8 @@ def test_with_lines_keeps_the_printed_lines_in_the_report() -> None:
     """report.json carries the lines the log ends with: with_lines puts them in."""
     typed = report_module.build_report({}, two_timed(), all_pass())
     assert typed.lines == []
-    kept = report_module.with_lines(typed)
-    assert kept.lines == report_module.report_lines(typed) and kept.lines[0] == "holdout correctness: PASS"
+    kept = lines_module.with_lines(typed)
+    assert kept.lines == lines_module.report_lines(typed) and kept.lines[0] == "holdout correctness: PASS"
     assert kept.document()["lines"] == kept.lines
 
 
@@ -561,7 +565,7 @@ def test_a_check_reports_the_workloads_without_a_holdout_or_a_score() -> None:
         case.timing = None
     report = report_module.build_report({}, two_timed(), res, check=True)
     assert report.holdout is None and report.check and report.summary is None and report.ok
-    lines = report_module.report_lines(report)
+    lines = lines_module.report_lines(report)
     assert lines[0] == "check: the public workloads' correctness only (no holdout, nothing timed, no score)"
     assert lines[-1] == "passed: 3/3 (a check: no score)"
 
@@ -731,7 +735,7 @@ def test_a_report_written_before_the_basis_and_disturbed_fields_still_parses() -
             row.pop(key, None)
     report = parse(EvalReport, doc)
     assert report.workloads[0].basis is None and report.workloads[0].disturbed is None
-    assert report_module.report_lines(report)[2].endswith("n=12 (stable; protocol 1.0000 ms per call subtracted)")
+    assert lines_module.report_lines(report)[2].endswith("n=12 (stable; protocol 1.0000 ms per call subtracted)")
 
 
 def test_the_gpus_clock_and_heat_reach_the_row_and_a_line() -> None:
@@ -741,9 +745,7 @@ def test_the_gpus_clock_and_heat_reach_the_row_and_a_line() -> None:
     row = timing_row("w", t, {}, [], [])
     assert (row["gpu_clock_mhz"], row["gpu_clock_min_mhz"], row["gpu_temp_c"]) == (1980, 1755, 44)
     assert (row["throttled"], row["cooled_s"]) == (1, 2.5)
-    line = report_module.gpu_line(
-        parse(WorkloadRow, {"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row})
-    )
+    line = lines_module.gpu_line(parse(WorkloadRow, {"id": "w", "params": {}, "timed": True, "verdict": "PASS", **row}))
     assert line == (
         "GPU while timed: SM clock median 1980 MHz (lowest 1755), up to 44 C; 1 iterations with the GPU slowed "
         "for heat or power, left out; let cool 2.5 s first"
@@ -941,14 +943,14 @@ def test_an_uncalibrated_slot_assumes_the_methods_noise_between_requests() -> No
     assert small["speedup_lo"] < 1.0 < small["speedup_hi"]  # 1.06 within +-11%
     assert small["speedup_within"] == [pytest.approx(1.06)] * 2
     lines = report_lines(doc)
-    assert report_module.UNCALIBRATED_ASSUMED.format(0.11) in lines
-    assert len(report_module.UNCALIBRATED_ASSUMED.format(0.11)) < 190  # one line in kcoral show's 200 columns
+    assert lines_module.UNCALIBRATED_ASSUMED.format(0.11) in lines
+    assert len(lines_module.UNCALIBRATED_ASSUMED.format(0.11)) < 190  # one line in kcoral show's 200 columns
     assert any("this request alone: [1.0600, 1.0600] (+-11% assumed between requests)" in line for line in lines)
     # an operator's method without it: the request's interval alone, as before
     off = replace(two_timed(), timing=replace(TIMING, uncalibrated_floor=0.0))
     doc = report_module.build_report({}, off, res, assume_floor=True).document()
     assert next(w for w in doc["workloads"] if w["id"] == "small")["speedup_lo"] > 1.0
-    assert report_module.UNCALIBRATED in report_lines(doc)
+    assert lines_module.UNCALIBRATED in report_lines(doc)
 
 
 def test_a_calibrated_workload_keeps_its_floor_and_the_report_says_so_in_its_own_words() -> None:

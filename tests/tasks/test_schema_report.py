@@ -12,6 +12,7 @@ import pytest
 
 from kcoral.protocol.typeddata import DataError
 from kcoral.tasks import report as report_module
+from kcoral.tasks import report_lines as lines_module
 from kcoral.tasks.documents import EvalReport, parse
 from kcoral.tasks.harness.schema import (
     Case,
@@ -24,7 +25,7 @@ from kcoral.tasks.harness.schema import (
     parse_cases,
     parse_result,
 )
-from kcoral.tasks.report import net_samples
+from kcoral.tasks.harness.stats import net_samples
 from tests.tasks.documents import TIMING
 
 
@@ -39,7 +40,7 @@ def passed(doc: dict[str, Any]) -> bool:
 
 
 def report_lines(doc: dict[str, Any]) -> list[str]:
-    return report_module.report_lines(parse(EvalReport, doc))
+    return lines_module.report_lines(parse(EvalReport, doc))
 
 
 MANIFEST = {"floor_ms": 0.4, "max_speedup": 8}
