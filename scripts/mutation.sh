@@ -16,8 +16,8 @@ for what in "${@:-stats checks cpuwatch report sandbox}"; do
         tests/tasks/test_estimator.py tests/tasks/test_calibration.py ;;
       checks) run kcoral.tasks.harness.checks tests/tasks/test_checks.py ;;  # needs torch (CPU is enough)
       cpuwatch) run kcoral.tasks.harness.cpuwatch tests/tasks/test_cpuwatch.py ;;
-      report)  # the report and its printed lines (tasks/report_lines.py)
-        for module in kcoral.tasks.report kcoral.tasks.report_lines; do
+      report)  # the report, its printed lines (tasks/report_lines.py) and the batch-gain check
+        for module in kcoral.tasks.report kcoral.tasks.report_lines kcoral.tasks.batch_gain; do
           run $module tests/tasks/test_report.py tests/tasks/test_schema_report.py tests/tasks/test_calibration.py
         done ;;
       sandbox) run kcoral.runner.sandbox --only container_options tests/runner/test_sandbox_options.py ;;

@@ -166,7 +166,7 @@ GAIN_SUFFIX = " batch over one call"
 
 def gain_key(workload: str) -> str:
     """Where a batch-mode workload's A/A batch-gain ratios are kept: its batch speedup over its per-call
-    speedup, which the batch-gain check holds against its limit (tasks.report.batch_figures). Single
+    speedup, which the batch-gain check holds against its limit (tasks.batch_gain.batch_figures). Single
     calls draw between requests more than batches do, so the ratio of an honest request has a spread,
     and a slot may have a centre of its own, that the batch's floor does not say."""
     return workload + GAIN_SUFFIX

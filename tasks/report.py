@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kcoral.protocol.printable import printable
+from kcoral.tasks.batch_gain import batch_figures
 from kcoral.tasks.calibration import NoiseFloor, assumed, gain_key, widen
 from kcoral.tasks.documents import EvalReport, SampleTimes, Summary, WorkloadRow
 from kcoral.tasks.harness.schema import (
@@ -204,7 +205,7 @@ def timing_row(
     disturbed, net of the protocol's cost; the speedup is :func:`estimate`'s. With the slot's ``floor``
     (its A/A calibration), the candidate's calls are less its position's cost and the interval is
     widened by the spread between requests (tasks.calibration). ``method``: the judge's rules (the
-    request's TimingMethod); ``gain``: the slot's floor for the batch-gain ratio (:func:`batch_figures`)."""
+    request's TimingMethod); ``gain``: the slot's floor for the batch-gain ratio (tasks.batch_gain.batch_figures)."""
     iterations = min(len(timing.baseline_ms), len(timing.kernel_ms), len(timing.null_ms))
     marks = [i < len(timing.disturbed) and timing.disturbed[i] for i in range(iterations)]
     measured = _host_refusal(name, timing, marks, method) or _measure(name, timing, marks, floor, method)
@@ -372,59 +373,6 @@ def sample_times(cases: CaseFile, result: SupervisorResult) -> dict[str, SampleT
 #: alongside it) is itself what cannot be timed, not the host
 UNSTEADY_SPREAD = 0.25
 UNSTEADY_FACTOR = 3.0
-
-
-def batch_figures(
-    name: str,
-    timing: Timing,
-    within: tuple[float, float],
-    flags: list[str],
-    method: TimingMethod = TimingMethod(),
-    floor: NoiseFloor | None = None,
-    gain: NoiseFloor | None = None,
-) -> dict[str, Any]:
-    """A batch-mode row's mode and the per-call measurement it is held against (``within``: the batch
-    speedup's own interval); a flag when the batch gains more than ``method.batch_gain_limit`` times
-    what single calls do, beyond what honest requests' ratios on this slot reach.
-
-    Single calls are timed in fresh processes each request as the batches are, and draw between
-    requests even more (a short call's time is mostly its round trip): on an H100 the templates of 20
-    pack problems measured 0.77-1.17x one call at a time against 0.93-1.10x in batches, each with own
-    intervals a few percent wide, and two of them were flagged against themselves. So the ratio of the
-    two own intervals' nearest ends must exceed the limit times the slot's honest ratio: its A/A
-    calibration's (``gain``: tasks.calibration.gain_floor, their median ratio times their floor), else
-    1.0 times the speedup's ``floor`` on both figures in quadrature (exp(sqrt 2 x its half-width): x1.159
-    for an uncalibrated slot's assumed +-11%)."""
-    asked = {"batch_asked": timing.batch_asked} if timing.batch_asked else {}
-    if timing.batch < 2:
-        return asked
-    row: dict[str, Any] = {"batch": timing.batch, "graph": timing.graph or None, "per_call_speedup": None, **asked}
-    check = timing.per_call
-    if check is None:
-        return row
-    est = estimate(
-        check.baseline_ms,
-        check.kernel_ms,
-        check.null_ms,
-        check.disturbed or None,
-        protocol_dominant=method.protocol_dominant,
-    )
-    if not (est.lo > 0 and math.isfinite(est.hi)):  # too few pairs give [0, inf] (stats.min_samples)
-        return row
-    row["per_call_speedup"] = [est.speedup, est.lo, est.hi]
-    limit = method.batch_gain_limit
-    if gain is not None:
-        noise = gain.corrected * math.exp(gain.half_width)
-    else:
-        noise = math.exp(math.hypot(floor.half_width, floor.half_width)) if floor is not None else 1.0
-    if within[0] > limit * noise * est.hi:
-        flags.append(
-            f"{name}: in batches the submission's calls measured {within[0]:.4f}x or more, one at a time at most "
-            f"{est.hi:.4f}x: calls that run far faster together than apart did work of other calls ahead "
-            f"(the batch mode times the sum; limit {limit}x of the per-call figure"
-            + (f", x{noise:.3f} more for the noise between requests)" if floor is not None or gain is not None else ")")
-        )
-    return row
 
 
 def gpu_figures(timing: Timing) -> dict[str, Any]:

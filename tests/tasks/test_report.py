@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kcoral.protocol.printable import printable
-from kcoral.tasks import calibration
+from kcoral.tasks import batch_gain, calibration
 from kcoral.tasks import report as report_module
 from kcoral.tasks import report_lines as lines_module
 from kcoral.tasks.documents import EvalReport, WorkloadRow, parse
@@ -919,12 +919,12 @@ def test_batch_mode_starts_at_batches_of_two_and_flags_a_gain_past_the_limit_onl
     row says so. The flag (the evaluation fails) needs the batch speedup's *lower* bound above
     batch_gain_limit times the per-call interval's upper bound: a gain within it is no flag."""
     per_call = const_timing(2.0, 1.0, null=0.0, n=12)  # per call exactly 2x: [2, 2]
-    assert report_module.batch_figures("w", const_timing(3.0, 1.5, batch=1, per_call=per_call), (2.0, 2.0), []) == {}
+    assert batch_gain.batch_figures("w", const_timing(3.0, 1.5, batch=1, per_call=per_call), (2.0, 2.0), []) == {}
     flags: list[str] = []
     timing = const_timing(3.0, 1.5, batch=2, per_call=per_call)
-    row = report_module.batch_figures("w", timing, (2.1, 2.5), flags)  # lower bound 2.1 < 1.1 x 2
+    row = batch_gain.batch_figures("w", timing, (2.1, 2.5), flags)  # lower bound 2.1 < 1.1 x 2
     assert row == {"batch": 2, "graph": None, "per_call_speedup": [2.0, 2.0, 2.0]} and flags == []
-    report_module.batch_figures("w", timing, (2.3, 2.5), flags)
+    batch_gain.batch_figures("w", timing, (2.3, 2.5), flags)
     assert len(flags) == 1 and flags[0].startswith("w: in batches the submission's calls measured 2.3000x or more")
 
 
@@ -995,5 +995,5 @@ def test_the_lines_name_a_busy_hosts_longer_measurement_a_holdouts_error_and_the
     )
     flags: list[str] = []
     per_call = const_timing(2.0, 1.0, null=0.0, n=12)
-    report_module.batch_figures("w", const_timing(3.0, 1.5, batch=2, per_call=per_call), (2.3, 2.5), flags)
+    batch_gain.batch_figures("w", const_timing(3.0, 1.5, batch=2, per_call=per_call), (2.3, 2.5), flags)
     assert flags[0].endswith("(the batch mode times the sum; limit 1.1x of the per-call figure)"), flags
