@@ -3,6 +3,7 @@ printed lines; pure, no Docker. Timings use exactly representable values so medi
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -997,3 +998,27 @@ def test_the_lines_name_a_busy_hosts_longer_measurement_a_holdouts_error_and_the
     per_call = const_timing(2.0, 1.0, null=0.0, n=12)
     batch_gain.batch_figures("w", const_timing(3.0, 1.5, batch=2, per_call=per_call), (2.3, 2.5), flags)
     assert flags[0].endswith("(the batch mode times the sum; limit 1.1x of the per-call figure)"), flags
+
+
+def test_the_batch_flag_needs_more_than_the_limit_and_leaves_the_per_calls_disturbed_iterations_out() -> None:
+    """A batch lower bound exactly at the limit times the per-call bound is no flag (strictly above it
+    is); and the per-call figure is estimated over its undisturbed iterations only, as the batches are:
+    the judge's disturbed single calls do not set the bound a batch is held against."""
+    per_call = const_timing(2.0, 1.0, null=0.0, n=12)  # per call exactly 2x
+    timing = const_timing(3.0, 1.5, batch=2, per_call=per_call)
+    bound = TimingMethod().batch_gain_limit * 2.0
+    flags: list[str] = []
+    batch_gain.batch_figures("w", timing, (bound, bound * 1.1), flags)
+    assert flags == []
+    batch_gain.batch_figures("w", timing, (math.nextafter(bound, math.inf), bound * 1.1), flags)
+    assert len(flags) == 1
+    # 12 clean iterations at 2x and 12 disturbed ones at 0.5x (a stalled judge): the figure is the clean 2x
+    mixed = replace(
+        per_call,
+        baseline_ms=[2.0] * 24,
+        kernel_ms=[1.0] * 12 + [4.0] * 12,
+        null_ms=[0.0] * 24,
+        disturbed=[False] * 12 + [True] * 12,
+    )
+    row = batch_gain.batch_figures("w", replace(timing, per_call=mixed), (2.1, 2.5), [])
+    assert row["per_call_speedup"] == [2.0, 2.0, 2.0]
