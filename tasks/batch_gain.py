@@ -19,13 +19,17 @@ def batch_figures(
     timing: Timing,
     within: tuple[float, float],
     flags: list[str],
+    unmeasured: list[str],
     method: TimingMethod = TimingMethod(),
     floor: NoiseFloor | None = None,
     gain: NoiseFloor | None = None,
 ) -> dict[str, Any]:
     """A batch-mode row's mode and the per-call measurement it is held against (``within``: the batch
     speedup's own interval); a flag when the batch gains more than ``method.batch_gain_limit`` times
-    what single calls do, beyond what honest requests' ratios on this slot reach.
+    what single calls do, beyond what honest requests' ratios on this slot reach. A per-call check that
+    ran and gives no interval (its calls left out as disturbed on the judge's side, or too few pairs)
+    goes to ``unmeasured``: the evaluation is inconclusive, since a batch score that cannot be held
+    against single calls is not checked, and a check that is missing is never a pass.
 
     Single calls are timed in fresh processes each request as the batches are, and draw between
     requests even more (a short call's time is mostly its round trip): on an H100 the templates of 20
@@ -50,6 +54,11 @@ def batch_figures(
         protocol_dominant=method.protocol_dominant,
     )
     if not (est.lo > 0 and math.isfinite(est.hi)):  # too few pairs give [0, inf] (stats.min_samples)
+        unmeasured.append(
+            f"{name}: the single calls the batch is held against gave no interval ({est.disturbed} of "
+            f"{len(check.kernel_ms)} disturbed on the judge's side, {est.blocks} pairs left): the batch's score "
+            "cannot be checked against them (evaluate again)"
+        )
         return row
     row["per_call_speedup"] = [est.speedup, est.lo, est.hi]
     limit = method.batch_gain_limit

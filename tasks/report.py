@@ -213,7 +213,7 @@ def timing_row(
         unmeasured.append(measured.reason)
         return measured.row
     row = _scored_row(timing, measured, floor, iterations)
-    row.update(batch_figures(name, timing, (measured.est.lo, measured.est.hi), flags, method, floor, gain))
+    row.update(batch_figures(name, timing, (measured.est.lo, measured.est.hi), flags, unmeasured, method, floor, gain))
     flags.extend(_beyond_the_task(name, row, manifest))
     return row
 

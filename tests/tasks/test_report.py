@@ -920,12 +920,12 @@ def test_batch_mode_starts_at_batches_of_two_and_flags_a_gain_past_the_limit_onl
     row says so. The flag (the evaluation fails) needs the batch speedup's *lower* bound above
     batch_gain_limit times the per-call interval's upper bound: a gain within it is no flag."""
     per_call = const_timing(2.0, 1.0, null=0.0, n=12)  # per call exactly 2x: [2, 2]
-    assert batch_gain.batch_figures("w", const_timing(3.0, 1.5, batch=1, per_call=per_call), (2.0, 2.0), []) == {}
+    assert batch_gain.batch_figures("w", const_timing(3.0, 1.5, batch=1, per_call=per_call), (2.0, 2.0), [], []) == {}
     flags: list[str] = []
     timing = const_timing(3.0, 1.5, batch=2, per_call=per_call)
-    row = batch_gain.batch_figures("w", timing, (2.1, 2.5), flags)  # lower bound 2.1 < 1.1 x 2
+    row = batch_gain.batch_figures("w", timing, (2.1, 2.5), flags, [])  # lower bound 2.1 < 1.1 x 2
     assert row == {"batch": 2, "graph": None, "per_call_speedup": [2.0, 2.0, 2.0]} and flags == []
-    batch_gain.batch_figures("w", timing, (2.3, 2.5), flags)
+    batch_gain.batch_figures("w", timing, (2.3, 2.5), flags, [])
     assert len(flags) == 1 and flags[0].startswith("w: in batches the submission's calls measured 2.3000x or more")
 
 
@@ -996,7 +996,7 @@ def test_the_lines_name_a_busy_hosts_longer_measurement_a_holdouts_error_and_the
     )
     flags: list[str] = []
     per_call = const_timing(2.0, 1.0, null=0.0, n=12)
-    batch_gain.batch_figures("w", const_timing(3.0, 1.5, batch=2, per_call=per_call), (2.3, 2.5), flags)
+    batch_gain.batch_figures("w", const_timing(3.0, 1.5, batch=2, per_call=per_call), (2.3, 2.5), flags, [])
     assert flags[0].endswith("(the batch mode times the sum; limit 1.1x of the per-call figure)"), flags
 
 
@@ -1008,9 +1008,9 @@ def test_the_batch_flag_needs_more_than_the_limit_and_leaves_the_per_calls_distu
     timing = const_timing(3.0, 1.5, batch=2, per_call=per_call)
     bound = TimingMethod().batch_gain_limit * 2.0
     flags: list[str] = []
-    batch_gain.batch_figures("w", timing, (bound, bound * 1.1), flags)
+    batch_gain.batch_figures("w", timing, (bound, bound * 1.1), flags, [])
     assert flags == []
-    batch_gain.batch_figures("w", timing, (math.nextafter(bound, math.inf), bound * 1.1), flags)
+    batch_gain.batch_figures("w", timing, (math.nextafter(bound, math.inf), bound * 1.1), flags, [])
     assert len(flags) == 1
     # 12 clean iterations at 2x and 12 disturbed ones at 0.5x (a stalled judge): the figure is the clean 2x
     mixed = replace(
@@ -1020,5 +1020,23 @@ def test_the_batch_flag_needs_more_than_the_limit_and_leaves_the_per_calls_distu
         null_ms=[0.0] * 24,
         disturbed=[False] * 12 + [True] * 12,
     )
-    row = batch_gain.batch_figures("w", replace(timing, per_call=mixed), (2.1, 2.5), [])
+    row = batch_gain.batch_figures("w", replace(timing, per_call=mixed), (2.1, 2.5), [], [])
     assert row["per_call_speedup"] == [2.0, 2.0, 2.0]
+
+
+def test_a_batch_whose_single_calls_give_no_interval_is_inconclusive_not_unchecked() -> None:
+    """The batch-gain check needs the per-call figure: where every single call was left out as disturbed
+    on the judge's side, a batch 2.5x faster than single calls must not pass unchecked (before: no
+    figure, no flag, a score); the evaluation is inconclusive with the reason, and nothing is flagged."""
+    per_call = replace(const_timing(2.0, 1.0, null=0.0, n=40), disturbed=[True] * 40)
+    timing = const_timing(3.0, 1.5, batch=8, per_call=per_call)
+    flags: list[str] = []
+    unmeasured: list[str] = []
+    row = batch_gain.batch_figures("w", timing, (5.0, 5.5), flags, unmeasured)
+    assert row["per_call_speedup"] is None and flags == []
+    assert len(unmeasured) == 1 and unmeasured[0].startswith(
+        "w: the single calls the batch is held against gave no interval (40 of 40 disturbed"
+    ), unmeasured
+    doc = report_module.build_report({}, two_timed(), all_pass(timing, const_timing(2.0, 2.0))).document()
+    assert doc.get("summary") is None
+    assert any(line.startswith("small: the single calls") for line in doc["inconclusive"]), doc["inconclusive"]
