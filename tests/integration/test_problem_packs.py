@@ -117,9 +117,10 @@ def test_a_kernelbench_problems_own_model_as_modelnew_passes_and_a_wrong_one_fai
     assert [rows[w]["verdict"] for w in ("standard", "draw2", "draw3")] == ["PASS"] * 3, out[-3000:]
     assert report["suite"]["format"] == "kernelbench" and report["suite"]["correct"] is True
     if code == 0:
-        # about 1.0x (one request's interval need not hold 1.0: an A/A holds it in most requests, and this
-        # 2-core host is shared; a run here once gave 1.038 at its interval's low end)
-        assert 0.8 < rows["standard"]["speedup"] < 1.25, rows["standard"]
+        # near 1.0x, not at it: on a lease of 2 cores only the candidate's calls cross to a core of their own,
+        # which halts between its calls; on the 2-core dev VM this ~1 ms call measured 0.81-0.92x in 16
+        # requests (bench/results/two-core-layout-dev-vm: a known bias of that layout, open in issue 29)
+        assert 0.7 < rows["standard"]["speedup"] < 1.25, rows["standard"]
         assert "fast_1_certain" in report["suite"]
         assert any(line.startswith("KernelBench: correct, ") for line in report["lines"])
     else:  # a host too busy to time it: inconclusive (exit 3), no score, never a gain
