@@ -135,6 +135,9 @@ class EvalReport(Document):
     #: the wake-up latency the host's CPUs were held to while it ran ("0 us", "not held: why", "the host's
     #: own": runner.wakeqos; "": a check, or an older report)
     wake_latency: str = ""
+    #: why the candidate's figures hold a cost of where its calls run that nothing took off ("": none known;
+    #: a lease of 2 cores on a slot with no A/A calibration of the task: tasks.harness.cores)
+    position: str = ""
     passed: int
     total: int
     summary: Summary | None = None

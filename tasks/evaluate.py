@@ -77,6 +77,11 @@ UNSEPARATED = (
     "this server could not give the evaluation cores of its own apart from the judge's (its CPU slots are not "
     "pinned to cores: start it with fewer --cpu-slots), so the candidate could slow the baseline's calls"
 )
+#: a report of a 2-core lease whose slot has no calibration of the task (tasks.harness.cores, tasks.calibration)
+POSITION_UNCORRECTED = (
+    "a 2-core lease, where only the candidate's calls cross to a core of their own: identical code can measure "
+    "up to ~20% slower until `kcoral calibrate TASK`"
+)
 
 
 def _snapshot_problem(task: Task, into: Path) -> None:
@@ -386,7 +391,13 @@ class _Evaluation:
         report = build_report(task.manifest, doc, result, check=self.check, floors=floors, assume_floor=not aa)
         if not self.check and not self.cores.separated:
             report = report.but(inconclusive=[*report.inconclusive, UNSEPARATED])
-        report = with_lines(report.but(telemetry=telemetry, calibration=aa or None, wake_latency=outcomes.wake_latency))
+        uncorrected = not aa and any(w.speedup_within and not w.calibration for w in report.workloads)
+        position = POSITION_UNCORRECTED if uncorrected and self.cores.only_candidate_crosses else ""
+        report = with_lines(
+            report.but(
+                telemetry=telemetry, calibration=aa or None, wake_latency=outcomes.wake_latency, position=position
+            )
+        )
         if aa:
             report = report.but(lines=[*report.lines, self._record_aa(report, slot, task_sha256)])
         receipt = Receipt(

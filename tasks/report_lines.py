@@ -59,6 +59,8 @@ def report_lines(report: EvalReport) -> list[str]:
     if not report.calibration and uncalibrated:
         assumed = [r.assumed_floor for r in uncalibrated if r.assumed_floor]
         lines.append(UNCALIBRATED_ASSUMED.format(max(assumed)) if assumed else UNCALIBRATED)
+    if report.position:
+        lines.append(f"uncorrected position: {report.position}")
     s = report.summary
     if s is not None:
         lines.append(

@@ -163,7 +163,7 @@ def _wake_latency(info: Any) -> Check:
     held = str(info.get("held", ""))
     if info.get("ok"):
         return Check("cpu wake-up", "ok", held)
-    fix = "run the server as root on the host (it opens /dev/cpu_dma_latency)"
+    fix = str(info.get("fix") or "run the server as root on the host (it opens /dev/cpu_dma_latency)")
     return Check("cpu wake-up", "warn", f"{held}: a timed call may pay a core's wake-up on one side only", fix)
 
 

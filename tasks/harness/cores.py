@@ -72,6 +72,13 @@ class CoreLayout:
         return self.supervisor is not None and self.workers is not None and bool(self.candidate)
 
     @property
+    def only_candidate_crosses(self) -> bool:
+        """Whether the candidate's calls cross to a core of their own while the baseline's stay on the
+        supervisor's (a lease of 2 cores): a cost of the candidate's position that one request cannot
+        see (tasks.calibration takes it off once the slot is calibrated)."""
+        return self.separated and self.supervisor == self.workers
+
+    @property
     def candidate_core(self) -> int | None:
         """The candidate's core (None: the lease could not be split)."""
         return self.candidate[0] if self.separated else None

@@ -106,6 +106,8 @@ def test_calibrate_then_an_evaluation_folds_the_floor_in(remote: RunningServer, 
     lo, hi = standard["speedup_within"]
     assert standard["speedup_lo"] <= lo and hi <= standard["speedup_hi"]
     assert any(line.startswith("    calibrated: 3 A/A requests") for line in doc["lines"])
+    # the calibration takes the 2-core lease's position off: the report no longer warns of it
+    assert not any(line.startswith("uncorrected position:") for line in doc["lines"]), doc["lines"]
 
 
 def test_calibrate_refuses_what_the_server_refuses(remote: RunningServer, capfd: pytest.CaptureFixture) -> None:

@@ -25,6 +25,8 @@ def test_the_candidate_gets_one_core_the_judge_never_uses(
     )  # fmt: skip
     assert layout.separated and not set(layout.trusted) & set(layout.candidate)
     assert layout.candidate_core == candidate
+    # only where the judge's workers share the supervisor's core do the candidate's calls alone cross cores
+    assert layout.only_candidate_crosses is (len(lease) == 2)
     wired = cores.parse(layout.wire())
     assert (wired.supervisor, wired.workers, wired.candidate) == (supervisor, workers, (candidate,))
 
@@ -33,6 +35,7 @@ def test_the_candidate_gets_one_core_the_judge_never_uses(
 def test_a_lease_that_cannot_be_split_says_so(lease: tuple[int, ...]) -> None:
     layout = cores.split(lease)
     assert not layout.separated and layout.candidate_core is None and layout.wire() == "-"
+    assert not layout.only_candidate_crosses
     assert not cores.parse("-").separated
 
 

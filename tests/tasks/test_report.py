@@ -14,6 +14,7 @@ from kcoral.tasks import batch_gain, calibration
 from kcoral.tasks import report as report_module
 from kcoral.tasks import report_lines as lines_module
 from kcoral.tasks.documents import EvalReport, WorkloadRow, parse
+from kcoral.tasks.evaluate import POSITION_UNCORRECTED
 from kcoral.tasks.harness.schema import (
     Case,
     CaseFile,
@@ -952,6 +953,20 @@ def test_an_uncalibrated_slot_assumes_the_methods_noise_between_requests() -> No
     doc = report_module.build_report({}, off, res, assume_floor=True).document()
     assert next(w for w in doc["workloads"] if w["id"] == "small")["speedup_lo"] > 1.0
     assert lines_module.UNCALIBRATED in report_lines(doc)
+
+
+def test_a_position_nothing_took_off_is_said_beside_the_calibration_line() -> None:
+    """The server's evaluation names the cost of where the candidate's calls run when nothing took it off
+    (a lease of 2 cores whose slot has no calibration: tasks.evaluate); the lines say it after the
+    calibration's line, before the summary, and never where it is not given."""
+    res = all_pass(const_timing(1.06, 1.0), const_timing(2.0, 2.0))
+    doc = report_module.build_report({}, two_timed(), res, assume_floor=True).document()
+    lines = report_lines({**doc, "position": "the reason"})
+    at = lines.index(lines_module.UNCALIBRATED_ASSUMED.format(0.11))
+    assert lines[at + 1] == "uncorrected position: the reason" and lines[at + 2].startswith("baseline: ")
+    assert lines[-1] == "passed: 3/3"
+    assert not any(line.startswith("uncorrected position") for line in report_lines(doc))
+    assert len(f"uncorrected position: {POSITION_UNCORRECTED}") < 190  # one line in kcoral show's 200 columns
 
 
 def test_a_calibrated_workload_keeps_its_floor_and_the_report_says_so_in_its_own_words() -> None:
