@@ -84,6 +84,15 @@ POSITION_UNCORRECTED = (
 )
 
 
+def _position(report: EvalReport, layout: CoreLayout) -> str:
+    """:data:`POSITION_UNCORRECTED` where the lease's layout puts a cost on the candidate's calls alone (2
+    cores) and a timed workload's slot has no calibration to take it off; "" otherwise (an A/A request
+    measures that cost: it carries none)."""
+    if report.calibration or not layout.only_candidate_crosses:
+        return ""
+    return POSITION_UNCORRECTED if any(w.speedup_within and not w.calibration for w in report.workloads) else ""
+
+
 def _snapshot_problem(task: Task, into: Path) -> None:
     """A pack problem's files (its manifest's ``files``, relative to its root's parent), and its manifest
     as manifest.json in its root's copy: the snapshot then holds this one task, as a task folder does."""
@@ -391,13 +400,8 @@ class _Evaluation:
         report = build_report(task.manifest, doc, result, check=self.check, floors=floors, assume_floor=not aa)
         if not self.check and not self.cores.separated:
             report = report.but(inconclusive=[*report.inconclusive, UNSEPARATED])
-        uncorrected = not aa and any(w.speedup_within and not w.calibration for w in report.workloads)
-        position = POSITION_UNCORRECTED if uncorrected and self.cores.only_candidate_crosses else ""
-        report = with_lines(
-            report.but(
-                telemetry=telemetry, calibration=aa or None, wake_latency=outcomes.wake_latency, position=position
-            )
-        )
+        report = report.but(telemetry=telemetry, calibration=aa or None, wake_latency=outcomes.wake_latency)
+        report = with_lines(report.but(position=_position(report, self.cores)))
         if aa:
             report = report.but(lines=[*report.lines, self._record_aa(report, slot, task_sha256)])
         receipt = Receipt(
