@@ -54,7 +54,7 @@ from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE
 from kcoral.tasks.harness.taskdef import Task, load_task
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
 from kcoral.tasks.report import build_report, sample_times
-from kcoral.tasks.report_lines import with_lines
+from kcoral.tasks.report_lines import uncalibrated_rows, with_lines
 
 if TYPE_CHECKING:
     from kcoral.runner.leases import Lease
@@ -88,9 +88,7 @@ def _position(report: EvalReport, layout: CoreLayout) -> str:
     """:data:`POSITION_UNCORRECTED` where the lease's layout puts a cost on the candidate's calls alone (2
     cores) and a timed workload's slot has no calibration to take it off; "" otherwise (an A/A request
     measures that cost: it carries none)."""
-    if report.calibration or not layout.only_candidate_crosses:
-        return ""
-    return POSITION_UNCORRECTED if any(w.speedup_within and not w.calibration for w in report.workloads) else ""
+    return POSITION_UNCORRECTED if layout.only_candidate_crosses and uncalibrated_rows(report) else ""
 
 
 def _snapshot_problem(task: Task, into: Path) -> None:

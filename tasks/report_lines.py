@@ -46,6 +46,14 @@ def time_line(phases: dict[str, float]) -> str:
     return "time: " + ", ".join(parts)
 
 
+def uncalibrated_rows(report: EvalReport) -> list[WorkloadRow]:
+    """The timed workloads whose slot had no A/A calibration of the task (none in an A/A request: it is
+    one)."""
+    if report.calibration:
+        return []
+    return [r for r in report.workloads if r.speedup is not None and r.calibration is None]
+
+
 def report_lines(report: EvalReport) -> list[str]:
     """The printed report: the holdout, each workload, the flags and reasons, the summary."""
     lines = [holdout_line(report)]
@@ -55,8 +63,8 @@ def report_lines(report: EvalReport) -> list[str]:
     for flag in report.flags:
         lines.append(f"flagged: {flag}")
     lines += [f"inconclusive: {why}" for why in report.inconclusive]
-    uncalibrated = [r for r in report.workloads if r.speedup is not None and r.calibration is None]
-    if not report.calibration and uncalibrated:
+    uncalibrated = uncalibrated_rows(report)
+    if uncalibrated:
         assumed = [r.assumed_floor for r in uncalibrated if r.assumed_floor]
         lines.append(UNCALIBRATED_ASSUMED.format(max(assumed)) if assumed else UNCALIBRATED)
     if report.position:
