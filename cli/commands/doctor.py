@@ -25,6 +25,8 @@ CLOCK_SKEW_S = 5.0
 #: free bytes in the server's data dir under which a check warns, and fails
 DISK_WARN = 10 << 30
 DISK_FAIL = 1 << 30
+#: the most characters of one check's detail or fix printed (the server chose them: a bomb stays one line)
+SHOWN_CHARS = 400
 
 
 @dataclass
@@ -56,14 +58,20 @@ def doctor(remote: RemoteOption = None, token: TokenOption = None, json: JsonOpt
 def check_lines(checks: list[Check]) -> list[str]:
     """The checks as printed: a line each, and a fix under a check that is not ok. What the server said
     (a task's, a slot's or a workload's name, its versions) is escaped here, once for every check: a
-    server is not trusted to send text a terminal may act on."""
+    server is not trusted to send text a terminal may act on, nor of a reasonable length (each text is cut at
+    SHOWN_CHARS, saying so; ``--json`` keeps it whole)."""
     width = max(len(c.name) for c in checks)
     lines = []
     for c in checks:
-        lines.append(f"{c.status:<4}  {c.name:<{width}}  {printable(c.detail)}")
+        lines.append(f"{c.status:<4}  {c.name:<{width}}  {_shown(c.detail)}")
         if c.fix and c.status != "ok":
-            lines.append(f"{'':<4}  {'':<{width}}  fix: {printable(c.fix)}")
+            lines.append(f"{'':<4}  {'':<{width}}  fix: {_shown(c.fix)}")
     return lines
+
+
+def _shown(text: str) -> str:
+    more = len(text) - SHOWN_CHARS
+    return printable(text[:SHOWN_CHARS]) + (f" ... ({more} more characters)" if more > 0 else "")
 
 
 def run_checks(remote: str | None, token: str | None, facts: dict[str, Any] | None = None) -> list[Check]:
@@ -163,7 +171,9 @@ def _wake_latency(info: Any) -> Check:
     held = str(info.get("held", ""))
     if info.get("ok"):
         return Check("cpu wake-up", "ok", held)
-    fix = str(info.get("fix") or "run the server as root on the host (it opens /dev/cpu_dma_latency)")
+    fix = info.get("fix")
+    if not isinstance(fix, str) or not fix:  # a server before it said the fix
+        fix = "run the server as root on the host (it opens /dev/cpu_dma_latency)"
     return Check("cpu wake-up", "warn", f"{held}: a timed call may pay a core's wake-up on one side only", fix)
 
 
