@@ -80,7 +80,7 @@ UNSEPARATED = (
 #: a report of a 2-core lease whose slot has no calibration of the task (tasks.harness.cores, tasks.calibration)
 POSITION_UNCORRECTED = (
     "a 2-core lease, where only the candidate's calls cross to a core of their own: identical code can measure "
-    "up to ~20% slower until `kcoral calibrate TASK`"
+    "a few % slower until `kcoral calibrate TASK`"
 )
 
 
@@ -230,7 +230,7 @@ class _Evaluation:
             output_budget=SUPERVISOR_OUTPUT_BYTES,
             uid=SUPERVISOR_UID,
             log=self.judge_log,
-            cpus=self.cores.trusted if self.cores.separated else None,
+            cpus=self.cores.container if self.cores.separated else None,
         )
 
     def _candidate_step(self, cache: Path) -> ContainerStep:

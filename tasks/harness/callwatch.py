@@ -2,7 +2,8 @@
 
 - the candidate container's CPU time between its calls and while its inputs are written (``gaps``:
   tasks.harness.cpuwatch.outside_calls flags work done outside its own calls);
-- others' work on the candidate's core during its calls, less the candidate's own (``shared``:
+- others' work on the candidate's core during its calls, less the candidate's own and its core's
+  keeper's (tasks.harness.keeper) (``shared``:
   tasks.harness.cpuwatch.shared_core; over the method's limits the workload is not scored);
 - the trusted side's unbilled waits for a CPU during the calls of the iteration being timed
   (``waited``: tasks.harness.interference; a disturbed iteration is left out).
@@ -47,8 +48,9 @@ class Window:
     candidate: bool
     #: the candidate container's CPU ns as the window opened
     cpu_opened: int
-    #: (ns, ms the candidate's core had run) as it opened: a candidate's call on a core of its own only
-    core_opened: tuple[int, float] | None
+    #: (ns, ms the candidate's core had run, ms its keeper had) as it opened: a candidate's call on a
+    #: core of its own only
+    core_opened: tuple[int, float, float] | None
     #: ... once its inputs were written
     cpu_written: int = 0
     #: the trusted processes whose waits count against this call, and their waits before it
@@ -71,9 +73,15 @@ class CallWatch:
     waited: float = 0.0
     last_cpu: int = 0
     clock: Callable[[], int] = time.perf_counter_ns
+    #: ms the keeper of the candidate's core has run so far (tasks.harness.keeper; None: no keeper):
+    #: trusted work, not others' work on that core
+    kept: Callable[[], float] | None = None
 
     def cpu(self) -> int:
         return self.watch.ns() if self.watch is not None else 0
+
+    def kept_ms(self) -> float:
+        return self.kept() if self.kept is not None else 0.0
 
     def settled(self) -> None:
         """The candidate's CPU so far is not a gap's (it joined, or set up: it may work then)."""
@@ -94,7 +102,9 @@ class CallWatch:
         """Before a call's inputs are written."""
         cpu = self.cpu()
         core, judge = self.cores.candidate_core, self.judge
-        core_opened = (self.clock(), judge.busy_ms(core)) if candidate and judge and core is not None else None
+        core_opened = (
+            (self.clock(), judge.busy_ms(core), self.kept_ms()) if candidate and judge and core is not None else None
+        )
         return Window(candidate, cpu, core_opened)
 
     def judging(self, w: Window, watched: list[str]) -> None:
@@ -114,7 +124,7 @@ class CallWatch:
         core = self.cores.candidate_core
         if w.core_opened is not None and self.judge is not None and core is not None:
             window_ms = (self.clock() - w.core_opened[0]) / 1e6
-            busy = self.judge.busy_ms(core) - w.core_opened[1]
+            busy = self.judge.busy_ms(core) - w.core_opened[1] - (self.kept_ms() - w.core_opened[2])
             self.shared.append((busy - (cpu_closed - w.cpu_opened) / 1e6, window_ms))
         if w.candidate:
             self.gaps.append((w.cpu_opened - self.last_cpu, w.cpu_written - w.cpu_opened))

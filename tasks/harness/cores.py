@@ -1,9 +1,10 @@
 """Which cores of an evaluation's lease each party runs on.
 
-The candidate's container never shares a core with the judge's processes, nor the judge's with it:
-the server gives each container a cpuset for its whole life (tasks.evaluate). Whatever the
-candidate arms on its core (timers, epoll fan-outs, io_uring timeouts, signals) fires there and
-stalls only its own calls, and the scheduler cannot run it beside the baseline.
+The candidate's container never shares a core with the judge's processes, nor the judge's with it
+(but for the keeper of the candidate's core, below, which times nothing): the server gives each
+container a cpuset for its whole life (tasks.evaluate). Whatever the candidate arms on its core
+(timers, epoll fan-outs, io_uring timeouts, signals) fires there and stalls only its own calls (and
+its keeper), and the scheduler cannot run it beside the baseline.
 
 | cores in the lease | supervisor  | baseline's and empty call's workers | candidate's container |
 |--------------------|-------------|-------------------------------------|-----------------------|
@@ -20,10 +21,14 @@ baseline's calls with them (bench/results/gpu-host-issue29/diagnostic/cores.txt)
 
 The candidate gets one core, and so does the baseline's worker (started on it: a thread pool such
 as OpenMP's is sized to one core on both sides), so neither times on more cores than the other.
-The supervisor's container has every core but the candidate's (its warm-up compiles use them).
+The supervisor's processes have every core but the candidate's (its warm-up compiles use them);
+its container has the candidate's too, for one process alone: the keeper of that core
+(tasks.harness.keeper), which keeps a timed worker's core awake and flushes its caches before each
+call made there, on every timed core but the supervisor's (``kept``).
 With three cores or more every timed call, the baseline's, the candidate's and the empty one, is
 answered across cores the same way (the supervisor's message wakes a process on another core);
-with two, the judge's calls stay on the supervisor's core while the candidate's cross to its own.
+with two, the judge's calls stay on the supervisor's core while the candidate's cross to its own,
+and the keeper makes the candidate's core what the supervisor makes its own: awake, just flushed.
 With one the candidate cannot be kept apart: the evaluation is not scored (tasks.evaluate). The
 server takes two CPU slots for an evaluation where CPU slots have one core each (runner.leases,
 protocol.models.EVAL_CORES).
@@ -63,7 +68,7 @@ class CoreLayout:
     workers: int | None
     #: the candidate container's cpuset: one core (every core of the lease when it could not be split)
     candidate: tuple[int, ...]
-    #: the supervisor container's cpuset: the lease's cores but the candidate's
+    #: the cores the supervisor's own processes use: the lease's cores but the candidate's
     trusted: tuple[int, ...] = ()
 
     @property
@@ -82,6 +87,19 @@ class CoreLayout:
     def candidate_core(self) -> int | None:
         """The candidate's core (None: the lease could not be split)."""
         return self.candidate[0] if self.separated else None
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        """The cores a keeper holds while a case is timed (tasks.harness.keeper): each timed worker's
+        core but the supervisor's own."""
+        if not self.separated:
+            return ()
+        return tuple(c for c in dict.fromkeys((self.workers, self.candidate_core)) if c not in (None, self.supervisor))
+
+    @property
+    def container(self) -> tuple[int, ...]:
+        """The supervisor container's cpuset: its own processes' cores and its keepers'."""
+        return tuple(sorted({*self.trusted, *self.kept}))
 
     @property
     def judge(self) -> frozenset[int]:

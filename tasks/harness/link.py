@@ -8,6 +8,7 @@ candidate's: its case is an ERROR with the reason (:class:`CandidateGone`), and 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -29,6 +30,9 @@ class Worker:
     #: poll for its answers instead of sleeping (set while a case is timed with it on another core
     #: than the supervisor's: :meth:`Supervisor._pin`)
     spin: bool = False
+    #: ns from a trusted worker's stamp on its last answer (CLOCK_MONOTONIC, taken as it sent it) to
+    #: this process reading it; 0 for the candidate's (its stamp is its own word) or an answer without one
+    answer_lag_ns: int = 0
 
     def ask(self, message: dict[str, Any], fds: list[int] | None = None) -> str | None:
         """Send one operation; None when the worker answered ok, else its error text."""
@@ -52,6 +56,8 @@ class Worker:
             answer = self.chan.recv(self.timeout, spin=self.spin)
         except ChannelError as exc:
             self._lost(exc)
+        seen, sent = time.monotonic_ns(), answer.get("at")
+        self.answer_lag_ns = max(0, seen - sent) if self.trusted and type(sent) is int else 0
         if answer.get("ok") is True:
             return None
         error = answer.get("error")

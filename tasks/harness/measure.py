@@ -160,10 +160,18 @@ class Measuring(Calling):
             yield
             return
         self._pin(layout)
+        self._keep(True)
         try:
             yield
         finally:
+            self._keep(False)
             self._pin(None)
+
+    def _keep(self, awake: bool) -> None:
+        """The keepers of the timed cores keep them awake, or rest (tasks.harness.keeper)."""
+        self.keeping = awake and bool(self.keepers)
+        for keeper in self.keepers.values():
+            keeper.keep(awake)
 
     def _pin(self, layout: CoreLayout | None) -> None:
         """Each party onto its core of ``layout``; None: every party back where it started."""
@@ -453,9 +461,10 @@ class Measuring(Calling):
             + f"; objects in reference cycles freed between iterations: {m.cyclic}",
             file=sys.stderr,
         )
-        if batch and len(check):  # where a per-call figure's draw comes from: each process's raw times
+        if len(samples):  # where a figure's draw comes from: each process's raw times
+            alone = "; " + _medians(check, "alone") if batch and len(check) else ""
             print(
-                f"{name}: median raw ms per call, " + _medians(samples, "in batches") + "; " + _medians(check, "alone"),
+                f"{name}: median raw ms per call, " + _medians(samples, "in batches" if batch else "alone") + alone,
                 file=sys.stderr,
             )
         if any(samples.throttled):

@@ -22,6 +22,7 @@ from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cores import parse as parse_cores
 from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
 from kcoral.tasks.harness.interference import JudgeWatch
+from kcoral.tasks.harness.keeper import Keeper
 from kcoral.tasks.harness.link import Worker, hello
 from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE, TRUSTED_WORKERS
 from kcoral.tasks.harness.schema import CaseResult, Outcome
@@ -48,10 +49,12 @@ def main(
     doc: schema.CaseFile,
     started: list[tuple[Channel, subprocess.Popen[bytes]]],
     listener: socket.socket,
+    keepers: list[Keeper] | None = None,
 ) -> int:
     """The evaluation (argv as tasks.harness.supervise has it, the cases it read, the trusted workers it
-    started, the baseline's and the empty call's, if any case is timed, and the socket the candidate's
-    worker connects to, listening already); the exit code."""
+    started, the baseline's and the empty call's, if any case is timed, the socket the candidate's
+    worker connects to, listening already, and the keepers of the timed cores, tasks.harness.keeper);
+    the exit code."""
     laps = Laps()
     laps.spent["imports"] = process_age()
     began = time.monotonic() - laps.spent["imports"]  # the interpreter's start and the imports are the start's too
@@ -61,9 +64,12 @@ def main(
         torch.zeros(1, device="cuda")
     laps.lap("task and device")
     sup, trusted = _trusted_side(task_dir, doc, out, cores, started, laps)
+    sup.keep_cores(keepers or [])
     procs = [proc for _, proc in started]
 
     def finish(results: list[CaseResult], watch_note: str) -> int:
+        for k in keepers or []:
+            k.close()
         return _finish(out, schema.SupervisorResult(results, sup.interference, watch_note, sup.phases), trusted, procs)
 
     write_progress(out, phase="start", step="waiting for the candidate's worker")

@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kcoral.tasks.harness import cores, schema
+from kcoral.tasks.harness import cores, keeper, schema
 from kcoral.tasks.harness.channel import Channel, listen, pair
 from kcoral.tasks.harness.roles import TRUSTED_WORKERS
 
@@ -48,15 +48,19 @@ def start_worker(task_dir: Path, role: str, core: int | None) -> tuple[Channel, 
 def main(argv: list[str]) -> int:
     doc = schema.parse_cases(Path(argv[1]).read_bytes())
     timed = any(c.timed for c in doc.cases)
-    core = cores.parse(argv[5]).workers
+    layout = cores.parse(argv[5])
+    if layout.separated:  # the container has the candidate's core for its keeper alone (tasks.harness.cores)
+        os.sched_setaffinity(0, os.sched_getaffinity(0) - set(layout.candidate))
+    core = layout.workers
     # listening before anything imports torch: the candidate's worker connects at once and imports torch and
     # the task on its own core while the supervisor's do here (it waited for this socket, then imported: its
     # 0.9 s came after the supervisor's 2 s on a two-core host); it is accepted once the supervisor is ready
     listener = listen(argv[3])
     workers = [start_worker(Path(argv[0]), role, core) for role in TRUSTED_WORKERS.values()] if timed else []
+    keepers = [keeper.start(c) for c in layout.kept] if timed else []
     from kcoral.tasks.harness import session  # imports torch
 
-    return session.main(argv, doc, workers, listener)
+    return session.main(argv, doc, workers, listener, keepers)
 
 
 if __name__ == "__main__":

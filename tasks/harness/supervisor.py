@@ -41,6 +41,7 @@ from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cpuwatch import CpuWatch
 from kcoral.tasks.harness.gpuclock import GpuClock
 from kcoral.tasks.harness.gpuguard import GpuGuard
+from kcoral.tasks.harness.keeper import Keeper
 from kcoral.tasks.harness.link import CandidateGone, Worker
 from kcoral.tasks.harness.measure import Measuring, TooSlow
 from kcoral.tasks.harness.schema import CaseResult, Outcome
@@ -102,6 +103,10 @@ class Supervisor(Measuring):
     open_sides: list[Side] = field(default_factory=list)
     #: the GPU's free bytes before the submission's code could run (tasks.harness.measure)
     free_memory: int | None = None
+    #: the keepers of the timed cores, by core (tasks.harness.keeper: :meth:`keep_cores`), and whether
+    #: they keep them now (while a case is timed)
+    keepers: dict[int, Keeper] = field(default_factory=dict)
+    keeping: bool = False
 
     def __post_init__(self) -> None:
         task = load_task(self.task_dir)
@@ -121,6 +126,13 @@ class Supervisor(Measuring):
         self._where: dict[str, Any] = {}
         self._written_at = 0.0
         self.probes_passed = 0
+
+    def keep_cores(self, keepers: list[Keeper]) -> None:
+        """The keepers of the timed cores (tasks.harness.keeper), idle until a case is timed; what the
+        candidate's core's keeper runs is not others' work on that core (tasks.harness.callwatch)."""
+        self.keepers = {k.core: k for k in keepers}
+        mine = self.keepers.get(self.cores.candidate_core) if self.cores.candidate_core is not None else None
+        self.calls.kept = mine.cpu_ms if mine is not None else None
 
     def join(self, candidate: Worker, watch: CpuWatch | None) -> None:
         """The candidate's worker has connected and said hello: the cases can run."""

@@ -19,11 +19,16 @@ import torch
 
 from kcoral.tasks.harness import checks, schema, shared
 from kcoral.tasks.harness.callwatch import CallWatch
+from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.gpuclock import GpuClock, open_clock
 from kcoral.tasks.harness.gpuguard import GpuGuard
+from kcoral.tasks.harness.keeper import Keeper
 from kcoral.tasks.harness.link import CandidateGone, Worker
 
 _ns = time.perf_counter_ns
+#: seconds a keeper may take to flush its core's caches (tasks.harness.keeper); later, the call's
+#: iteration is left out as disturbed (only work on that core outside the calls keeps it from it)
+KEEPER_FLUSH_S = 0.25
 
 
 @dataclass
@@ -58,6 +63,10 @@ class Calling:
     null: Worker | None
     interference: list[str]
     last_call_ms: float
+    cores: CoreLayout
+    #: the keepers of the timed cores, by core (tasks.harness.keeper), and whether they keep them now
+    keepers: dict[int, Keeper]
+    keeping: bool
     #: the sides set up and not yet dropped (:meth:`_side`, :meth:`_drop`)
     open_sides: list[Side]
 
@@ -154,6 +163,7 @@ class Calling:
         if self.device == "cuda":
             shared.reset_persisting_l2()
             self._wait_quiet()
+        keeper = self._keeper_flushed(side.worker)
         window = self.calls.open(side.worker is self.candidate)
         self.calls.judging(window, self._watched(side.worker))
         self._sync()
@@ -163,11 +173,13 @@ class Calling:
         self.flush.add_(1.0)
         self._sync()
         self.calls.written(window)
-        error = side.worker.ask({"op": "call", "case": side.case})
+        with keeper.calling() if keeper else contextlib.nullcontext():
+            error = side.worker.ask({"op": "call", "case": side.case})
+        lag = self._answer_lag(side.worker)
         for name, t in side.outputs.items():
             side.snapshot[name].copy_(t)
         self._sync()
-        elapsed = (_ns() - t0) / 1e6
+        elapsed = (_ns() - t0 - lag) / 1e6
         self.calls.close(window)
         if side.worker is not self.candidate:
             poison(side.outputs)  # the baseline's answer never waits in memory for the candidate's call
@@ -187,6 +199,7 @@ class Calling:
         batch's time is its calls' and the protocol's (the empty call's batch measures that). ``graph``:
         the worker replays the batch's captured CUDA graph (TimingMethod.graph) instead of calling."""
         worker = sides[0].worker
+        keeper = self._keeper_flushed(worker)
         window = self.calls.open(worker is self.candidate)
         for side, sample in zip(sides, samples, strict=True):
             poison(side.outputs)
@@ -202,8 +215,9 @@ class Calling:
         self.calls.judging(window, self._watched(worker))
         self.calls.written(window)
         t0 = _ns()
-        error = worker.ask({"op": "batch", "cases": [side.case for side in sides], "graph": graph})
-        elapsed = (_ns() - t0) / 1e6
+        with keeper.calling() if keeper else contextlib.nullcontext():
+            error = worker.ask({"op": "batch", "cases": [side.case for side in sides], "graph": graph})
+        elapsed = (_ns() - t0 - self._answer_lag(worker)) / 1e6
         self.calls.close(window)
         for side in {id(side): side for side in sides}.values():  # the empty call's batch repeats one side
             for name, t in side.outputs.items():
@@ -214,6 +228,32 @@ class Calling:
         if worker is self.candidate:
             self.last_call_ms = elapsed / len(sides)
         return elapsed / len(sides), [side.snapshot for side in sides], error
+
+    def _keeper_flushed(self, worker: Worker) -> Keeper | None:
+        """The keeper of the core ``worker``'s calls run on while a case is timed (None: the supervisor's
+        own core, or nothing timed now), once it has flushed that core's caches on a CPU task (the
+        supervisor's flush, on its own core, reaches only the caches the cores share). A keeper kept
+        from its core past KEEPER_FLUSH_S makes the call's iteration disturbed."""
+        if not self.keeping:
+            return None
+        core = self.cores.candidate_core if worker is self.candidate else self.cores.workers
+        keeper = self.keepers.get(core) if core is not None else None
+        nbytes = self.flush.numel() * self.flush.element_size()
+        if keeper is not None and self.device == "cpu" and not keeper.flush(nbytes, KEEPER_FLUSH_S):
+            self.calls.waited += KEEPER_FLUSH_S * 1e3
+        return keeper
+
+    def _answer_lag(self, worker: Worker) -> int:
+        """ns to take off a call's time for the hand-off of its answer: a trusted worker on the
+        supervisor's own core (a lease of 2 cores) answers while this process sleeps, which runs again
+        only once that worker sleeps (the rest of its loop, then the switch back); the candidate's
+        answer, on a core of its own, is seen as it comes (this process polls). Without this the empty
+        call, made on the supervisor's core, took more off the candidate's calls than its hand-off
+        cost them: identical code 1.02-1.07x with the candidate's core kept (tasks.harness.keeper),
+        0.98-1.03x with every side on that core, 0.97-1.01x with this on the dev VM; the lags were
+        36-141 us (bench/results/two-core-keeper-dev-vm). The worker's stamp is taken as it sends
+        (CLOCK_MONOTONIC); the candidate's stamp is never read."""
+        return worker.answer_lag_ns if worker.trusted and self.cores.only_candidate_crosses else 0
 
     def _watched(self, worker: Worker) -> list[str]:
         return self.calls.watched(worker.trusted, worker.name)

@@ -73,6 +73,17 @@ def test_others_work_on_the_candidates_core_is_its_busy_time_less_the_candidates
     assert w.shared == [(3.0, 10.0)]
 
 
+def test_the_keeper_of_the_candidates_core_is_not_others_work_there() -> None:
+    """tasks.harness.keeper: trusted, it spins there while the supervisor writes the call's inputs."""
+    w, c = watch()
+    kept = [100.0]
+    w.kept = lambda: kept[0]
+    window = w.open(candidate=True)
+    c.now, c.core_ms, c.cpu_ns, kept[0] = 10_000_000, 7.0, 4_000_000, 102.5  # 2.5 of the 7 ms its keeper's
+    w.close(window)
+    assert w.shared == [(0.5, 10.0)]
+
+
 def test_no_core_of_its_own_or_no_judge_watch_keeps_no_shared_figure() -> None:
     for layout in (CoreLayout(None, None, ()), CoreLayout(0, 0, ())):
         w, c = watch(layout)

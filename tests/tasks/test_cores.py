@@ -29,6 +29,13 @@ def test_the_candidate_gets_one_core_the_judge_never_uses(
     assert layout.only_candidate_crosses is (len(lease) == 2)
     wired = cores.parse(layout.wire())
     assert (wired.supervisor, wired.workers, wired.candidate) == (supervisor, workers, (candidate,))
+    # a keeper on every timed worker's core but the supervisor's; the container holds its processes' and those
+    assert wired.kept == tuple(c for c in (workers, candidate) if c != supervisor)
+    assert layout.container == tuple(sorted({*trusted, candidate}))
+
+
+def test_a_lease_that_cannot_be_split_keeps_no_core() -> None:
+    assert cores.split((3,)).kept == () and cores.parse("-").kept == ()
 
 
 @pytest.mark.parametrize("lease", [(), (3,)])

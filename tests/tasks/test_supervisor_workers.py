@@ -6,9 +6,11 @@ call's worker mid-timing once gave the submission a rejection (tasks.harness.lin
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from kcoral.tasks.harness.channel import pair
+from kcoral.tasks.harness.channel import Channel, pair
 from kcoral.tasks.harness.link import CandidateGone, Worker
 
 
@@ -22,3 +24,24 @@ def test_a_lost_worker_fails_the_same_way_every_time_it_is_asked(trusted: bool, 
             worker.ask({"op": "pin", "cpus": None})
         assert type(info.value) is raised
     ours.close()
+
+
+@pytest.mark.parametrize(
+    ("trusted", "stamp", "lagged"),
+    [
+        (True, -5_000_000, True),  # a trusted worker's answer sent 5 ms ago: the hand-off took >= 5 ms
+        (False, -5_000_000, False),  # the candidate's stamp is its own word: never read
+        (True, "5", False),
+        (True, True, False),
+        (True, None, False),
+    ],
+)
+def test_only_a_trusted_workers_stamp_gives_the_hand_off_lag(trusted: bool, stamp: object, lagged: bool) -> None:
+    ours, theirs = pair()
+    worker = Worker("baseline" if trusted else "candidate", ours, trusted=trusted, timeout=5)
+    at = time.monotonic_ns() + stamp if type(stamp) is int else stamp
+    Channel(theirs).send({"ok": True, "at": at})
+    assert worker.answer() is None
+    assert (worker.answer_lag_ns >= 5_000_000) if lagged else worker.answer_lag_ns == 0
+    ours.close()
+    theirs.close()
