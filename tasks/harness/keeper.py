@@ -1,4 +1,4 @@
-"""A trusted process on a timed worker's core that keeps that core awake while a case is timed, and
+"""A trusted process on a timed worker's core that keeps that core awake while a CPU task's case is timed, and
 flushes its caches before each call made there (tasks.harness.cores: one per core of the lease, other
 than the supervisor's, on which a timed side runs).
 

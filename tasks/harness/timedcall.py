@@ -26,9 +26,10 @@ from kcoral.tasks.harness.keeper import Keeper
 from kcoral.tasks.harness.link import CandidateGone, Worker
 
 _ns = time.perf_counter_ns
-#: seconds a keeper may take to flush its core's caches (tasks.harness.keeper); later, the call's
-#: iteration is left out as disturbed (only work on that core outside the calls keeps it from it)
-KEEPER_FLUSH_S = 0.25
+#: seconds a keeper may take to flush its core's caches (tasks.harness.keeper), at least, and per GiB
+#: flushed; later, the call's iteration is left out as disturbed (only work on that core outside the
+#: calls keeps it from it: an io_uring storm armed there took 244 s of CI with a flat 0.25 s)
+KEEPER_FLUSH_S, KEEPER_FLUSH_S_PER_GIB = 0.02, 1.0
 
 
 @dataclass
@@ -233,14 +234,15 @@ class Calling:
         """The keeper of the core ``worker``'s calls run on while a case is timed (None: the supervisor's
         own core, or nothing timed now), once it has flushed that core's caches on a CPU task (the
         supervisor's flush, on its own core, reaches only the caches the cores share). A keeper kept
-        from its core past KEEPER_FLUSH_S makes the call's iteration disturbed."""
+        from its core past the limit (KEEPER_FLUSH_S...) makes the call's iteration disturbed."""
         if not self.keeping:
             return None
         core = self.cores.candidate_core if worker is self.candidate else self.cores.workers
         keeper = self.keepers.get(core) if core is not None else None
         nbytes = self.flush.numel() * self.flush.element_size()
-        if keeper is not None and self.device == "cpu" and not keeper.flush(nbytes, KEEPER_FLUSH_S):
-            self.calls.waited += KEEPER_FLUSH_S * 1e3
+        limit = KEEPER_FLUSH_S + KEEPER_FLUSH_S_PER_GIB * nbytes / 2**30
+        if keeper is not None and self.device == "cpu" and not keeper.flush(nbytes, limit):
+            self.calls.waited += limit * 1e3
         return keeper
 
     def _answer_lag(self, worker: Worker) -> int:
