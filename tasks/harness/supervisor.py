@@ -107,6 +107,7 @@ class Supervisor(Measuring):
     #: they keep them now (while a case is timed)
     keepers: dict[int, Keeper] = field(default_factory=dict)
     keeping: bool = False
+    keeper_misses: int = 0
 
     def __post_init__(self) -> None:
         task = load_task(self.task_dir)

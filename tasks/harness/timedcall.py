@@ -68,6 +68,8 @@ class Calling:
     #: the keepers of the timed cores, by core (tasks.harness.keeper), and whether they keep them now
     keepers: dict[int, Keeper]
     keeping: bool
+    #: keeper flushes not done in time in the measurement so far (each leaves its iteration out)
+    keeper_misses: int
     #: the sides set up and not yet dropped (:meth:`_side`, :meth:`_drop`)
     open_sides: list[Side]
 
@@ -243,6 +245,7 @@ class Calling:
         limit = KEEPER_FLUSH_S + KEEPER_FLUSH_S_PER_GIB * nbytes / 2**30
         if keeper is not None and self.device == "cpu" and not keeper.flush(nbytes, limit):
             self.calls.waited += limit * 1e3
+            self.keeper_misses += 1
         return keeper
 
     def _answer_lag(self, worker: Worker) -> int:
