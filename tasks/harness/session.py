@@ -64,10 +64,6 @@ def main(
         torch.zeros(1, device="cuda")
     laps.lap("task and device")
     sup, trusted = _trusted_side(task_dir, doc, out, cores, started, laps)
-    if sup.device != "cpu":  # a CPU task's position cost alone (a GPU host's cores are held awake: runner.wakeqos)
-        for k in keepers or []:
-            k.close()
-        keepers = []
     sup.keep_cores(keepers or [])
     procs = [proc for _, proc in started]
 

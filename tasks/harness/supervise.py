@@ -29,6 +29,7 @@ from pathlib import Path
 from kcoral.tasks.harness import cores, keeper, schema
 from kcoral.tasks.harness.channel import Channel, listen, pair
 from kcoral.tasks.harness.roles import TRUSTED_WORKERS
+from kcoral.tasks.harness.taskdef import load_task
 
 
 def start_worker(task_dir: Path, role: str, core: int | None) -> tuple[Channel, subprocess.Popen[bytes]]:
@@ -57,7 +58,9 @@ def main(argv: list[str]) -> int:
     # 0.9 s came after the supervisor's 2 s on a two-core host); it is accepted once the supervisor is ready
     listener = listen(argv[3])
     workers = [start_worker(Path(argv[0]), role, core) for role in TRUSTED_WORKERS.values()] if timed else []
-    keepers = [keeper.start(c) for c in layout.kept] if timed else []
+    # a CPU task's keepers (a GPU host's cores are held awake: runner.wakeqos); the manifest alone is read
+    cpu = load_task(Path(argv[0])).device == "cpu"
+    keepers = [keeper.start(c) for c in layout.kept] if timed and cpu else []
     from kcoral.tasks.harness import session  # imports torch
 
     return session.main(argv, doc, workers, listener, keepers)
