@@ -240,15 +240,7 @@ class Measuring(Calling):
             self.calls.measuring()  # only the measured calls count
             lost = self.calls.judge.lost_ms() if self.calls.judge is not None else {}
             samples, check = Samples(), Samples()
-            self.keeper_misses = 0
-            stopped = sampling.sample(
-                lambda i: self._iteration(m, i, samples, batch, "sample"),
-                samples,
-                cfg,
-                # no longer sampling on for precision once the candidate's core keeps its keeper from it:
-                # work on that core outside the calls, which the shared-core check names
-                lambda: bool(m.mismatch) or self.keeper_misses > KEEPER_MISSES,
-            )
+            stopped = self._sample(m, samples, cfg, batch)
             if batch and not m.mismatch:  # the same sides one call at a time: what the batch is held against
                 for i in range(cfg.per_call_checks):
                     self._iteration(m, i, check, 0, "per-call")
@@ -261,6 +253,19 @@ class Measuring(Calling):
         if batch and check.candidate:
             timing.per_call = check.per_call_check(cfg)
         return timing, m.mismatch
+
+    def _sample(self, m: Measurement, samples: Samples, cfg: schema.TimingMethod, batch: int) -> str:
+        """The measurement's iterations until tasks.harness.sampling says stop (why it stopped). It samples
+        on for precision no longer once a call's outputs differ from the baseline's, or once the
+        candidate's core keeps its keeper from it (work on that core outside the calls, which the
+        shared-core check names)."""
+        self.keeper_misses = 0
+        return sampling.sample(
+            lambda i: self._iteration(m, i, samples, batch, "sample"),
+            samples,
+            cfg,
+            lambda: bool(m.mismatch) or self.keeper_misses > KEEPER_MISSES,
+        )
 
     def note_free_memory(self) -> None:
         """The GPU's free memory now, what every timed batch is fitted to (:meth:`_fitted_batch`): taken
