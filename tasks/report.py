@@ -238,11 +238,19 @@ class Measured:
 
 
 def _host_refusal(name: str, timing: Timing, marks: list[bool], method: TimingMethod) -> Refusal | None:
-    """The host's reasons, read before any estimate: too few iterations, too many disturbed on the
-    judge's side, others' work on the submission's core."""
+    """The host's reasons, read before any estimate: too few iterations, others' work on the submission's
+    core (named first: it also keeps the keeper of that core from flushing it, which disturbs iterations),
+    too many disturbed on the judge's side."""
     iterations = len(marks)
     if iterations < 3:
         return Refusal(f"{name}: too few timing samples ({iterations})")
+    if timing.shared_core_share > method.shared_core_share and timing.shared_core_ms >= method.shared_core_ms:
+        return Refusal(
+            f"{name}: other work on the host ran on the submission's core during {timing.shared_core_share:.0%} of "
+            f"its timed calls ({timing.shared_core_ms:.0f} ms), more than {method.shared_core_share:.0%}: its times "
+            "are not its own (evaluate again on a quieter host)",
+            {"shared_core_share": timing.shared_core_share},
+        )
     if too_disturbed(marks, method.disturbed_limit):
         dropped = sum(marks)
         waits = [w for w, m in zip(timing.judge_wait_ms, marks, strict=False) if m]
@@ -255,13 +263,6 @@ def _host_refusal(name: str, timing: Timing, marks: list[bool], method: TimingMe
             f"{name}: {dropped} of {iterations} timed iterations were disturbed{lost}, more "
             f"than {method.disturbed_limit:.0%}: the host was too busy to time it (evaluate again)",
             {"protocol_ms": median(timing.null_ms[:iterations]), "disturbed": dropped},
-        )
-    if timing.shared_core_share > method.shared_core_share and timing.shared_core_ms >= method.shared_core_ms:
-        return Refusal(
-            f"{name}: other work on the host ran on the submission's core during {timing.shared_core_share:.0%} of "
-            f"its timed calls ({timing.shared_core_ms:.0f} ms), more than {method.shared_core_share:.0%}: its times "
-            "are not its own (evaluate again on a quieter host)",
-            {"shared_core_share": timing.shared_core_share},
         )
     return None
 
