@@ -3,12 +3,15 @@ Docker) that flushes when asked and goes when told."""
 
 from __future__ import annotations
 
+import mmap
 import os
+import threading
+import time
 
 import pytest
 
 from kcoral.tasks.harness import keeper as keepers
-from kcoral.tasks.harness.keeper import CALL, HOLD, PARK, QUIT, step
+from kcoral.tasks.harness.keeper import CALL, HOLD, PARK, QUIT, Keeper, step
 
 
 @pytest.mark.parametrize(
@@ -41,3 +44,87 @@ def test_a_real_keeper_flushes_when_asked_in_any_mode_and_goes_when_told() -> No
     finally:
         keeper.close()
     assert keeper.proc.returncode == 0
+
+
+class _ThisProcess:
+    """A Keeper's process handle for a loop run in a thread of this process."""
+
+    pid = os.getpid()
+    returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        self.returncode = 0  # the loop's own end is asserted by the test
+        return 0
+
+    def kill(self) -> None:  # pragma: no cover - the loop quits when told
+        raise AssertionError("the keeper's loop did not quit")
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+
+
+def test_the_loop_flushes_the_bytes_asked_wakes_when_told_and_quits() -> None:
+    """The keeper's loop itself (in a thread here, so that what it does is seen): a flush writes the
+    bytes asked for on its core, a parked loop wakes for it, and QUIT ends it with 0."""
+    page_fd = os.memfd_create("test-keeper")
+    os.ftruncate(page_fd, mmap.PAGESIZE)
+    event = os.eventfd(0, os.EFD_CLOEXEC)
+    theirs = os.dup(event)
+    ended: list[int] = []
+    loop = threading.Thread(target=lambda: ended.append(keepers.run(page_fd, theirs)), daemon=True)
+    keeper = Keeper(0, _ThisProcess(), mmap.mmap(page_fd, mmap.PAGESIZE), event)  # type: ignore[arg-type]
+    loop.start()
+    try:
+        before = _rss_bytes()
+        assert keeper.flush(64 << 20, timeout_s=30)  # parked: woken to flush
+        assert _rss_bytes() - before >= 24 << 20  # the half it writes is this process's memory now
+        with keeper.calling():
+            assert keeper.flush(1 << 20, timeout_s=30)
+        keeper.close()
+        loop.join(10)
+        assert ended == [0] and not loop.is_alive()
+    finally:
+        os.close(page_fd)
+        os.close(theirs)
+
+
+def _handle(proc: _ThisProcess) -> tuple[Keeper, int]:
+    """A keeper's handle with no loop behind it (and its page's descriptor)."""
+    page_fd = os.memfd_create("test-keeper")
+    os.ftruncate(page_fd, mmap.PAGESIZE)
+    return Keeper(0, proc, mmap.mmap(page_fd, mmap.PAGESIZE), os.eventfd(0)), page_fd  # type: ignore[arg-type]
+
+
+def test_a_flush_nobody_does_is_late_and_a_dead_keepers_at_once() -> None:
+    keeper, page_fd = _handle(_ThisProcess())
+    began = time.perf_counter()
+    assert not keeper.flush(1 << 20, timeout_s=0.05)  # no loop: it never says done
+    assert 0.05 <= time.perf_counter() - began < 5
+    dead = _ThisProcess()
+    dead.returncode = 1
+    gone, gone_fd = _handle(dead)
+    began = time.perf_counter()
+    assert not gone.flush(1 << 20, timeout_s=60)
+    assert time.perf_counter() - began < 5  # not waited for
+    for k, fd in ((keeper, page_fd), (gone, gone_fd)):
+        k.close()
+        os.close(fd)
+
+
+def test_its_cpu_is_its_processs_schedstat_in_ms() -> None:
+    keeper, page_fd = _handle(_ThisProcess())
+
+    def read() -> float:
+        with open(f"/proc/{os.getpid()}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e6
+
+    before = read()
+    ms = keeper.cpu_ms()
+    assert before <= ms <= read()
+    keeper.close()
+    os.close(page_fd)
