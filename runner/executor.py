@@ -29,6 +29,8 @@ from kcoral.protocol.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.archive import dir_usage
 from kcoral.runner.containers import DOCKER_ERRORS, prepare_output_dir, remove, rename
 from kcoral.runner.enginelog import ContainerOutput
+from kcoral.runner.jobcgroup import JobCgroup
+from kcoral.runner.jobcgroup import prepare as prepare_job_cgroup
 from kcoral.runner.joblog import LogWriter
 from kcoral.runner.leases import Lease
 from kcoral.runner.member import Member, open_log, settle_breach
@@ -59,6 +61,7 @@ class DockerExecutor:
         self.log_grew = log_grew
         self._gpu_mode: str | None = None
         self._cgroup_mount: tuple[str, str] | None = None
+        self._job_cgroup: JobCgroup | None = None
         self.client: docker.DockerClient | None = None
         self.error = ""
         self._pause = RECONNECT_FIRST_S
@@ -133,6 +136,9 @@ class DockerExecutor:
         """Docker reachability and version, for /health."""
         try:
             info = self._api().info()
+            if self._job_cgroup is None:
+                version, driver = str(info.get("CgroupVersion", "")), str(info.get("CgroupDriver", ""))
+                self._job_cgroup = prepare_job_cgroup(self.settings.job_cgroup, version, driver)
             return {
                 "ok": True,
                 "version": info.get("ServerVersion", ""),
@@ -140,6 +146,8 @@ class DockerExecutor:
                 "cgroup": info.get("CgroupVersion", ""),
                 "cgroup_driver": info.get("CgroupDriver", ""),
                 "storage": info.get("Driver", ""),
+                "job_cgroup": self._job_cgroup.describe(),
+                "job_cpu_weight": bool(self._job_cgroup.parent),
             }
         except (InfrastructureError, *DOCKER_ERRORS) as exc:
             return {"ok": False, "error": str(exc)}
@@ -158,6 +166,12 @@ class DockerExecutor:
                 return "devices"
             self._gpu_mode = "runtime" if "nvidia" in engine.get("runtimes", []) else "devices"
         return self._gpu_mode
+
+    def job_cgroup(self) -> JobCgroup:
+        """The job containers' parent cgroup (runner.jobcgroup), made once the engine first answers."""
+        if self._job_cgroup is None:
+            self.engine()
+        return self._job_cgroup or JobCgroup(reason="the engine does not answer")
 
     def cgroup_mount(self) -> tuple[str, str] | None:
         """(host folder that holds the job containers' cgroups, cgroup version "1" or "2"), for the
@@ -178,7 +192,7 @@ class DockerExecutor:
     def _find_cgroup_mount(self) -> tuple[str, str] | None:
         engine = self.engine()
         version, driver = str(engine.get("cgroup", "")), engine.get("cgroup_driver", "")
-        parent = "system.slice" if driver == "systemd" else "docker"
+        parent = self.job_cgroup().parent.strip("/") or ("system.slice" if driver == "systemd" else "docker")
         if version == "2":
             folder = f"/sys/fs/cgroup/{parent}"
         elif version == "1":
@@ -257,7 +271,10 @@ class DockerExecutor:
                 if path not in logs:
                     grew = functools.partial(self.log_grew, job_id) if self.log_grew and path == job_log else None
                     logs[path] = open_log(path, grew)
-            every = [container_options(self.settings, job_id, image, s, lease, self.gpu_mode()) for s in steps]
+            every = [
+                container_options(self.settings, job_id, image, s, lease, self.gpu_mode(), self.job_cgroup().parent)
+                for s in steps
+            ]
             if len(steps) == 1:
                 (step,), (options,) = steps, every
                 fits = self.standbys.fit(job_id, options) if self.standbys is not None else None
@@ -377,7 +394,9 @@ class DockerExecutor:
         exist: its folders are only the shape), in the background."""
         if self.standbys is None:
             return
-        options = container_options(self.settings, job_id, image, step, lease, self.gpu_mode())
+        options = container_options(
+            self.settings, job_id, image, step, lease, self.gpu_mode(), self.job_cgroup().parent
+        )
         fits = self.standbys.fit(job_id, options)
         if fits is not None:
             self.standbys.refill(lease, fits, options)

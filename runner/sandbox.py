@@ -4,7 +4,8 @@
 Profile (../shared/notes/threat-model.md): uid 65534, every capability dropped,
 no-new-privileges, Docker's default seccomp, read-only root filesystem, size-capped tmpfs for
 /tmp (HOME lives there), no network, private IPC, pids/memory/nofile limits with swap equal to
-memory, OOM-kill this container first, no core dumps, an init process, capped logs. The sent
+memory, OOM-kill this container first, no core dumps, an init process, capped logs, under the job
+cgroup of the largest CPU weight (runner.jobcgroup). The sent
 directory is mounted read-only as the working directory; /job/out is the only writable mount.
 """
 
@@ -32,8 +33,10 @@ def container_options(
     step: ContainerStep,
     lease: Lease,
     gpu_mode: str,
+    cgroup_parent: str = "",
 ) -> dict[str, object]:
-    """Keyword arguments for ``client.containers.create`` for one step of a job."""
+    """Keyword arguments for ``client.containers.create`` for one step of a job (under
+    ``cgroup_parent``: runner.jobcgroup; "" for the engine's default)."""
     limits = settings.limits
     volumes = step_volumes(settings, step, bool(lease.gpus) and gpu_mode == "devices")
     tmpfs = {"/tmp": f"size={limits.tmpfs_bytes},mode=1777,exec,nosuid,nodev"}
@@ -73,6 +76,8 @@ def container_options(
         options["cpuset_cpus"] = ",".join(str(c) for c in sorted(step.cpus))
     elif lease.cpuset:
         options["cpuset_cpus"] = lease.cpuset
+    if cgroup_parent:
+        options["cgroup_parent"] = cgroup_parent
     options.update(gpu_options(lease, gpu_mode))
     return options
 

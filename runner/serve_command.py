@@ -34,6 +34,7 @@ def serve(
     log_format: opts.LogFormat = "text",
     shutdown_grace: opts.ShutdownGrace = 30.0,
     standby: opts.Standby = True,
+    job_cgroup: opts.JobCgroup = "kcoral",
     warm_up: opts.WarmUp = [],  # noqa: B006
     calibrate: opts.Calibrate = 0,
     metrics_public: opts.MetricsPublic = False,
@@ -66,6 +67,7 @@ def serve(
             job_env=job_env,
             tasks_dir=[d.resolve() for d in tasks_dir],
             standby=standby,
+            job_cgroup=job_cgroup,
             limit=limit,
         ),
         warm_up=tuple(dict.fromkeys(warm_up)),

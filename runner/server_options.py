@@ -54,6 +54,15 @@ HostToolchain = Annotated[
         TOOLCHAIN,
     ),
 ]
+JobCgroup = Annotated[
+    str,
+    _option(
+        "job-cgroup",
+        "the job containers' parent cgroup, given the largest CPU weight so that host processes yield the "
+        "leased cores ('' for the engine's default parent)",
+        JOBS,
+    ),
+]
 GpuMode = Annotated[
     str, _option("gpu-mode", "auto | runtime (NVIDIA container runtime) | devices (device nodes)", JOBS)
 ]
@@ -200,6 +209,7 @@ def job_host(
     tasks_dir: list[Path] | tuple[Path, ...],
     standby: bool,
     limit: list[str] | tuple[str, ...] = (),
+    job_cgroup: str = "kcoral",
 ) -> dict[str, Any]:
     """The Settings fields that the shared options make (both commands read them the same way)."""
     if gpu_mode not in ("auto", "runtime", "devices"):
@@ -217,4 +227,5 @@ def job_host(
         "job_env": parse_env(job_env),
         "tasks_dirs": tuple(tasks_dir),
         "standby": standby,
+        "job_cgroup": job_cgroup,
     }

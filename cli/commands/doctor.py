@@ -102,6 +102,7 @@ def run_checks(remote: str | None, token: str | None, facts: dict[str, Any] | No
     checks.append(_versions(health))
     checks.append(_clock(health, (asked + answered) / 2))
     checks.append(_engine(health.get("docker") or {}))
+    checks += _job_cgroup(health.get("docker") or {})
     checks += _gpus(health)
     checks += _images(health.get("images") or [])
     checks += _profilers(health.get("profiling") or {})
@@ -138,6 +139,15 @@ def _engine(docker: dict[str, Any]) -> Check:
                      "start the server's Docker engine (bash scripts/install.sh)")  # fmt: skip
     return Check("engine", "ok", f"Docker {docker.get('version', '?')} ({docker.get('storage', '?')}, "
                  f"cgroup v{docker.get('cgroup', '?')})")  # fmt: skip
+
+
+def _job_cgroup(docker: dict[str, Any]) -> list[Check]:
+    if "job_cgroup" not in docker:
+        return []
+    if docker.get("job_cpu_weight"):
+        return [Check("leased cores", "ok", docker["job_cgroup"])]
+    fix = "run the server as root with Docker's cgroupfs driver (a loaded host's evaluations end inconclusive)"
+    return [Check("leased cores", "warn", docker["job_cgroup"], fix)]
 
 
 def _gpus(health: dict[str, Any]) -> list[Check]:

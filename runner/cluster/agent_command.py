@@ -61,6 +61,7 @@ def agent(
     job_env: opts.JobEnv = [],  # noqa: B006 - typer's default, never mutated
     tasks_dir: opts.TasksDir = [],  # noqa: B006
     standby: opts.Standby = True,
+    job_cgroup: opts.JobCgroup = "kcoral",
     log_level: opts.LogLevel = "info",
     limit: opts.Limit = [],  # noqa: B006 - typer's default, never mutated
 ) -> None:
@@ -85,6 +86,7 @@ def agent(
             job_env=job_env,
             tasks_dir=[d.resolve() for d in tasks_dir],
             standby=standby,
+            job_cgroup=job_cgroup,
             limit=limit,
         ),
     )

@@ -39,6 +39,12 @@ def test_every_container_has_private_namespaces_and_a_hidden_cgroup_where_asked(
     assert hidden["tmpfs"]["/sys/fs/cgroup"].startswith("ro,")  # type: ignore[index]
 
 
+def test_a_step_goes_under_the_job_cgroup_where_there_is_one() -> None:
+    step, settings = ContainerStep(command=["c"], env={}), _settings()
+    assert container_options(settings, "j", "i", step, LEASE, "devices", "/kcoral")["cgroup_parent"] == "/kcoral"
+    assert "cgroup_parent" not in container_options(settings, "j", "i", step, LEASE, "devices", "")
+
+
 def _settings(**kw: object) -> Settings:
     return Settings(data_dir=Path("/nonexistent"), image="img", gpus="none", **kw)  # type: ignore[arg-type]
 

@@ -31,7 +31,7 @@ def test_the_agent_shares_the_servers_options_not_copies() -> None:
     shared = set(served) & set(hosted) - {"return"}
     assert shared == {
         "data_dir", "gpus", "cpu_slots", "image", "host_toolchain", "gpu_mode", "python", "job_env", "tasks_dir",
-        "standby", "log_level", "limit",
+        "standby", "log_level", "limit", "job_cgroup",
     }  # fmt: skip
     for name in shared:
         assert typing.get_args(served[name])[1] is typing.get_args(hosted[name])[1], name
