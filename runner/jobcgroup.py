@@ -1,4 +1,4 @@
-"""The job containers' parent cgroup, with the largest CPU weight the kernel allows.
+"""An evaluation's containers' parent cgroup, with the largest CPU weight the kernel allows.
 
 A slot's cores are leased to one job at a time, but the host's own processes (a build, a busy loop,
 the engine) are not pinned away from them: the scheduler runs them on a leased core whenever it likes,
@@ -7,6 +7,9 @@ during 54-82% of its timed calls, and every A/A evaluation of the CPU demo ended
 Under a parent cgroup of maximal weight (cgroup v1 ``cpu.shares`` 262144, v2 ``cpu.weight`` 10000:
 256 and ~100 times a host process's default), host work yields a leased core to the job while the
 job has work on it, and takes it when the job sleeps (host work is not shut out, it waits).
+Evaluations only (plan.ContainerStep.timed): their timed calls are what host work must not reach,
+and the judge's deadline bounds how long they hold the cores; a python job spinning on every slot
+must not starve the server and the engine that answer its clients.
 
 The engine's cgroupfs driver only: with systemd's driver a parent must be a systemd slice whose
 weight systemd owns; the engine's default parent is kept there, and the reason says so. Where the
@@ -38,8 +41,11 @@ class JobCgroup:
     def describe(self) -> str:
         """One line for /v1/health and ``kcoral doctor``."""
         if self.parent:
-            return f"jobs under cgroup {self.parent}, {self.weight}: host processes yield the leased cores"
-        return f"jobs under the engine's default cgroup ({self.reason}): host processes compete for the leased cores"
+            return f"evaluations under cgroup {self.parent}, {self.weight}: host processes yield the leased cores"
+        return (
+            f"evaluations under the engine's default cgroup ({self.reason}): host processes compete for the "
+            "leased cores"
+        )
 
 
 def prepare(name: str, version: str, driver: str, root: Path = CGROUP_ROOT) -> JobCgroup:

@@ -51,6 +51,9 @@ class ContainerStep:
     #: an empty read-only /sys/fs/cgroup: the container cannot watch (inotify) or read the counters
     #: the server or a supervisor reads about it
     hide_cgroups: bool = False
+    #: an evaluation's: its cores are timed, so it runs under the job cgroup of the largest CPU weight
+    #: (runner.jobcgroup), where host processes yield them; other jobs compete with the host as usual
+    timed: bool = False
     #: where the container's output goes (None: the job's log, which the client sees)
     log: Path | None = None
     #: the most bytes of this step's output that are kept (None: the job's log_bytes, a breach beyond);

@@ -4,8 +4,8 @@
 Profile (../shared/notes/threat-model.md): uid 65534, every capability dropped,
 no-new-privileges, Docker's default seccomp, read-only root filesystem, size-capped tmpfs for
 /tmp (HOME lives there), no network, private IPC, pids/memory/nofile limits with swap equal to
-memory, OOM-kill this container first, no core dumps, an init process, capped logs, under the job
-cgroup of the largest CPU weight (runner.jobcgroup). The sent
+memory, OOM-kill this container first, no core dumps, an init process, capped logs; an evaluation's
+containers under the job cgroup of the largest CPU weight (runner.jobcgroup). The sent
 directory is mounted read-only as the working directory; /job/out is the only writable mount.
 """
 
@@ -35,7 +35,7 @@ def container_options(
     gpu_mode: str,
     cgroup_parent: str = "",
 ) -> dict[str, object]:
-    """Keyword arguments for ``client.containers.create`` for one step of a job (under
+    """Keyword arguments for ``client.containers.create`` for one step of a job (a timed step's under
     ``cgroup_parent``: runner.jobcgroup; "" for the engine's default)."""
     limits = settings.limits
     volumes = step_volumes(settings, step, bool(lease.gpus) and gpu_mode == "devices")
@@ -76,7 +76,7 @@ def container_options(
         options["cpuset_cpus"] = ",".join(str(c) for c in sorted(step.cpus))
     elif lease.cpuset:
         options["cpuset_cpus"] = lease.cpuset
-    if cgroup_parent:
+    if cgroup_parent and step.timed:
         options["cgroup_parent"] = cgroup_parent
     options.update(gpu_options(lease, gpu_mode))
     return options

@@ -58,7 +58,7 @@ JobCgroup = Annotated[
     str,
     _option(
         "job-cgroup",
-        "the job containers' parent cgroup, given the largest CPU weight so that host processes yield the "
+        "an evaluation's containers' parent cgroup, given the largest CPU weight so that host processes yield the "
         "leased cores ('' for the engine's default parent)",
         JOBS,
     ),

@@ -32,7 +32,7 @@ class Settings:
     gpus: str | tuple[int, ...] = "auto"
     #: concurrent jobs without a GPU (the only slots on a host without GPUs)
     cpu_slots: int = 2
-    #: the job containers' parent cgroup, given the largest CPU weight (runner.jobcgroup); "" = the engine's
+    #: an evaluation's containers' parent cgroup, of the largest CPU weight (runner.jobcgroup); "" = the engine's
     job_cgroup: str = "kcoral"
     tokens_file: Path | None = None
     #: the job image; in toolchain mode a near-empty image that host directories are mounted into

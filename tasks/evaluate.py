@@ -231,6 +231,7 @@ class _Evaluation:
             uid=SUPERVISOR_UID,
             log=self.judge_log,
             cpus=self.cores.container if self.cores.separated else None,
+            timed=True,
         )
 
     def _candidate_step(self, cache: Path) -> ContainerStep:
@@ -261,6 +262,7 @@ class _Evaluation:
             cgroup_file=self.channel / CANDIDATE_CGROUP_FILE,
             hide_cgroups=True,
             log_keep=ctx.settings.limits.eval_log_bytes,
+            timed=True,
         )
 
     def _snapshot_task(self) -> Task:

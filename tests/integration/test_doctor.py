@@ -49,6 +49,9 @@ def test_a_healthy_server_passes_every_check(server_factory: Any) -> None:
     assert checks["image"]["status"] == "ok" and "sha256:" in checks["image"]["detail"]
     assert checks["clock"]["status"] == "ok" and checks["versions"]["status"] == "ok"
     assert "CPU slots" in checks["gpus"]["detail"]
+    # this host (root, Docker's cgroupfs driver) gives evaluations a cgroup of the largest CPU weight
+    cores = checks["leased cores"]
+    assert cores["status"] == "ok" and cores["detail"].startswith("evaluations under cgroup /kcoral, "), cores
     # this host (root, Linux) lets the server hold its cores awake while an evaluation runs (runner.wakeqos),
     # unless it has no cpuidle driver to heed it: then doctor warns and says how to fix it
     wake, why = checks["cpu wake-up"], unheeded()

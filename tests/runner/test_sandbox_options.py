@@ -39,10 +39,11 @@ def test_every_container_has_private_namespaces_and_a_hidden_cgroup_where_asked(
     assert hidden["tmpfs"]["/sys/fs/cgroup"].startswith("ro,")  # type: ignore[index]
 
 
-def test_a_step_goes_under_the_job_cgroup_where_there_is_one() -> None:
-    step, settings = ContainerStep(command=["c"], env={}), _settings()
-    assert container_options(settings, "j", "i", step, LEASE, "devices", "/kcoral")["cgroup_parent"] == "/kcoral"
-    assert "cgroup_parent" not in container_options(settings, "j", "i", step, LEASE, "devices", "")
+def test_a_timed_step_goes_under_the_job_cgroup_where_there_is_one() -> None:
+    timed, plain, settings = ContainerStep(["c"], {}, timed=True), ContainerStep(["c"], {}), _settings()
+    assert container_options(settings, "j", "i", timed, LEASE, "devices", "/kcoral")["cgroup_parent"] == "/kcoral"
+    assert "cgroup_parent" not in container_options(settings, "j", "i", timed, LEASE, "devices", "")
+    assert "cgroup_parent" not in container_options(settings, "j", "i", plain, LEASE, "devices", "/kcoral")
 
 
 def _settings(**kw: object) -> Settings:
