@@ -76,7 +76,7 @@ def _evaluate(srv: RunningServer, source: str) -> tuple[dict[str, Any], dict[str
 def test_the_baselines_own_code_is_scored_in_batches_and_the_report_says_so(batch_server: RunningServer) -> None:
     template = (DEFAULT_TASKS_DIR / "demo" / "softmax" / "template.py").read_text()
     job, report = _evaluate(batch_server, template)
-    assert job["verdict"] == "ok", (job, report.get("lines"))
+    assert job["verdict"] == "ok", (job["verdict"], report.get("inconclusive"), "\n".join(report.get("lines", [])))
     row = next(w for w in report["workloads"] if w["timed"])
     assert row["batch"] == BATCH and row["verdict"] == "PASS", row
     s, lo, hi = row["per_call_speedup"]
