@@ -18,19 +18,25 @@ def v2_root(tmp_path: Path, controllers: str = "cpuset cpu io memory pids", subt
     return tmp_path
 
 
-@pytest.mark.parametrize("hierarchy", ["cpu", "cpu,cpuacct"])
+@pytest.mark.parametrize("hierarchy", ["cpu", "cpu,cpuacct", "cpuacct,cpu"])
 def test_cgroup_v1_gets_the_largest_cpu_shares_in_its_cpu_hierarchy(tmp_path: Path, hierarchy: str) -> None:
     (tmp_path / hierarchy).mkdir()
     got = prepare("kcoral", "1", "cgroupfs", tmp_path)
-    assert (got.parent, got.weight, got.reason) == ("/kcoral", f"cpu.shares {V1_SHARES_MAX}", "")
+    assert (got.parent, got.weight, got.reason) == ("/kcoral", "cpu.shares 262144", "")  # the kernel's largest
     assert (tmp_path / hierarchy / "kcoral" / "cpu.shares").read_text() == str(V1_SHARES_MAX)
     assert "yield the leased cores" in got.describe()
+    assert prepare("kcoral", "1", "cgroupfs", tmp_path) == got  # a restarted server finds its folder there
+
+
+def test_cgroup_v1_without_a_cpu_hierarchy_keeps_the_default(tmp_path: Path) -> None:
+    got = prepare("kcoral", "1", "cgroupfs", tmp_path)
+    assert got.parent == "" and got.reason.startswith(f"cannot set {tmp_path}/cpu/kcoral/cpu.shares: ")
 
 
 def test_cgroup_v2_gets_the_largest_cpu_weight_and_the_cpu_controller_for_its_children(tmp_path: Path) -> None:
     root = v2_root(tmp_path)
     got = prepare("kc", "2", "cgroupfs", root)
-    assert (got.parent, got.weight) == ("/kc", f"cpu.weight {V2_WEIGHT_MAX}")
+    assert (got.parent, got.weight) == ("/kc", "cpu.weight 10000")  # the kernel's largest
     assert (root / "kc" / "cpu.weight").read_text() == str(V2_WEIGHT_MAX)
     assert (root / "cgroup.subtree_control").read_text() == "+cpu"  # the kernel's file takes "+cpu" and lists "cpu"
 
@@ -46,6 +52,7 @@ def test_cgroup_v2s_cpu_controller_already_on_for_the_children_is_left_as_it_is(
     [
         ("", "2", "cgroupfs", "--job-cgroup is empty"),
         ("kcoral", "2", "systemd", "cgroup driver is systemd"),
+        ("kcoral", "2", "", "cgroup driver is unknown, not cgroupfs"),
         ("kcoral", "", "cgroupfs", "cgroup version unknown"),
     ],
 )
@@ -59,7 +66,8 @@ def test_the_engines_default_parent_stays_where_kcoral_cannot_own_one(
 
 
 def test_no_cpu_controller_or_a_weight_that_cannot_be_written_keeps_the_default(tmp_path: Path) -> None:
-    assert "no cpu controller" in prepare("kcoral", "2", "cgroupfs", v2_root(tmp_path, "memory pids")).reason
+    got = prepare("kcoral", "2", "cgroupfs", v2_root(tmp_path, "memory pids"))
+    assert got.reason == "the cgroup v2 root has no cpu controller"
     v1 = tmp_path / "v1"
     (v1 / "cpu" / "kcoral" / "cpu.shares").mkdir(parents=True)  # a folder where the file should be
     got = prepare("kcoral", "1", "cgroupfs", v1)
