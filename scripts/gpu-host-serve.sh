@@ -23,6 +23,8 @@ if ! curl -sf http://127.0.0.1:8901/v1/health >/dev/null; then  # say why at onc
   echo "the server did not start:"; tail -n 20 "$out/server.log"; exit 1
 fi
 export KCORAL_REMOTE=http://127.0.0.1:8901
+# where evaluations run (runner.jobcgroup): cgroup v2 on this host
+curl -sf http://127.0.0.1:8901/v1/health | python3 -c 'import json,sys; print("leased cores:", json.load(sys.stdin)["docker"].get("job_cgroup"))'
 # the host Python's bytecode for the jobs (runner.pycache): the first evaluation waits for it
 t0=$SECONDS
 for _ in $(seq 1 600); do
