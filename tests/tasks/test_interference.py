@@ -4,8 +4,10 @@ own counters), and which iterations they disturb."""
 from __future__ import annotations
 
 import os
-import threading
+import subprocess
+import sys
 import time
+from subprocess import PIPE
 
 from kcoral.tasks.harness import interference
 from kcoral.tasks.harness.interference import JudgeWatch
@@ -19,30 +21,28 @@ def test_an_iteration_is_disturbed_past_the_larger_of_its_limits() -> None:
 
 
 def test_a_process_kept_off_its_cpu_is_seen_waiting() -> None:
-    """Two busy threads pinned to one core: each waits on the run queue while the other runs, and the
-    wait this process's main thread reads from /proc/PID/schedstat grows by about the time it was kept off."""
+    """A busy process pinned to this process's core: both want the core, so the wait this process's main
+    thread reads from /proc/PID/schedstat grows by about the time it was kept off. (Two threads of this
+    process took turns on the GIL instead, each asleep while the other ran: 0 ms waited in CI once.)"""
     core = min(os.sched_getaffinity(0))
     watch = JudgeWatch({"me": os.getpid()}, frozenset({core}))
     before = os.sched_getaffinity(0)
-    stop = time.monotonic() + 0.3
-
-    def spin() -> None:
-        os.sched_setaffinity(0, {core})
-        while time.monotonic() < stop:
-            pass
-
+    spin = f"import os, time\nos.sched_setaffinity(0, {{{core}}})\nprint(flush=True)\nend = time.monotonic() + 5\n"
+    spinner = subprocess.Popen([sys.executable, "-c", spin + "while time.monotonic() < end: pass"], stdout=PIPE)
     try:
+        assert spinner.stdout is not None and spinner.stdout.readline() == b"\n"  # pinned, and spinning now
         os.sched_setaffinity(0, {core})
         start = watch.waited_ms(["me"])
-        helper = threading.Thread(target=spin)
-        helper.start()
-        spin()
-        helper.join()
+        stop = time.monotonic() + 0.3
+        while time.monotonic() < stop:
+            pass
         waited = watch.waited_ms(["me"]) - start
     finally:
         os.sched_setaffinity(0, before)
+        spinner.kill()
+        spinner.communicate()
         watch.close()
-    assert waited > 20.0, waited  # ~half of 300 ms shared with a spinning thread; at least a few slices
+    assert waited > 20.0, waited  # ~half of 300 ms shared with a spinning process; at least a few slices
 
 
 def test_an_idle_process_waits_next_to_nothing() -> None:
