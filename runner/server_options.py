@@ -7,6 +7,7 @@ parameter; what both commands share is one alias here, and :func:`job_host` turn
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,6 +37,10 @@ def _flag(name: str, help: str, panel: str) -> Any:
     """``--NAME/--no-NAME``, also set by ``KCORAL_NAME``, listed under ``panel``."""
     envvar = "KCORAL_" + name.upper().replace("-", "_")
     return typer.Option(f"--{name}/--no-{name}", envvar=envvar, help=help, rich_help_panel=panel)
+
+
+#: --job-cgroup: one folder under the cgroup root (runner.jobcgroup)
+JOB_CGROUP_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
 # --- a host's jobs: both commands ------------------------------------------------------------------
@@ -214,6 +219,10 @@ def job_host(
     """The Settings fields that the shared options make (both commands read them the same way)."""
     if gpu_mode not in ("auto", "runtime", "devices"):
         raise typer.BadParameter("--gpu-mode must be auto, runtime or devices")
+    if job_cgroup and not JOB_CGROUP_NAME.fullmatch(job_cgroup):
+        # one folder under the cgroup root: a path ("../x", "/tmp/x") would be made and written elsewhere
+        what = "one folder name of letters, digits, '.', '_' and '-'"
+        raise typer.BadParameter(f"--job-cgroup takes {what} ({job_cgroup!r})")
     limits, connections = parse_limits(list(limit))
     return {
         "limits": limits,

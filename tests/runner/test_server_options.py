@@ -39,7 +39,13 @@ def test_the_agent_shares_the_servers_options_not_copies() -> None:
 
 @pytest.mark.parametrize(
     ("name", "value", "said"),
-    [("KCORAL_GPU_MODE", "bogus", "--gpu-mode must be auto, runtime or devices"), ("KCORAL_CPU_SLOTS", "-1", "-1")],
+    [
+        ("KCORAL_GPU_MODE", "bogus", "--gpu-mode must be auto, runtime or devices"),
+        ("KCORAL_CPU_SLOTS", "-1", "-1"),
+        ("KCORAL_JOB_CGROUP", "../../tmp/x", "--job-cgroup takes one folder name"),
+        ("KCORAL_JOB_CGROUP", "/tmp/x", "--job-cgroup takes one folder name"),
+        ("KCORAL_JOB_CGROUP", "..", "--job-cgroup takes one folder name"),
+    ],
 )
 def test_an_environment_variable_sets_the_option_and_is_checked_like_it(
     name: str, value: str, said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
