@@ -20,6 +20,7 @@ why.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,9 @@ from pathlib import Path
 V1_SHARES_MAX = 262144
 V2_WEIGHT_MAX = 10000
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+#: the parent is one folder under the cgroup root: a path ("../x", "/tmp/x") would be made and written elsewhere
+JOB_CGROUP_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+JOB_CGROUP_RULE = "one folder name of letters, digits, '.', '_' and '-'"
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,8 @@ def prepare(name: str, version: str, driver: str, root: Path = CGROUP_ROOT) -> J
     it the largest CPU weight; "" for ``name`` keeps the engine's default parent."""
     if not name:
         return JobCgroup(reason="--job-cgroup is empty")
+    if not JOB_CGROUP_NAME.fullmatch(name):
+        return JobCgroup(reason=f"--job-cgroup {name!r} is not {JOB_CGROUP_RULE}")
     if driver != "cgroupfs":
         return JobCgroup(reason=f"the engine's cgroup driver is {driver or 'unknown'}, not cgroupfs")
     if version == "1":

@@ -7,13 +7,13 @@ parameter; what both commands share is one alias here, and :func:`job_host` turn
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from kcoral.protocol.models import MAX_CALIBRATION_REQUESTS
+from kcoral.runner.jobcgroup import JOB_CGROUP_NAME, JOB_CGROUP_RULE
 from kcoral.runner.limits import ConnectionLimits, Limits, from_environment, help_table, with_limits
 from kcoral.runner.settings import DEFAULT_TOOLCHAIN_MOUNTS
 
@@ -37,10 +37,6 @@ def _flag(name: str, help: str, panel: str) -> Any:
     """``--NAME/--no-NAME``, also set by ``KCORAL_NAME``, listed under ``panel``."""
     envvar = "KCORAL_" + name.upper().replace("-", "_")
     return typer.Option(f"--{name}/--no-{name}", envvar=envvar, help=help, rich_help_panel=panel)
-
-
-#: --job-cgroup: one folder under the cgroup root (runner.jobcgroup)
-JOB_CGROUP_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
 # --- a host's jobs: both commands ------------------------------------------------------------------
@@ -220,9 +216,7 @@ def job_host(
     if gpu_mode not in ("auto", "runtime", "devices"):
         raise typer.BadParameter("--gpu-mode must be auto, runtime or devices")
     if job_cgroup and not JOB_CGROUP_NAME.fullmatch(job_cgroup):
-        # one folder under the cgroup root: a path ("../x", "/tmp/x") would be made and written elsewhere
-        what = "one folder name of letters, digits, '.', '_' and '-'"
-        raise typer.BadParameter(f"--job-cgroup takes {what} ({job_cgroup!r})")
+        raise typer.BadParameter(f"--job-cgroup takes {JOB_CGROUP_RULE} ({job_cgroup!r})")
     limits, connections = parse_limits(list(limit))
     return {
         "limits": limits,

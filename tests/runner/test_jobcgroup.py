@@ -51,6 +51,8 @@ def test_cgroup_v2s_cpu_controller_already_on_for_the_children_is_left_as_it_is(
     ("name", "version", "driver", "why"),
     [
         ("", "2", "cgroupfs", "--job-cgroup is empty"),
+        ("../../tmp/x", "2", "cgroupfs", "--job-cgroup '../../tmp/x' is not one folder name"),
+        ("/tmp/x", "2", "cgroupfs", "--job-cgroup '/tmp/x' is not one folder name"),
         ("kcoral", "2", "systemd", "cgroup driver is systemd"),
         ("kcoral", "2", "", "cgroup driver is unknown, not cgroupfs"),
         ("kcoral", "", "cgroupfs", "cgroup version unknown"),
