@@ -25,6 +25,9 @@ MAX_TEXT = 12000  # a reason: a check's full traceback fits
 MAX_SAMPLES = 10000
 MAX_PHASES = 200
 MAX_CASES = 1000
+#: what a task's callable may say of itself in a worker's answer to its setup (``state``), for the
+#: supervisor to check (a KernelBench ModelNew's parameters: tasks.packs.kernelbench.state_report)
+STATE_ATTRIBUTE = "__kcoral_state__"
 
 #: a reason, a name: cut to MAX_TEXT characters
 Text = Annotated[str, Bound(max_chars=MAX_TEXT)]

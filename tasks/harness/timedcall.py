@@ -133,6 +133,9 @@ class Calling:
                 os.close(b.fd)
                 b.fd = None
         self.calls.settled()  # the candidate may work while it sets up
+        check_state = getattr(self.mod, "check_state", None)
+        if error is None and check_state is not None and side.worker is self.candidate:
+            error = check_state(side.worker.said.get("state")) or None  # here, not in the candidate's process
         return error
 
     def _seed(self, case_id: str, label: str) -> int:

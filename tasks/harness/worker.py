@@ -4,7 +4,8 @@ workers the supervisor starts in its own container, on an inherited socket: the 
 
 A worker does only what the supervisor tells it, on buffers the supervisor owns:
     setup {case, scalars, buffers}   map the buffers, build the case's data dict, call the factory
-                                     (the submission's ``setup`` through the task, or the baseline)
+                                     (the submission's ``setup`` through the task, or the baseline);
+                                     answer with the callable's ``state``, if it has one
     call {case[, warm_up]}           call that case's callable once, synchronise the device, answer
                                      (warm_up, trusted workers only: autotuned kernels compiled ahead)
     batch {cases}                    call each case's callable in turn, back to back, then synchronise
@@ -44,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kcoral.tasks.harness import autotune, pinning
+from kcoral.tasks.harness import autotune, pinning, schema
 from kcoral.tasks.harness.channel import Channel, ChannelError, connect
 from kcoral.tasks.harness.failures import describe
 from kcoral.tasks.harness.taskdef import load_task
@@ -70,7 +71,7 @@ def serve(
     gc.freeze()  # an honest worker's idle loop then costs next to no CPU between calls
     chan.send(hello)
     cases = Cases(device, factory, inside, before_setup)
-    operations: dict[object, Callable[[dict[str, Any], list[int]], None]] = {
+    operations: dict[object, Callable[[dict[str, Any], list[int]], dict[str, Any] | None]] = {
         "setup": cases.setup,
         "drop": cases.drop,
         "pin": cases.pin,
@@ -87,14 +88,14 @@ def serve(
             operation = operations.get(op)
             if operation is None:
                 raise ValueError(f"unknown operation {op!r}")
-            operation(message, fds)
+            said = operation(message, fds)
         except Exception as exc:  # noqa: BLE001 - the callable's failure is the answer
             chan.send({"ok": False, "error": describe(exc, inside, full=CHECK)})
             continue
         finally:
             for fd in fds:
                 os.close(fd)
-        chan.send({"ok": True, "at": time.monotonic_ns()})  # a trusted worker's stamp: Supervisor.call
+        chan.send({"ok": True, "at": time.monotonic_ns(), **(said or {})})  # the stamp: Supervisor.call
 
 
 class Cases:
@@ -116,7 +117,9 @@ class Cases:
         self.datas: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.graphs: dict[tuple[str, ...], Any] = {}  # captured batches, by their cases
 
-    def setup(self, message: dict[str, Any], fds: list[int]) -> None:
+    def setup(self, message: dict[str, Any], fds: list[int]) -> dict[str, Any] | None:
+        """The case's callable built; the answer carries what its ``state`` says of it (a KernelBench
+        ModelNew's parameters: tasks.packs.kernelbench.state_report), for the supervisor to check."""
         if self.before_setup is not None:
             self.before_setup()
         data = dict(message.get("scalars") or {})
@@ -135,6 +138,8 @@ class Cases:
         self.calls[message["case"]] = call
         if not callable(call):
             raise TypeError(f"setup returned {type(call).__name__}, not a callable")
+        state = getattr(call, schema.STATE_ATTRIBUTE, None)
+        return None if state is None else {"state": state}
 
     def drop(self, message: dict[str, Any], fds: list[int]) -> None:
         self.calls.pop(message["case"], None)

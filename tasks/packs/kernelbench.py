@@ -11,8 +11,10 @@ supervisor's buffers (:func:`tasks.packs.values.write_outputs`), the baseline's 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import io
+import json
 import random
 import tokenize
 from collections.abc import Callable
@@ -25,6 +27,11 @@ from kcoral.tasks.packs.problem import PackProblem
 
 #: the seed both models are built under (their parameters must be the same)
 INIT_SEED = 42
+#: a parameter's or buffer's name, dtype, shape and values' SHA-256 (describe_state)
+StateEntry = tuple[str, str, list[int], str]
+#: the most parameters and buffers a model's description may list, and the most bytes of it a worker's
+#: answer carries (tasks.harness.channel.MAX_MESSAGE is 64 KiB; beyond it only the digest goes)
+MAX_STATE_ENTRIES, MAX_STATE_BYTES = 2_000, 48 << 10
 TOLERANCE_RULE = (
     "KernelBench's rule: every element of every output satisfies |out - ref| <= atol + rtol * |ref| "
     "(torch.allclose), the shapes equal, no NaN or inf"
@@ -48,6 +55,7 @@ class KernelBenchProblem(PackProblem):
         super().__init__(manifest["pack"])
         self._module: ModuleType | None = None
         self._models: dict[str, Any] = {}
+        self._state: list[StateEntry] | None = None
 
     def problem(self) -> ModuleType:
         """The problem file, imported once."""
@@ -105,15 +113,27 @@ class KernelBenchProblem(PackProblem):
         return self._runner(self.build(self.problem().Model, _device(data)), data)
 
     def candidate(self, module: Any, data: dict[str, Any]) -> Callable[[], None]:
+        """The ModelNew's runner, carrying what its parameters and buffers are (``STATE_ATTRIBUTE``: names, dtypes,
+        shapes, digests of the values), which the worker hands the supervisor with its setup's answer:
+        :meth:`check_state` compares it with Model's there, outside the candidate's process."""
+        from kcoral.tasks.harness.schema import STATE_ATTRIBUTE  # noqa: PLC0415 - in a worker (not the inspector's image)
+
         cls = getattr(module, "ModelNew", None)
         if cls is None:
             raise AttributeError("the submission defines no ModelNew")
-        device = _device(data)
-        model = self.build(cls, device)
-        problem = same_state(self.build(self.problem().Model, device), model)
-        if problem:
-            raise ValueError(f"ModelNew(*get_init_inputs()) built under the problem's seed is not Model's: {problem}")
-        return self._runner(model, data)
+        model = self.build(cls, _device(data))
+        run = self._runner(model, data)
+        setattr(run, STATE_ATTRIBUTE, state_report(model))
+        return run
+
+    def check_state(self, said: object) -> str:
+        """ "" when the state the candidate's worker reported is Model's (built here under the same seed),
+        else the reason the candidate is refused before any call."""
+        if self._state is None:  # the reference's model where the supervisor built one, else on the CPU
+            built = next(iter(self._models.values()), None)
+            self._state = describe_state(self._reference_model("cpu") if built is None else built)
+        problem = state_difference(self._state, said)
+        return problem and f"ModelNew(*get_init_inputs()) built under the problem's seed is not Model's: {problem}"
 
     def holdout_params(self, rng: random.Random, count: int) -> list[dict[str, Any]]:
         """Fresh draws of the problem's own inputs (the seeds are the secret's; the shapes are fixed)."""
@@ -137,26 +157,68 @@ class KernelBenchProblem(PackProblem):
         return run
 
 
-def same_state(reference: Any, candidate: Any) -> str:
-    """ "" when ``candidate`` holds ``reference``'s parameters and buffers (same names, shapes, dtypes and
-    values: KernelBench's models share their weights' seed), else the first difference. Checked where
-    the candidate is built; its outputs are judged by the supervisor all the same."""
+def describe_state(model: Any) -> list[StateEntry]:
+    """``model``'s parameters and buffers (none for a callable that is not a module): name, dtype,
+    shape and the SHA-256 of the values' bytes, by name."""
     import torch  # noqa: PLC0415
 
-    def state(model: Any) -> dict[str, Any]:
-        return dict(model.state_dict()) if isinstance(model, torch.nn.Module) else {}
+    if not isinstance(model, torch.nn.Module):
+        return []
+    entries = []
+    for name, value in sorted(model.state_dict().items()):
+        raw = value.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
+        digest = hashlib.sha256(raw.numpy().tobytes()).hexdigest()
+        entries.append((name, str(value.dtype).removeprefix("torch."), list(value.shape), digest))
+    return entries
 
-    want, got = state(reference), state(candidate)
-    missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+
+def state_digest(entries: list[StateEntry] | list[list[Any]]) -> str:
+    """One SHA-256 of a whole description (what two models' states share when they are the same)."""
+    return hashlib.sha256(json.dumps(entries, separators=(",", ":")).encode()).hexdigest()
+
+
+def state_report(model: Any) -> dict[str, Any]:
+    """What the candidate's worker says of its model: the description's digest, and the description
+    itself where it fits in a message (tasks.harness.channel's limit), to name the first difference."""
+    entries = describe_state(model)
+    fits = len(json.dumps(entries, separators=(",", ":"))) <= MAX_STATE_BYTES
+    return {"digest": state_digest(entries), "entries": entries if fits else None}
+
+
+def state_difference(want: list[StateEntry], said: object) -> str:
+    """ "" when ``said`` (the candidate's worker's :func:`state_report`, read as hostile input) describes
+    ``want``, else the first difference: names lacking or added, a dtype or shape, values (KernelBench's
+    models share their weights' seed, so they must be equal)."""
+    if not isinstance(said, dict) or not isinstance(said.get("digest"), str):
+        return "its worker did not say what its parameters and buffers are"
+    if said["digest"] == state_digest(want):
+        return ""
+    entries = said.get("entries")
+    if not isinstance(entries, list) or len(entries) > MAX_STATE_ENTRIES or not all(map(_is_entry, entries)):
+        return f"its {len(want)} parameters and buffers are not Model's (too many to name the first difference)"
+    got = {e[0]: e for e in entries}
+    wanted = {e[0]: e for e in want}
+    missing, extra = sorted(set(wanted) - set(got)), sorted(set(got) - set(wanted))
     if missing or extra:
         return f"its parameters and buffers lack {missing[:5]} and add {extra[:5]}"
-    for name, value in want.items():
-        other = got[name]
-        if tuple(other.shape) != tuple(value.shape) or other.dtype != value.dtype:
-            return f"{name} is {other.dtype} {list(other.shape)}, Model's {value.dtype} {list(value.shape)}"
-        if not torch.equal(other.detach().cpu(), value.detach().cpu()):
+    for name, (_, dtype, shape, digest) in wanted.items():
+        _, other_dtype, other_shape, other_digest = got[name]
+        if other_dtype != dtype or other_shape != shape:
+            return f"{name} is {other_dtype} {other_shape}, Model's {dtype} {shape}"
+        if other_digest != digest:
             return f"{name} holds other values than Model's (built from the same seed, they must be equal)"
-    return ""
+    return "its parameters and buffers are not Model's (its description and its digest disagree)"
+
+
+def _is_entry(entry: object) -> bool:
+    return (
+        isinstance(entry, list)
+        and len(entry) == 4
+        and all(isinstance(entry[i], str) and len(entry[i]) <= 300 for i in (0, 1, 3))
+        and isinstance(entry[2], list)
+        and len(entry[2]) <= 64
+        and all(type(d) is int for d in entry[2])
+    )
 
 
 def model_new(source: str) -> str:

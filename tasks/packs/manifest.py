@@ -13,9 +13,12 @@ tasks directory) sets ``device`` (default cuda), ``tolerance``, ``timeout_s``, `
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
+from kcoral.tasks.cases import timing_method
+from kcoral.tasks.harness.schema import TimingMethod
 from kcoral.tasks.packs.recognise import KERNELBENCH, Problem
 
 PACK_SETTINGS = "kcoral-pack.json"
@@ -25,6 +28,10 @@ KERNELBENCH_TOLERANCE = {"atol": 1e-2, "rtol": 1e-2, "allclose": 1.0}
 DEFAULT_TIMEOUT_S = 600.0
 #: holdout probes per request: fresh draws of the problem's own inputs under seeds drawn from the secret
 DEFAULT_HOLDOUT = 2
+MAX_HOLDOUT = 50
+#: what a pack's ``tolerance`` may set (tasks.harness.checks.Tolerance); KernelBench's rule keeps what it
+#: does not set, a GPU MODE problem's own check_implementation judges whatever it says
+TOLERANCE_KEYS = frozenset({"atol", "rtol", "rms", "allclose"})
 #: KernelBench's checked draws besides the timed one (KernelBench itself checks five)
 KERNELBENCH_DRAWS = ("standard", "draw2", "draw3")
 KERNELBENCH_CONTRACT = (
@@ -50,12 +57,39 @@ def pack_settings(folder: Path, top: Path) -> tuple[dict[str, Any], str]:
                 return {}, f"{path.name} in {here.name}: not readable JSON ({exc})"
             if not isinstance(doc, dict) or not set(doc) <= SETTINGS_KEYS:
                 return {}, f"{path.name} in {here.name}: an object of {sorted(SETTINGS_KEYS)} only"
-            if doc.get("device", "cuda") not in ("cuda", "cpu"):
-                return {}, f"{path.name} in {here.name}: device is cuda or cpu"
-            return doc, ""
+            problem = settings_problem(doc)
+            return ({}, f"{path.name} in {here.name}: {problem}") if problem else (doc, "")
         if here == top or here.parent == here:
             return {}, ""
         here = here.parent
+
+
+def settings_problem(doc: dict[str, Any]) -> str:
+    """What is wrong with a kcoral-pack.json's values ("" when nothing): each one is checked as the
+    server reads the file, so a bad value makes the pack's problems unloadable with the reason instead
+    of failing their evaluations (or the listing) later."""
+    if doc.get("device", "cuda") not in ("cuda", "cpu"):
+        return "device is cuda or cpu"
+    if "timeout_s" in doc and not (_number(doc["timeout_s"]) and doc["timeout_s"] > 0):
+        return "timeout_s is a number of seconds over 0"
+    if "holdout" in doc and not (type(doc["holdout"]) is int and 0 <= doc["holdout"] <= MAX_HOLDOUT):
+        return f"holdout is a whole number of probes from 0 to {MAX_HOLDOUT}"
+    tolerance = doc.get("tolerance", {})
+    if not isinstance(tolerance, dict) or not set(tolerance) <= TOLERANCE_KEYS:
+        return f"tolerance is an object of {sorted(TOLERANCE_KEYS)} only"
+    if not all(_number(v) and v >= 0 for v in tolerance.values()):
+        return "tolerance's values are numbers, 0 or more"
+    if not isinstance(doc.get("timing", {}), dict):
+        return "timing is an object of the timing method's settings"
+    try:
+        timing_method(TimingMethod(), {"timing": doc.get("timing", {}), "device": doc.get("device", "cuda")})
+    except ValueError as exc:
+        return str(exc).removeprefix("task ?: ")
+    return ""
+
+
+def _number(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
 
 
 def problem_timeout(problem: Problem) -> float | None:
@@ -89,7 +123,7 @@ def manifest(problem: Problem, settings: dict[str, Any]) -> dict[str, Any]:
             **common,
             "description": f"{what}: {problem.description}" if problem.description else what,
             "contract": KERNELBENCH_CONTRACT,
-            "tolerance": settings.get("tolerance", KERNELBENCH_TOLERANCE),
+            "tolerance": {**KERNELBENCH_TOLERANCE, **settings.get("tolerance", {})},
             "workloads": [{"id": w, "params": {}, "timed": w == "standard"} for w in KERNELBENCH_DRAWS],
             "pack": {**pack, "rule": "allclose"},
         }

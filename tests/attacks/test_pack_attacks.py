@@ -112,6 +112,27 @@ def test_the_problems_own_model_passes_beside_them(pack_server: RunningServer, c
     assert code == 0 and "passed: 3/3" in out, (out + err)[-3000:]
 
 
+def test_weights_that_pass_a_check_in_its_own_process_are_still_refused(
+    pack_server: RunningServer, capfd, tmp_path: Path
+) -> None:
+    """The weights check is the supervisor's: a ModelNew whose weights are drawn after another draw (not
+    Model's), in a process where torch.equal always says True (where the comparison once ran), is refused
+    before any call, the parameter named."""
+    task = "kernelbench/level2/1_Linear_Tanh"
+    assert run(["init", task, str(tmp_path / "t"), "--remote", pack_server.url]) == 0
+    source = (tmp_path / "t" / "solution.py").read_text()
+    line = "self.linear = nn.Linear(in_features, out_features)"
+    assert line in source
+    folder = tmp_path / "patched"
+    folder.mkdir()
+    (folder / "solution.py").write_text(
+        source.replace(line, "torch.rand(1)\n        " + line) + "\ntorch.equal = lambda *a, **k: True\n"
+    )
+    code = run(["eval", task, str(folder), "--remote", pack_server.url, "-o", str(tmp_path / "o"), "--check"])
+    out, err = capfd.readouterr()
+    assert code == 1 and "is not Model's: linear.bias holds other values" in out + err, (out + err)[-3000:]
+
+
 #: name -> (forward's body, a module-level prelude, an ``__init__`` addition, a line the candidate prints
 #: when its cheat found what it looked for): each evaluated in full, and none may pass
 NOT_PASSING = {

@@ -226,7 +226,7 @@ def test_a_modelnew_whose_weights_are_not_models_is_refused_before_any_call(
                 "self.linear = nn.Linear(in_features, out_features)",
                 "torch.rand(1)\n        self.linear = nn.Linear(in_features, out_features)",
             ),
-            "linear.weight holds other values than Model's",
+            "linear.bias holds other values than Model's",
         ),
         "named": (
             source.replace("self.linear", "self.fc"),

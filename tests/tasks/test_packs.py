@@ -18,7 +18,7 @@ from kcoral.runner.limits import Limits
 from kcoral.runner.packprobe import parse_answers
 from kcoral.tasks.contract import task_contract
 from kcoral.tasks.packs import inspect as inspector
-from kcoral.tasks.packs.kernelbench import model_new
+from kcoral.tasks.packs.kernelbench import model_new, state_difference, state_digest
 from kcoral.tasks.packs.recognise import scan
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, catalog, find_task
 
@@ -190,19 +190,91 @@ def test_an_id_taken_twice_is_served_from_the_first_dir(tmp_path: Path) -> None:
     assert broken[0].reason.startswith("the id is taken by ")
 
 
-def test_a_bad_pack_settings_file_makes_its_problems_unloadable(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("settings", "reason"),
+    [
+        ({"device": "tpu"}, "device is cuda or cpu"),
+        ({"devices": "cpu"}, "an object of"),
+        ({"holdout": "2"}, "holdout is a whole number"),  # once a ValueError out of the listing itself
+        ({"holdout": 10**9}, "holdout is a whole number of probes from 0 to 50"),
+        ({"timeout_s": -5}, "timeout_s is a number of seconds over 0"),
+        ({"timeout_s": True}, "timeout_s is a number"),
+        ({"tolerance": {"atol": "x"}}, "tolerance's values are numbers, 0 or more"),
+        ({"tolerance": {"atol": float("nan")}}, "tolerance's values are numbers"),
+        ({"tolerance": {"tol": 1}}, "tolerance is an object of ['allclose', 'atol', 'rms', 'rtol'] only"),
+        ({"timing": 3}, "timing is an object"),
+        ({"timing": {"max_rep": 5}}, "unknown timing settings ['max_rep']"),
+        ({"timing": {"max_reps": "x"}}, "timing max_reps"),
+        ({"device": "cpu", "timing": {"batch": 4, "graph": True}}, "timing graph needs a CUDA task"),
+    ],
+)
+def test_a_bad_pack_settings_file_makes_its_problems_unloadable(
+    tmp_path: Path, settings: dict[str, object], reason: str
+) -> None:
+    """Every value is checked as the file is read: the pack's problems are listed with the reason, and
+    the listing itself never fails."""
     (tmp_path / "level1").mkdir()
     (tmp_path / "level1" / "1_P.py").write_text(KB_SOURCE)
-    (tmp_path / "kcoral-pack.json").write_text(json.dumps({"device": "tpu"}))
-    assert "device is cuda or cpu" in catalog(tmp_path)[1][0].reason
-    (tmp_path / "kcoral-pack.json").write_text(json.dumps({"devices": "cpu"}))
-    assert "an object of" in catalog(tmp_path)[1][0].reason
+    (tmp_path / "kcoral-pack.json").write_text(json.dumps(settings))
+    tasks, broken = catalog(tmp_path)
+    assert not tasks and "kcoral-pack.json in " in broken[0].reason and reason in broken[0].reason, broken
+
+
+def test_a_packs_tolerance_changes_kernelbenchs_bounds_and_keeps_its_rule(tmp_path: Path) -> None:
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "1_P.py").write_text(KB_SOURCE)
+    (tmp_path / "kcoral-pack.json").write_text(json.dumps({"tolerance": {"atol": 0.1, "rtol": 0}}))
+    (task,), broken = catalog(tmp_path)
+    assert not broken and task.manifest["tolerance"] == {"atol": 0.1, "rtol": 0, "allclose": 1.0}
 
 
 def test_the_kernelbench_template_is_the_problem_with_model_renamed() -> None:
     source = model_new(KB_SOURCE + "# Model in a comment stays\nx = 'Model'\n")
     assert "class ModelNew(nn.Module):" in source and "super(ModelNew, self).__init__()" in source
     assert "# Model in a comment stays" in source and "x = 'Model'" in source and "def get_inputs" in source
+
+
+#: Model's state as the supervisor describes it (tasks.packs.kernelbench.describe_state)
+MODEL_STATE = [("linear.bias", "float32", [384], "b" * 64), ("linear.weight", "float32", [384, 512], "a" * 64)]
+
+
+def said(entries: list, digest: str | None = None, named: bool = True) -> dict:
+    """A candidate's worker's report (state_report) of ``entries``, as it arrives (JSON: lists)."""
+    wire = json.loads(json.dumps(entries))
+    return {"digest": digest or state_digest(wire), "entries": wire if named else None}
+
+
+@pytest.mark.parametrize(
+    ("report", "reason"),
+    [
+        (said(MODEL_STATE), ""),
+        (said(MODEL_STATE, named=False), ""),  # too big to name: the digest alone decides
+        (
+            said([MODEL_STATE[0], ("linear.weight", "float32", [384, 512], "c" * 64)]),
+            "linear.weight holds other values",
+        ),
+        (
+            said([MODEL_STATE[0], ("linear.weight", "bfloat16", [384, 512], "a" * 64)]),
+            "linear.weight is bfloat16 [384, 512]",
+        ),
+        (said([MODEL_STATE[0], ("linear.weight", "float32", [512, 384], "a" * 64)]), "Model's float32 [384, 512]"),
+        (
+            said([("fc.bias", *MODEL_STATE[0][1:]), ("fc.weight", *MODEL_STATE[1][1:])]),
+            "lack ['linear.bias', 'linear.weight'] and add ['fc.bias', 'fc.weight']",
+        ),
+        (said([MODEL_STATE[0]], named=False), "its 2 parameters and buffers are not Model's (too many to name"),
+        (said(MODEL_STATE, digest="0" * 64), "its description and its digest disagree"),  # a forged report
+        (None, "its worker did not say"),  # a worker that said nothing (a patched setup)
+        ({"digest": 7}, "its worker did not say"),
+        ({"digest": "0", "entries": [["x", "float32", ["1"], "a"]]}, "too many to name"),  # malformed entries
+        ({"digest": "0", "entries": [["x"] * 4] * 3000}, "too many to name"),
+    ],
+)
+def test_the_supervisor_compares_the_candidates_weights_with_models(report: object, reason: str) -> None:
+    """The weights check runs in the supervisor on what the candidate's worker reported (read as
+    hostile input), naming the first difference; an empty reason is a match."""
+    got = state_difference(MODEL_STATE, report)
+    assert (reason in got) if reason else got == "", got
 
 
 def test_the_contract_of_a_pack_task_uses_the_inspected_shapes_and_the_formats_rule() -> None:

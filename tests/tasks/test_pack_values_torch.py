@@ -1,0 +1,88 @@
+"""What crosses from a KernelBench or GPU MODE candidate's worker to the supervisor (tasks.packs.values,
+tasks.packs.kernelbench): a call's result copied into the judge's buffers (numbers, tuples, a tensor
+subclass), and the description of ModelNew's weights the supervisor compares with Model's. Needs torch
+(CPU is enough); skipped when torch is missing (tests/tasks/test_torch_tests_in_image.py runs it in the
+job image)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kcoral.tasks.packs import values  # noqa: E402
+from kcoral.tasks.packs.kernelbench import (  # noqa: E402
+    MAX_STATE_BYTES,
+    describe_state,
+    state_difference,
+    state_report,
+)
+
+
+def buffers(*shapes: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    return {f"out{i}": torch.full(shape, float("nan")) for i, shape in enumerate(shapes)}
+
+
+def test_a_number_fills_a_scalar_output_and_a_tuple_fills_several() -> None:
+    outs = buffers(())
+    values.write_outputs(2.5, outs)  # a Python float where the reference returns a 0-d tensor
+    assert outs["out0"].item() == 2.5
+    outs = buffers((2,), ())
+    values.write_outputs((torch.ones(2), torch.tensor(3.0)), outs)
+    assert outs["out0"].tolist() == [1.0, 1.0] and outs["out1"].item() == 3.0
+
+
+@pytest.mark.parametrize(
+    ("result", "shapes", "reason"),
+    [
+        (2.5, [(2,)], "output 0 is a builtins.float, not a torch.Tensor"),  # a number for a tensor of 2
+        ((torch.ones(2),), [(2,), ()], "returned 1 output(s), the reference returns 2"),
+        (torch.ones(2, dtype=torch.float64), [(2,)], "output 0 is torch.float64 [2] on cpu"),
+        (torch.ones(3), [(2,)], "the reference's is torch.float32 [2] on cpu"),
+    ],
+)
+def test_a_result_that_does_not_fit_the_buffers_says_why(result: object, shapes: list, reason: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=reason.replace("[", r"\[").replace("(", r"\(")):
+        values.write_outputs(result, buffers(*shapes))
+
+
+class Lazy(torch.Tensor):
+    pass
+
+
+def test_a_tensor_subclass_is_not_a_result() -> None:
+    with pytest.raises(TypeError, match="Lazy, not a torch.Tensor"):
+        values.write_outputs(torch.ones(2).as_subclass(Lazy), buffers((2,)))
+
+
+def built(draw_first: bool = False, width: int = 8) -> torch.nn.Module:
+    torch.manual_seed(42)
+    if draw_first:
+        torch.rand(1)
+    model = torch.nn.Sequential(torch.nn.Linear(width, 4), torch.nn.BatchNorm1d(4))
+    return model.to(torch.bfloat16)
+
+
+def wire(report: dict) -> dict:
+    return json.loads(json.dumps(report))  # as the supervisor reads it off the channel
+
+
+def test_models_built_under_the_same_seed_match_and_an_extra_draw_is_named() -> None:
+    want = describe_state(built())
+    names = [entry[0] for entry in want]
+    assert "1.num_batches_tracked" in names and ("0.weight", "bfloat16", [4, 8]) in [e[:3] for e in want]
+    assert state_difference(want, wire(state_report(built()))) == ""
+    assert "0.weight holds other values" in state_difference(want, wire(state_report(built(draw_first=True))))
+    assert describe_state(lambda x: x) == []  # a ModelNew that is not a module holds nothing to compare
+
+
+def test_a_model_too_big_to_name_goes_by_its_digest_alone() -> None:
+    many = torch.nn.Sequential(*[torch.nn.Linear(1, 1) for _ in range(800)])
+    report = wire(state_report(many))
+    assert report["entries"] is None and len(json.dumps(report)) < MAX_STATE_BYTES
+    assert state_difference(describe_state(many), report) == ""
+    with torch.no_grad():
+        many[0].weight.add_(1)
+    assert "are not Model's (too many to name" in state_difference(describe_state(many), report)
