@@ -36,7 +36,8 @@ TOLERANCE_KEYS = frozenset({"atol", "rtol", "rms", "allclose"})
 KERNELBENCH_DRAWS = ("standard", "draw2", "draw3")
 KERNELBENCH_CONTRACT = (
     "solution.py defines class ModelNew(nn.Module) with Model's constructor and forward (the problem file's "
-    "own contract): ModelNew(*get_init_inputs()) is built under the problem's seed, and forward(*get_inputs()) "
+    "own contract): ModelNew(*get_init_inputs()) is built under the problem's seed and must hold Model's parameters "
+    "and buffers (same names, dtypes, shapes and values: checked before any call), and forward(*get_inputs()) "
     "must return what Model's returns (same shapes and dtypes, on the task's device)"
 )
 GPUMODE_CONTRACT = (
