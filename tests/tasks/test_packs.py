@@ -198,6 +198,11 @@ def test_an_id_taken_twice_is_served_from_the_first_dir(tmp_path: Path) -> None:
         ({"holdout": "2"}, "holdout is a whole number"),  # once a ValueError out of the listing itself
         ({"holdout": 10**9}, "holdout is a whole number of probes from 0 to 50"),
         ({"timeout_s": -5}, "timeout_s is a number of seconds over 0"),
+        ({"timeout_s": 0}, "timeout_s is a number of seconds over 0"),
+        ({"holdout": -1}, "holdout is a whole number"),
+        ({"holdout": 51}, "holdout is a whole number"),
+        ({"tolerance": {"atol": -0.1}}, "tolerance's values are numbers, 0 or more"),
+        ({"tolerance": []}, "tolerance is an object"),
         ({"timeout_s": True}, "timeout_s is a number"),
         ({"tolerance": {"atol": "x"}}, "tolerance's values are numbers, 0 or more"),
         ({"tolerance": {"atol": float("nan")}}, "tolerance's values are numbers"),
@@ -218,6 +223,24 @@ def test_a_bad_pack_settings_file_makes_its_problems_unloadable(
     (tmp_path / "kcoral-pack.json").write_text(json.dumps(settings))
     tasks, broken = catalog(tmp_path)
     assert not tasks and "kcoral-pack.json in " in broken[0].reason and reason in broken[0].reason, broken
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"holdout": 0},
+        {"holdout": 50},
+        {"timeout_s": 0.5, "device": "cpu"},
+        {"tolerance": {"atol": 0, "rtol": 0.5, "rms": 1, "allclose": 1}},
+        {"timing": {"batch": 4, "graph": True}},  # a CUDA pack's graphs
+    ],
+)
+def test_good_pack_settings_load(tmp_path: Path, settings: dict[str, object]) -> None:
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "1_P.py").write_text(KB_SOURCE)
+    (tmp_path / "kcoral-pack.json").write_text(json.dumps(settings))
+    (task,), broken = catalog(tmp_path)
+    assert not broken and task.device == settings.get("device", "cuda")
 
 
 def test_a_packs_tolerance_changes_kernelbenchs_bounds_and_keeps_its_rule(tmp_path: Path) -> None:
