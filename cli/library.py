@@ -28,6 +28,7 @@ from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.evaldocs import fetch, load
 from kcoral.cli.runflow import WARN_SEND_BYTES, human_bytes, labelled
+from kcoral.cli.submission import check_submission, submission_folder
 from kcoral.cli.tarball import IGNORE_FILE, build_tarball
 from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.evaluations import Board, Comparison, History
@@ -129,16 +130,17 @@ class Client:
         wait: bool = True,
         label: str = "",
     ) -> JobResult | JobView:
-        """The official evaluation of ``submission`` (a folder with solution.py); ``check``: the
-        public workloads' correctness only, no score; ``label``: the candidate's name in the history
-        (default: the folder's name and the start of its files' digest)."""
-        if not (Path(submission) / "solution.py").is_file():
-            raise UsageError(f"{submission} has no solution.py")
+        """The official evaluation of ``submission`` (a folder with solution.py, a GPU MODE problem's
+        submission.py, or one .py file: cli.submission); ``check``: the public workloads' correctness
+        only, no score; ``label``: the candidate's name in the history (default: the folder's or the
+        file's name and the start of its files' digest)."""
+        check_submission(Path(submission))
         try:
             spec = EvalSpec(task=task, timeout_s=timeout or 0.0, check=check, label=label)
         except DataError as exc:
             raise UsageError(f"bad evaluation: {exc}") from None
-        return self._submit(spec, submission, output_dir, wait)
+        with submission_folder(self.http, task, Path(submission)) as folder:
+            return self._submit(spec, folder, output_dir, wait)
 
     def ncu(
         self,

@@ -1,4 +1,5 @@
-"""``kcoral eval TASK SUBMISSION_DIR``: evaluate a submission (a directory with solution.py) on the server.
+"""``kcoral eval TASK SUBMISSION``: evaluate a submission (a directory with solution.py, or one .py file) on the
+server.
 
 The job's log streams as it is written and ends with the server's report lines (what the submission
 printed comes first, each line marked ``submission | ``, the first 4 KiB of it); report.json and
@@ -22,15 +23,11 @@ from kcoral.cli.evaldocs import load
 from kcoral.cli.logsink import SubmissionMarks
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
+from kcoral.cli.submission import check_submission, submission_folder
 from kcoral.protocol.errors import KcoralError, UsageError
 from kcoral.protocol.models import EvalSpec, JobView, Verdict
 from kcoral.tasks.documents import EvalReport, Receipt
 from kcoral.tasks.harness.schema import Outcome
-
-SOLUTION_FILE = "solution.py"
-#: the files a submission's worker imports: kcoral's tasks' and KernelBench's solution.py, GPU MODE's
-#: submission.py (the task's contract names its own: ``kcoral tasks show``)
-SUBMISSION_FILES = (SOLUTION_FILE, "submission.py")
 
 
 def first_failure(view: JobView, report: EvalReport | None) -> str:
@@ -134,7 +131,10 @@ def evaluate(
     submission: Annotated[
         Path,
         typer.Argument(
-            help="the submission directory (must hold solution.py)", show_default=False, metavar="SUBMISSION_DIR"
+            help="the submission: a directory holding solution.py (a GPU MODE problem's: submission.py), or one .py "
+            "file, sent as that file (KernelBench's and GPU MODE's native form)",
+            show_default=False,
+            metavar="SUBMISSION",
         ),
     ],
     timeout: Annotated[
@@ -173,21 +173,19 @@ def evaluate(
     remote: RemoteOption = None,
     token: TokenOption = None,
 ) -> None:
-    """Evaluate SUBMISSION_DIR (with solution.py) against TASK on the server; stream the report.
+    """Evaluate SUBMISSION (a directory with solution.py, or one .py file) against TASK on the server;
+    stream the report.
 
     Exit status: 0 the evaluation passed, 1 it did not (the first failure is printed on stderr), 3
     inconclusive (every check passed but the host was too noisy to time it: no score); 124 timeout,
     125 infrastructure error, 130 cancelled; 2 bad input, 69 server unreachable, 70 server error,
     77 unauthorized.
     """
-    if not submission.is_dir():
-        raise UsageError(f"{submission}: not a directory")
-    if not any((submission / name).is_file() for name in SUBMISSION_FILES):
-        raise UsageError(
-            f"{submission} has no {SOLUTION_FILE} (a GPU MODE problem's: submission.py): the submission must define it"
-        )
+    check_submission(submission)
     spec = build_eval_spec(task, timeout, check, gpu_type, label)
-    options = RunOptions(spec=spec, send_dir=submission, output_dir=output_dir, json=json, detach=detach)
-    with connect(remote, token) as client:
+    with connect(remote, token) as client, submission_folder(client, task, submission) as folder:
+        if folder != submission:
+            note(f"kcoral: sending {submission} as {next(folder.iterdir()).name}")
+        options = RunOptions(spec=spec, send_dir=folder, output_dir=output_dir, json=json, detach=detach)
         code = EvalRun(client, options).run()
     raise typer.Exit(code)

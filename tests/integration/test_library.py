@@ -65,6 +65,11 @@ def test_results_are_typed_and_errors_carry_the_cli_exit_code(server: RunningSer
         with pytest.raises(KcoralError) as info:
             kc.evaluate("demo/softmax", tmp_path / "s")  # no solution.py
         assert info.value.exit_code == 2
+        # one .py file is a submission too, sent as the task's solution.py and labelled after the file
+        one = tmp_path / "one_file.py"
+        one.write_text((REPO / "tasks" / "demo" / "softmax" / "template.py").read_text())
+        checked = kc.evaluate("demo/softmax", one, check=True, output_dir=tmp_path / "o1")
+        assert checked.ok and checked.job.spec.label.startswith("one_file-"), checked.failure
         with pytest.raises(KcoralError, match="not a directory") as info:
             kc.run(["m.py"], send=tmp_path / "missing")
         assert info.value.exit_code == 2 and not (tmp_path / "missing").exists()

@@ -137,6 +137,25 @@ def test_a_kernelbench_problems_own_model_as_modelnew_passes_and_a_wrong_one_fai
     assert code != 0 and "torch.allclose's rule" in out + err, out[-3000:] + err[-2000:]
 
 
+@pytest.mark.parametrize(
+    ("task", "native"),
+    [("kernelbench/level1/1_Scale", "solution.py"), ("gpumode/cpu_pack/vecadd_py", "submission.py")],
+)
+def test_one_native_file_is_a_submission(server: RunningServer, capfd, tmp_path: Path, task: str, native: str) -> None:
+    """A suite's submission in its own form, one .py file of any name, is evaluated as the file the task's
+    worker imports, and labelled after it; anything else that is not a folder is refused (exit 2)."""
+    assert run(["init", task, str(tmp_path / "init"), "--remote", server.url]) == 0
+    mine = tmp_path / "my_kernel.py"
+    mine.write_bytes((tmp_path / "init" / native).read_bytes())
+    code = run(["eval", task, str(mine), "--remote", server.url, "-o", str(tmp_path / "o"), "--check"])
+    out, err = capfd.readouterr()
+    assert code == 0 and f"sending {mine} as {native}" in err and "label my_kernel-" in err, (out + err)[-3000:]
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a submission")
+    assert run(["eval", task, str(notes), "--remote", server.url]) == 2
+    assert "not a directory or a .py file" in capfd.readouterr().err
+
+
 def test_a_gpumode_problems_reference_as_custom_kernel_passes_its_check_and_a_wrong_one_fails_it(
     server: RunningServer, capfd, tmp_path: Path
 ) -> None:
