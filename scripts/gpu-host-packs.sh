@@ -12,6 +12,7 @@
 #   PACKS_REMOTE=URL: judge on that running server instead (no GPU host set-up; the CPU rehearsal)
 #   PACKS_TIMING=JSON: fields merged into the pack's timing in this checkout's kcoral-pack.json before the
 #     server reads it (the host's copy: e.g. '{"batch": 8, "max_reps": 300}' to time the pack in batches)
+#   PACKS_PREFIX="P ...": only the problems whose ids start with one of these (e.g. "kernelbench/level2")
 set -u
 out=${OUT:-/tmp/kcoral-packs}
 t0=$SECONDS
@@ -37,7 +38,10 @@ if [ -n "${PACKS_DEADLINE_S:-}" ]; then
   deadline=$((PACKS_DEADLINE_S - (SECONDS - t0))); [ "$deadline" -lt 1 ] && deadline=1
 fi
 echo "set-up took $((SECONDS - t0)) s; evaluations until $deadline s from now (0: no deadline)"
-python3 bench/packs_acceptance.py --remote "$KCORAL_REMOTE" --out "$out" --shard "${4:-1/1}" --deadline-s "$deadline"
+prefixes=()
+for p in ${PACKS_PREFIX:-}; do prefixes+=(--prefix "$p"); done
+python3 bench/packs_acceptance.py --remote "$KCORAL_REMOTE" --out "$out" --shard "${4:-1/1}" --deadline-s "$deadline" \
+  ${prefixes[@]+"${prefixes[@]}"}
 rc=$?
 if [ -z "${PACKS_REMOTE:-}" ]; then
   nvidia-smi --query-compute-apps=pid,used_memory --format=csv
