@@ -195,6 +195,25 @@ def test_a_gpumode_problems_reference_as_custom_kernel_passes_its_check_and_a_wr
     assert code != 0 and "mismatch: largest difference nan" in out + err, out[-3000:] + err[-2000:]
 
 
+def test_a_gpumode_problem_with_two_outputs_is_judged_on_both(server: RunningServer, capfd, tmp_path: Path) -> None:
+    """A tuple of outputs in GPU MODE's form (each row's smallest and largest value): the template passes
+    every check, the same values in the other order fail the problem's own check on the first."""
+    task = "gpumode/cpu_pack/rowrange_py"
+    assert run(["init", task, str(tmp_path / "aa"), "--remote", server.url]) == 0
+    code = run(["eval", task, str(tmp_path / "aa"), "--remote", server.url, "-o", str(tmp_path / "o1"), "--check"])
+    out, err = capfd.readouterr()
+    assert code == 0 and "passed: 3/3" in out, (out + err)[-3000:]
+    swapped = tmp_path / "swapped.py"
+    swapped.write_text(
+        (tmp_path / "aa" / "submission.py")
+        .read_text()
+        .replace("data.amin(dim=1), data.amax(dim=1)", "data.amax(dim=1), data.amin(dim=1)")
+    )
+    code = run(["eval", task, str(swapped), "--remote", server.url, "-o", str(tmp_path / "o2"), "--check"])
+    out, err = capfd.readouterr()
+    assert code == 1 and "smallest: mismatch" in out + err, (out + err)[-3000:]
+
+
 def test_kernelbench_init_inputs_numbers_and_tuples_of_outputs_and_a_result_of_the_wrong_form(
     server: RunningServer, capfd, tmp_path: Path
 ) -> None:
