@@ -60,22 +60,24 @@ def test_an_iteration_with_the_gpu_slowed_is_disturbed() -> None:
 
 def test_a_core_running_a_process_is_seen_busy() -> None:
     """``busy_ms`` counts what a core ran (user and system time, anyone's): this process spinning 300 ms
-    pinned to one core shows there (clock ticks of 10 ms), and the supervisor subtracts the
-    candidate's own share of it to find others' work on the candidate's core."""
+    of its own CPU pinned to one core shows there (clock ticks of 10 ms), and the supervisor subtracts
+    the candidate's own share of it to find others' work on the candidate's core. Others' work on the
+    core counts too (a busy CI host's: once 1,210 ms in the window), never more than the window's time."""
     core = min(os.sched_getaffinity(0))
     watch = JudgeWatch({}, frozenset())
     before = os.sched_getaffinity(0)
     try:
         os.sched_setaffinity(0, {core})
+        opened, cpu = time.monotonic(), time.process_time()
         start = watch.busy_ms(core)
-        stop = time.monotonic() + 0.3
-        while time.monotonic() < stop:
+        while time.process_time() - cpu < 0.3:
             pass
         busy = watch.busy_ms(core) - start
+        own, window = (time.process_time() - cpu) * 1e3, (time.monotonic() - opened) * 1e3
     finally:
         os.sched_setaffinity(0, before)
         watch.close()
-    assert 250.0 <= busy <= 400.0, busy
+    assert own - 20.0 <= busy <= window + 20.0, (busy, own, window)
     assert JudgeWatch({}, frozenset()).busy_ms(10**6) == 0.0  # no such core
 
 
