@@ -258,9 +258,9 @@ class KcoralTools:
         label: Label = "",
         ctx: Context | None = None,
     ) -> EvaluationOutcome:
-        """The official score of a submission: ``directory`` (a folder with solution.py) or ``files``
-        (file name -> text). Returns the verdict, each workload's line, the speedup with its 95%
-        interval, the first failure's reason, and the job id."""
+        """The official score of a submission: ``directory`` (a folder with solution.py, a GPU MODE
+        problem's submission.py) or ``files`` (file name -> text). Returns the verdict, each workload's
+        line, the speedup with its 95% interval, the first failure's reason, and the job id."""
         return await self._evaluate(task, directory, files, timeout_s, False, output_dir, label, ctx)
 
     async def check(
@@ -289,8 +289,9 @@ class KcoralTools:
     ) -> EvaluationOutcome:
         if not directory and not files:
             raise ToolError(
-                "give the submission: directory (a folder holding solution.py, a path on the MCP server's machine, "
-                "relative to its working folder) or files (file name -> text, e.g. {'solution.py': '...'})"
+                "give the submission: directory (a folder holding solution.py, a GPU MODE problem's submission.py, a "
+                "path on the MCP server's machine, relative to its working folder) or files (file name -> text, e.g. "
+                "{'solution.py': '...'})"
             )
         with _sent(directory, files) as folder:
             view = await self.call(self.client.evaluate, task, folder, timeout_s, checking, output_dir, False, label)
