@@ -33,7 +33,8 @@ class Worker:
     #: ns from a trusted worker's stamp on its last answer (CLOCK_MONOTONIC, taken as it sent it) to
     #: this process reading it; 0 for the candidate's (its stamp is its own word) or an answer without one
     answer_lag_ns: int = 0
-    #: what its last ok answer said beyond ok (a setup's ``state``: tasks.harness.worker), as it said it
+    #: its last ok answer, as it said it (a setup's carries ``state``: tasks.harness.worker); kept as it
+    #: came, not copied: answers are read inside timed windows
     said: dict[str, Any] = field(default_factory=dict)
 
     def ask(self, message: dict[str, Any], fds: list[int] | None = None) -> str | None:
@@ -61,7 +62,7 @@ class Worker:
         seen, sent = time.monotonic_ns(), answer.get("at")
         self.answer_lag_ns = max(0, seen - sent) if self.trusted and type(sent) is int else 0
         if answer.get("ok") is True:
-            self.said = {k: v for k, v in answer.items() if k not in ("ok", "at")}
+            self.said = answer
             return None
         error = answer.get("error")
         text = error if isinstance(error, str) else f"a malformed answer {str(answer)[:200]!r}"

@@ -174,15 +174,23 @@ def describe_state(model: Any) -> list[StateEntry]:
 
 def state_digest(entries: list[StateEntry] | list[list[Any]]) -> str:
     """One SHA-256 of a whole description (what two models' states share when they are the same)."""
-    return hashlib.sha256(json.dumps(entries, separators=(",", ":")).encode()).hexdigest()
+    return _digest(_text(entries))
 
 
 def state_report(model: Any) -> dict[str, Any]:
     """What the candidate's worker says of its model: the description's digest, and the description
     itself where it fits in a message (tasks.harness.channel's limit), to name the first difference."""
     entries = describe_state(model)
-    fits = len(json.dumps(entries, separators=(",", ":"))) <= MAX_STATE_BYTES
-    return {"digest": state_digest(entries), "entries": entries if fits else None}
+    text = _text(entries)
+    return {"digest": _digest(text), "entries": entries if len(text) <= MAX_STATE_BYTES else None}
+
+
+def _text(entries: list[StateEntry] | list[list[Any]]) -> str:
+    return json.dumps(entries, separators=(",", ":"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def state_difference(want: list[StateEntry], said: object) -> str:

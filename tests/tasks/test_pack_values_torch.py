@@ -87,3 +87,13 @@ def test_a_model_too_big_to_name_goes_by_its_digest_alone() -> None:
     with torch.no_grad():
         many[0].weight.add_(1)
     assert "are not Model's (too many to name" in state_difference(describe_state(many), report)
+
+
+def test_a_packs_tolerance_keys_are_the_judges_tolerance_fields() -> None:
+    """tasks.packs.manifest checks kcoral-pack.json without torch, so it keeps its own list of the keys."""
+    from dataclasses import fields
+
+    from kcoral.tasks.harness.checks import Tolerance
+    from kcoral.tasks.packs.manifest import TOLERANCE_KEYS
+
+    assert {f.name for f in fields(Tolerance)} == TOLERANCE_KEYS
