@@ -127,7 +127,7 @@ def _record(
     """The job's outputs (the plan's output folder, checked, then the kind's documents) and its log
     (none of them with ``collect`` False), and whether they fit on the disk. The raw folders go
     whatever happens; when the server cannot keep the outputs, the partial copies go too and the job
-    ends infrastructure_error, saying why."""
+    ends infrastructure_error, saying why (and how it had ended, where it had a reason)."""
     outputs: list[OutputFile] = []
     notes: list[str] = []
     kept = True
@@ -137,7 +137,10 @@ def _record(
                 finished, outputs, notes = _keep_outputs(finished, plan, paths, limits)
     except KcoralError as exc:
         remove_tree(paths.outputs)
-        finished, outputs, notes = Finished(Verdict.infrastructure_error, reason=exc.message), [], []
+        # how the job had ended stays in the reason: a job killed for its log flood, say, whose outputs
+        # then met a disk filled meanwhile
+        earlier = f"; before that, {finished.reason}" if finished.reason else ""
+        finished, outputs, notes = Finished(Verdict.infrastructure_error, reason=exc.message + earlier), [], []
         kept = not isinstance(exc, InsufficientStorage)
     finally:
         for folder in (plan.collect, *plan.discard) if plan is not None else ():

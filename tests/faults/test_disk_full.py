@@ -112,6 +112,28 @@ def test_what_does_not_fit_is_refused_or_ended_clearly_and_the_slots_come_back(
         assert job["verdict"] == "ok" and http.get(f"/v1/jobs/{job_id}/log").text == "still running jobs\n"
 
 
+def test_a_job_ended_for_its_own_breach_whose_outputs_then_do_not_fit_keeps_both_reasons(
+    small_disk: Path, job_image: str
+) -> None:
+    """A job killed for printing past its cap, whose 14 MiB of outputs the server then cannot copy:
+    infrastructure_error for the disk, and the reason still says how the job had ended."""
+    server = ServerProcess(small_disk / "data", job_image, 2, env={"KCORAL_LIMIT_LOG_BYTES": "64KiB"})
+    with serving(server, 60) as http:
+        flood = (
+            "import os\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o.bin', 'wb').write(os.urandom(14 << 20))\n"
+            "while True:\n    print('x' * 1000, flush=True)\n"
+        )
+        job_id, r = submit(http, {"m.py": flood})
+        assert r.status_code == 200, r.text
+        job = finished(http, job_id)
+        assert (job["verdict"], job["outputs"]) == ("infrastructure_error", []), job
+        assert job["reason"] == (
+            "the server's disk is full: the job's outputs could not be kept; before that, "
+            f"the job printed more than {64 << 10} bytes and was killed"
+        ), job
+        assert slots_back(http) == ["cpu0", "cpu1"]
+
+
 def test_a_job_whose_log_stops_fitting_is_stopped_and_a_restart_on_a_full_disk_serves(
     small_disk: Path, job_image: str, docker_client: docker.DockerClient
 ) -> None:
@@ -207,9 +229,11 @@ def test_a_job_printing_onto_a_disk_that_stays_full_is_recorded_at_once_without_
     reason of a job left running)."""
     server = ServerProcess(small_disk / "data", job_image, 2)
     with serving(server, 60) as http:
+        # ~1 MB/s: the disk fills long before the log reaches its cap (16 MiB), even with CI's other worker
+        # on the second core (at full speed it could print 16 MiB before fill() had filled the disk)
         chatty = (
-            "import os\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o.txt', 'w').write('half')\n"
-            "while True:\n    print('x' * 1000, flush=True)\n"
+            "import os, time\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o.txt', 'w').write('half')\n"
+            "while True:\n    print('x' * 1000, flush=True)\n    time.sleep(0.001)\n"
         )
         job_id, r = submit(http, {"m.py": chatty})
         assert r.status_code == 200, r.text
