@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import RunningServer, make_tar
+from tests.scored import pair_unscored, until_scored
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 TASK = "demo/softmax"
@@ -34,6 +35,12 @@ def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str
     r = server.http.get(f"/v1/jobs/{job_id}/outputs/report.json")
     assert r.status_code == 200, f"no report for {name}: job {job} log tail {log[-3000:]}"
     return job, r.json(), log
+
+
+def evaluate_scored(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """:func:`evaluate`, again while the host leaves it unscored (tests.scored): for a candidate whose
+    score is read (:func:`assert_honest`)."""
+    return until_scored(lambda: evaluate(server, name), pair_unscored)
 
 
 def speedup(report: dict[str, Any]) -> float | None:

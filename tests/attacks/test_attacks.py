@@ -23,7 +23,16 @@ from typing import Any
 import pytest
 
 from kcoral.runner.codecopy import PACKAGES, package_folder
-from tests.attacks.judging import HONEST_LIMIT, assert_honest, describe, evaluate, failed_evaluation, no_score, speedup
+from tests.attacks.judging import (
+    HONEST_LIMIT,
+    assert_honest,
+    describe,
+    evaluate,
+    evaluate_scored,
+    failed_evaluation,
+    no_score,
+    speedup,
+)
 from tests.conftest import RunningServer, mounted_tmpfs, quick_tasks
 
 #: the holdout fails, with this kind of failure (its details stay secret)
@@ -109,7 +118,7 @@ def test_attack_is_flagged(quick_server: RunningServer, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(NEUTRALISED))
 def test_attack_is_neutralised(request: pytest.FixtureRequest, name: str) -> None:
     server = request.getfixturevalue("quick_server" if name in QUICK_NEUTRALISED else "server")
-    job, report, log = evaluate(server, name)
+    job, report, log = evaluate_scored(server, name)
     assert_honest(job, report)
     marker = NEUTRALISED[name]
     if marker:
@@ -136,7 +145,7 @@ def test_interference_billed_to_nobody_gains_nothing(server: RunningServer, name
 def test_a_flag_from_one_measurement_is_measured_again_before_it_stands(server: RunningServer) -> None:
     """Issue 11 (no false flags): CPU burnt between calls for a while only, as a busy host's noise would
     look: the first measurement is flagged, the second is clear, and the evaluation passes."""
-    job, report, log = evaluate(server, "transient_cpu")
+    job, report, log = evaluate_scored(server, "transient_cpu")
     assert_honest(job, report)
     standard = next(w for w in report["workloads"] if w["id"] == "standard")
     assert standard["stopped_by"].endswith(", measured twice"), describe(job, report)
@@ -154,7 +163,7 @@ def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], 
     """Attack 2: the candidate searches the filesystem, env and the supervisor's /proc entries."""
     with mounted_tmpfs(tmp_path / "own", 4096) as own:  # the data dir as a filesystem of its own
         server = server_factory(data_dir=own / "data", tasks_dirs=(quick_tasks(tmp_path / "tasks"),))
-        job, report, log = evaluate(server, "read_secrets")
+        job, report, log = evaluate_scored(server, "read_secrets")
     assert "SECRET-SCAN-DONE" in log, log[-3000:]
     found = [line for line in log.splitlines() if line.startswith("SECRET-FOUND")]
     assert not found, found
@@ -177,7 +186,7 @@ def test_secrets_are_not_readable(server_factory: Callable[..., RunningServer], 
 def test_shadow_modules_are_never_imported(quick_server: RunningServer) -> None:
     """Attack 3: torch.py / numpy.py / statistics.py in the submission directory (the task timed briefly:
     what is asserted is what was imported, and an honest result)."""
-    job, report, log = evaluate(quick_server, "shadow_modules")
+    job, report, log = evaluate_scored(quick_server, "shadow_modules")
     assert "SHADOW-LOADED" not in log, log[-3000:]
     assert_honest(job, report)
 

@@ -16,12 +16,11 @@ import pytest
 
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 from tests.conftest import RunningServer, make_tar, server_settings, serving
+from tests.scored import pair_unscored, until_scored
 
 TASK = "demo/softmax"
 BATCH = 4
 EVAL_TIMEOUT_S = 300
-#: evaluations of the template asked at most, while the host leaves them unscored
-QUIET_TRIES = 3
 
 # Right whenever it is called on its own; a call that follows the previous one within a millisecond (the
 # next call of a batch) does nothing, leaving the poisoned outputs: a 4x "gain" were the calls unchecked.
@@ -75,23 +74,9 @@ def _evaluate(srv: RunningServer, source: str) -> tuple[dict[str, Any], dict[str
     return job, r.json()
 
 
-def _evaluate_on_a_quiet_host(srv: RunningServer, source: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """:func:`_evaluate`, again (up to QUIET_TRIES in all) while the evaluation is inconclusive for the host's
-    reasons only, as its report advises ("evaluate again"): on CI's two shared cores another process now
-    and then runs on the submission's core long enough to leave one evaluation unscored, never scored wrong."""
-    for _ in range(QUIET_TRIES):
-        job, report = _evaluate(srv, source)
-        reasons = report.get("inconclusive") or []
-        if job["verdict"] != "inconclusive":
-            break
-        assert reasons and all("evaluate again" in why for why in reasons), (job, reasons)
-        assert "summary" not in report, report["summary"]  # unscored: no speedup to read as a gain
-    return job, report
-
-
 def test_the_baselines_own_code_is_scored_in_batches_and_the_report_says_so(batch_server: RunningServer) -> None:
     template = (DEFAULT_TASKS_DIR / "demo" / "softmax" / "template.py").read_text()
-    job, report = _evaluate_on_a_quiet_host(batch_server, template)
+    job, report = until_scored(lambda: _evaluate(batch_server, template), pair_unscored)
     assert job["verdict"] == "ok", (job["verdict"], report.get("inconclusive"), "\n".join(report.get("lines", [])))
     row = next(w for w in report["workloads"] if w["timed"])
     assert row["batch"] == BATCH and row["verdict"] == "PASS", row

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from tests.attacks.judging import assert_honest, evaluate
+from tests.attacks.judging import assert_honest, evaluate_scored
 from tests.conftest import RunningServer
 
 AFFINITY = "import os, time; print('CORES', sorted(os.sched_getaffinity(0))); time.sleep(2)"
@@ -37,7 +37,7 @@ def test_an_evaluation_never_shares_a_core_with_a_co_tenant(server: RunningServe
     while "BURNING" not in server.log(burner["id"]):
         assert time.monotonic() < deadline, "the burner never started"
         time.sleep(0.2)
-    job, report, _ = evaluate(server, "honest")  # waits for the burner's slot: it needs both
+    job, report, _ = evaluate_scored(server, "honest")  # waits for the burner's slot: it needs both
     assert_honest(job, report)
     burnt = server.wait(burner["id"], timeout=60)
     assert burnt["verdict"] == "ok" and job["slot"] == "cpu0,cpu1", (burnt, job)

@@ -27,6 +27,7 @@ from kcoral.runner.wakeqos import PATH as WAKE_QOS
 from kcoral.runner.wakeqos import unheeded
 from kcoral.tasks.harness.schema import TimingMethod
 from tests.conftest import RunningServer, make_tar, quick_tasks, server_settings, serving
+from tests.scored import cli_unscored, job_unscored, until_scored
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = REPO / "tests" / "eval_candidates" / "softmax_good"
@@ -104,12 +105,16 @@ def good_job(server: RunningServer) -> dict[str, Any]:
         job = _job(server, job_id)
         if job["verdict"] == "ok":
             return job
-    r = server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, "timeout_s": EVAL_TIMEOUT_S})
-    assert r.status_code == 201, r.text
-    job_id = r.json()["id"]
-    r = server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": _good_source()}))
-    assert r.status_code == 200, r.text
-    job = server.wait(job_id, EVAL_TIMEOUT_S)
+
+    def evaluate() -> dict[str, Any]:
+        r = server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, "timeout_s": EVAL_TIMEOUT_S})
+        assert r.status_code == 201, r.text
+        job_id = r.json()["id"]
+        r = server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": _good_source()}))
+        assert r.status_code == 200, r.text
+        return server.wait(job_id, EVAL_TIMEOUT_S)
+
+    job = until_scored(evaluate, lambda job: job_unscored(server, job))
     assert job["verdict"] in ("ok", "rejected"), job
     return job
 
@@ -176,10 +181,15 @@ def test_tasks_table_and_json(remote, capfd) -> None:
 
 def test_eval_good_candidate_streams_report_and_downloads(remote, capfd, tmp_path) -> None:
     sub = _submission(tmp_path, "good")
-    before = _eval_jobs(remote)
-    code = run(["eval", TASK, str(sub), "--timeout", str(EVAL_TIMEOUT_S)])
-    out, err = capfd.readouterr()
-    (job_id,) = _eval_jobs(remote) - before
+
+    def evaluate() -> tuple[int, str, str, str]:
+        before = _eval_jobs(remote)
+        code = run(["eval", TASK, str(sub), "--timeout", str(EVAL_TIMEOUT_S)])
+        out, err = capfd.readouterr()
+        (job_id,) = _eval_jobs(remote) - before
+        return code, out, err, job_id
+
+    code, out, err, job_id = until_scored(evaluate, lambda r: cli_unscored(r[0], r[1]))
     _evaluated_by_the_cli.append(job_id)
     job = _job(remote, job_id)
     assert job["spec"]["task"] == TASK and job["spec"]["timeout_s"] == EVAL_TIMEOUT_S

@@ -12,6 +12,7 @@ import pytest
 
 from kcoral.cli.main import run
 from tests.conftest import RunningServer
+from tests.scored import cli_unscored, until_scored
 
 TASK = "demo/softmax"
 
@@ -66,7 +67,11 @@ def test_tasks_show_and_init_then_the_template_passes(server: RunningServer, cap
     capfd.readouterr()
     assert run(["init", TASK, str(sub), "--remote", server.url]) == 2  # never overwrites without --force
     assert "already exist" in capfd.readouterr().err
-    code = run(["eval", TASK, str(sub), "--remote", server.url, "-o", str(tmp_path / "o")])
-    out, err = capfd.readouterr()
+
+    def evaluate() -> tuple[int, str, str]:
+        code = run(["eval", TASK, str(sub), "--remote", server.url, "-o", str(tmp_path / "o")])
+        return (code, *capfd.readouterr())
+
+    code, out, err = until_scored(evaluate, lambda r: cli_unscored(r[0], r[1]))
     assert code == 0, out[-3000:] + err[-2000:]
     assert "holdout correctness: PASS" in out and "passed: 7/7" in out

@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.attacks.judging import CANDIDATES
 from tests.conftest import quick_tasks
+from tests.scored import QUIET_TRIES, host_unscored_failure
 from tests.serverproc import ROOT
 
 PACKS = ROOT / "tests" / "fixtures" / "packs"
@@ -67,7 +68,10 @@ def test_an_agent_evaluates_runs_and_reads_through_mcp(server_factory: Any, tmp_
             assert contract["id"] == "demo/softmax" and contract["workloads"]
 
             good = (CANDIDATES / "honest" / "solution.py").read_text()
-            passed = await tool("evaluate", task="demo/softmax", files={"solution.py": good}, output_dir="good")
+            for _ in range(QUIET_TRIES):  # asked again while the host leaves it unscored (tests.scored)
+                passed = await tool("evaluate", task="demo/softmax", files={"solution.py": good}, output_dir="good")
+                if not host_unscored_failure(passed["failure"]):
+                    break
             assert passed["ok"] and passed["verdict"] == "ok" and passed["exit_code"] == 0, passed
             assert passed["summary"]["speedup"] > 0 and passed["passed"] == passed["total"]
             assert any("speedup" in line for line in passed["lines"])

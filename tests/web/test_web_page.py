@@ -20,6 +20,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.attacks.judging import CANDIDATES
 from tests.conftest import make_tar
+from tests.scored import job_unscored, until_scored
 
 #: what the page shows as jobs run (~19 s of browsing): scripts/test-nightly.sh runs these; who may see
 #: and change what, and what is never shown as a score, run in CI
@@ -120,10 +121,16 @@ def test_a_jobs_pictures_show_in_its_page(server_factory: Any, browser: webdrive
 def test_an_evaluation_shows_its_workloads_and_its_samples_plot(server_factory: Any, browser: webdriver.Chrome) -> None:
     srv = server_factory()
     source = (CANDIDATES / "honest" / "solution.py").read_bytes()
-    r = srv.http.post("/v1/jobs", json={"kind": "eval", "task": "demo/softmax", "timeout_s": 300})
-    job_id = r.json()["id"]
-    assert srv.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": source})).status_code == 200
-    assert srv.wait(job_id, timeout=300)["verdict"] == "ok"
+
+    def evaluate() -> dict[str, Any]:
+        r = srv.http.post("/v1/jobs", json={"kind": "eval", "task": "demo/softmax", "timeout_s": 300})
+        job_id = r.json()["id"]
+        assert srv.http.put(f"/v1/jobs/{job_id}/input", content=make_tar({"solution.py": source})).status_code == 200
+        return srv.wait(job_id, timeout=300)
+
+    job = until_scored(evaluate, lambda job: job_unscored(srv, job))
+    job_id = job["id"]
+    assert job["verdict"] == "ok", job
     browser.get(f"{srv.url}/ui/jobs/{job_id}")
     rows = browser.find_elements(By.CSS_SELECTOR, "#workloads tbody tr")
     assert len(rows) >= 5 and "speedup" in browser.find_element(By.ID, "score").text
