@@ -46,6 +46,17 @@ def fill(disk: Path) -> Path:
     return filler
 
 
+def printer(output: str = "", paced: bool = True) -> str:
+    """A job that writes ``output`` (Python: an expression giving bytes) to o.bin among its outputs,
+    then prints lines of 1,000 bytes for ever: one a millisecond (~1 MB/s) when ``paced``, else at full speed."""
+    head = (
+        f"import os, time\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o.bin', 'wb').write({output})\n"
+        if output
+        else "import time\n"
+    )
+    return head + "while True:\n    print('x' * 1000, flush=True)\n" + ("    time.sleep(0.001)\n" if paced else "")
+
+
 def submit(http: httpx.Client, files: dict[str, str | bytes]) -> tuple[str, httpx.Response]:
     r = http.post("/v1/jobs", json={"argv": ["m.py"]})
     assert r.status_code == 201, r.text
@@ -119,11 +130,7 @@ def test_a_job_ended_for_its_own_breach_whose_outputs_then_do_not_fit_keeps_both
     infrastructure_error for the disk, and the reason still says how the job had ended."""
     server = ServerProcess(small_disk / "data", job_image, 2, env={"KCORAL_LIMIT_LOG_BYTES": "64KiB"})
     with serving(server, 60) as http:
-        flood = (
-            "import os\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o.bin', 'wb').write(os.urandom(14 << 20))\n"
-            "while True:\n    print('x' * 1000, flush=True)\n"
-        )
-        job_id, r = submit(http, {"m.py": flood})
+        job_id, r = submit(http, {"m.py": printer("os.urandom(14 << 20)", paced=False)})
         assert r.status_code == 200, r.text
         job = finished(http, job_id)
         assert (job["verdict"], job["outputs"]) == ("infrastructure_error", []), job
@@ -139,8 +146,7 @@ def test_a_job_whose_log_stops_fitting_is_stopped_and_a_restart_on_a_full_disk_s
 ) -> None:
     server = ServerProcess(small_disk / "data", job_image, 2)
     with serving(server, 60) as http:
-        chatty = "import time\nwhile True:\n    print('x' * 1000, flush=True)\n    time.sleep(0.001)\n"
-        job_id, r = submit(http, {"m.py": chatty})
+        job_id, r = submit(http, {"m.py": printer()})
         assert r.status_code == 200, r.text
         log = small_disk / "data" / "jobs" / job_id / "log"
         deadline = time.monotonic() + 30
@@ -231,11 +237,7 @@ def test_a_job_printing_onto_a_disk_that_stays_full_is_recorded_at_once_without_
     with serving(server, 60) as http:
         # ~1 MB/s: the disk fills long before the log reaches its cap (16 MiB), even with CI's other worker
         # on the second core (at full speed it could print 16 MiB before fill() had filled the disk)
-        chatty = (
-            "import os, time\nopen(os.environ['KCORAL_OUTPUT_DIR'] + '/o.txt', 'w').write('half')\n"
-            "while True:\n    print('x' * 1000, flush=True)\n    time.sleep(0.001)\n"
-        )
-        job_id, r = submit(http, {"m.py": chatty})
+        job_id, r = submit(http, {"m.py": printer("b'half'")})
         assert r.status_code == 200, r.text
         folder = small_disk / "data" / "jobs" / job_id
         deadline = time.monotonic() + 30
