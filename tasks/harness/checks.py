@@ -38,14 +38,24 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
     err = o - r
     lo, hi = (float(v) for v in torch.aminmax(err)) if err.numel() else (0.0, 0.0)
     if not (math.isfinite(lo) and math.isfinite(hi)):  # NaN propagates into aminmax, as inf does
-        bad = int((~torch.isfinite(o)).sum())
+        # the reference's own NaN and infinities, matched by the output, are right there (equal_nan);
+        # any other non-finite element on either side is wrong
+        same = (torch.isnan(o) & torch.isnan(r)) | (torch.isinf(r) & (o == r))
+        odd = ~(torch.isfinite(o) & torch.isfinite(r)) & ~same
+        bad = int(odd.sum())
         if bad:
-            return f"{name}: {bad} non-finite elements {_non_finite(o, bad)}", {}
-        if wide is torch.float32:  # finite values whose difference overflows float32
-            return compare(name, out.to(torch.float64), ref.to(torch.float64), tol)
+            return f"{name}: {bad} non-finite elements {_non_finite(o, r, odd, bad)}", {}
+        if bool(same.any()):
+            o, r = o.masked_fill(same, 0.0), r.masked_fill(same, 0.0)
+            err = o - r
+            lo, hi = (float(v) for v in torch.aminmax(err))
+        if not (math.isfinite(lo) and math.isfinite(hi)):  # finite values whose difference overflows
+            if wide is torch.float32:
+                return compare(name, out.to(torch.float64), ref.to(torch.float64), tol)
+            return f"{name}: its difference from the reference overflows float64", {}
     rms_ref = _rms(r) or 1e-30
     rms_err = _rms(err)
-    max_abs = max(-lo, hi, 0.0)
+    max_abs = max(0.0, -lo, hi)  # 0.0 first: an exact match is 0, not -0
     # an element fails when it is off by more than atol * RMS(ref) AND by more than rtol relative to
     # its reference: the second test only where the first holds (none do when the largest error is under)
     n_fail = 0
@@ -95,10 +105,14 @@ def _allclose(
     ), stats
 
 
-def _non_finite(out: torch.Tensor, bad: int) -> str:
-    """What the non-finite elements are, and the likely cause: NaN alone is what an element never
-    written holds (outputs are NaN-poisoned before each call); an infinity is a value that overflowed."""
-    nan = int(torch.isnan(out).sum())
+def _non_finite(out: torch.Tensor, ref: torch.Tensor, odd: torch.Tensor, bad: int) -> str:
+    """What the ``bad`` elements (``odd``) are, and the likely cause: where the reference is finite, NaN
+    alone is what an element never written holds (outputs are NaN-poisoned before each call) and an
+    infinity is a value that overflowed; elsewhere the output missed the reference's own NaN or inf."""
+    missed = int((odd & ~torch.isfinite(ref)).sum())
+    if missed:
+        return f"({missed} where the reference is NaN or inf and the output is not the same)"
+    nan = int((odd & torch.isnan(out)).sum())
     if nan == bad:
         return "(NaN: outputs are NaN-poisoned before each call, so elements never written stay NaN)"
     return f"({nan} NaN, {bad - nan} inf: a value overflowed its dtype, or was divided by zero)"
@@ -113,4 +127,7 @@ def _rms(t: torch.Tensor) -> float:
     value = float(torch.linalg.vector_norm(t))
     if t.dtype is not torch.float64 and (not math.isfinite(value) or (value == 0.0 and bool(t.any()))):
         value = float(torch.linalg.vector_norm(t.to(torch.float64)))
+    if not math.isfinite(value):  # the squares overflow even float64 (values near 1e300): scaled by the largest
+        top = float(t.abs().max())
+        return top * float(torch.linalg.vector_norm(t.to(torch.float64) / top)) / math.sqrt(n)
     return value / math.sqrt(n)

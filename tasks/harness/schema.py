@@ -279,7 +279,20 @@ class SupervisorResult:
     version: int = SCHEMA_VERSION
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), allow_nan=False)
+        return json.dumps(valid_unicode(asdict(self)), allow_nan=False)
+
+
+def valid_unicode(value: Any) -> Any:
+    """``value`` (JSON's kinds) with each string valid Unicode: a lone surrogate, which a candidate's error
+    text may hold (Python's JSON decodes "\\ud800" into one), written as its escape, so the server reads
+    the result rather than refusing it whole."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {valid_unicode(k): valid_unicode(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [valid_unicode(v) for v in value]
+    return value
 
 
 def parse_result(data: bytes) -> SupervisorResult:

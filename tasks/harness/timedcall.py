@@ -43,9 +43,24 @@ class Side:
     bufs: list[shared.Buffer]
     #: the supervisor's private copies of the outputs, taken as each call returns (reused call to call)
     snapshot: dict[str, torch.Tensor] = field(default_factory=dict)
+    #: the values other than tensors its worker was given at set-up, once: every sample must hold the same
+    scalars: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.snapshot = {name: torch.empty_like(t) for name, t in self.outputs.items()}
+
+
+def _same_scalars(side: Side, sample: dict[str, Any]) -> None:
+    """Raise unless ``sample``'s values other than tensors are those ``side``'s worker was given at set-up:
+    a worker gets them once (a CUDA graph replays them as captured), so a problem whose draws change them
+    would be judged on inputs its calls never saw (the task's make_inputs must keep them per case)."""
+    drawn = {k: v for k, v in sample.items() if not isinstance(v, torch.Tensor)}
+    if drawn != side.scalars and repr(drawn) != repr(side.scalars):  # repr: a NaN equals itself
+        changed = sorted(k for k in drawn.keys() | side.scalars.keys() if drawn.get(k) != side.scalars.get(k))
+        raise RuntimeError(
+            f"the task's inputs other than tensors change from one draw to the next ({', '.join(changed)[:200]}): "
+            "a worker is given them once per case, so the task cannot be judged as it is"
+        )
 
 
 class Calling:
@@ -119,6 +134,7 @@ class Calling:
             t.copy_(decoy[name])
         poison(side.outputs)
         scalars = {k: v for k, v in decoy.items() if not isinstance(v, torch.Tensor)}
+        side.scalars = scalars
         bufs = side.bufs
         message = {
             "op": "setup",
@@ -165,6 +181,7 @@ class Calling:
         """(ms, the side's snapshot of the outputs, error): inputs written, caches flushed, the call
         made and its outputs copied, all on the supervisor's clock. The candidate's CPU time before
         the call (since its previous call, and while its inputs were written) goes to ``self.calls``."""
+        _same_scalars(side, sample)
         poison(side.outputs)
         if self.device == "cuda":
             shared.reset_persisting_l2()
@@ -205,6 +222,9 @@ class Calling:
         batch's time is its calls' and the protocol's (the empty call's batch measures that). ``graph``:
         the worker replays the batch's captured CUDA graph (TimingMethod.graph) instead of calling."""
         worker = sides[0].worker
+        if worker is not self.null:
+            for side, sample in zip(sides, samples, strict=True):
+                _same_scalars(side, sample)
         keeper = self._keeper_flushed(worker)
         window = self.calls.open(worker is self.candidate)
         for side, sample in zip(sides, samples, strict=True):

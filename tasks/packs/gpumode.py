@@ -45,6 +45,9 @@ class GpuModeProblem(PackProblem):
         self.workloads = manifest["workloads"]
         self._module: ModuleType | None = None
         self._preallocated: dict[Any, tuple[str, ...]] = {}
+        #: the container ref_kernel returns its outputs in (tuple or list), None for one bare value:
+        #: check_implementation gets the candidate's outputs in the same form, a 1-tuple included
+        self._form: type[tuple[Any, ...]] | type[list[Any]] | None = None
 
     def importable(self) -> None:
         """The problem's folder, then its pack's, first on the import path (as its harness lays them out)."""
@@ -95,14 +98,15 @@ class GpuModeProblem(PackProblem):
 
     def reference(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         """ref_kernel on a copy (a problem's data often holds a preallocated output it writes into)."""
-        return values.as_outputs(self.problem().ref_kernel(self._data(inputs, clone=True)))
+        result = self.problem().ref_kernel(self._data(inputs, clone=True))
+        self._form = type(result) if isinstance(result, tuple | list) else None
+        return values.as_outputs(result)
 
     def check(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> str:
         """The problem's check_implementation on a copy of the inputs: "" when it passes, else its reason."""
         result = list(outputs.values())
-        got = self.problem().check_implementation(
-            self._data(inputs, clone=True), result[0] if len(result) == 1 else tuple(result)
-        )
+        form = self._form or (tuple if len(result) > 1 else None)
+        got = self.problem().check_implementation(self._data(inputs, clone=True), form(result) if form else result[0])
         if isinstance(got, tuple):  # (passed, message)
             return "" if got[0] else str(got[1] if len(got) > 1 else "check_implementation failed")
         return "" if got in (True, "", None) else str(got)

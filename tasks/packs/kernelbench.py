@@ -56,6 +56,8 @@ class KernelBenchProblem(PackProblem):
         self._module: ModuleType | None = None
         self._models: dict[str, Any] = {}
         self._state: list[StateEntry] | None = None
+        #: the numbers among get_inputs()'s values, drawn once (:meth:`_numbers`)
+        self._fixed: dict[str, Any] | None = None
 
     def problem(self) -> ModuleType:
         """The problem file, imported once."""
@@ -99,7 +101,22 @@ class KernelBenchProblem(PackProblem):
                 data[f"in{i}"] = value
             else:
                 raise ValueError(f"get_inputs()[{i}] is a {type(value).__name__}, not a tensor or a number")
+        if len(data) > sum(isinstance(v, torch.Tensor) for v in data.values()):
+            data.update(self._numbers())
         return data
+
+    def _numbers(self) -> dict[str, Any]:
+        """The numbers among get_inputs()'s values as drawn under INIT_SEED, the same in every draw: a worker
+        is given them once per case (a problem that draws a number with its tensors would otherwise be
+        judged on a number its calls never saw)."""
+        import torch  # noqa: PLC0415
+
+        if self._fixed is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(INIT_SEED)
+                drawn = list(self.problem().get_inputs())
+            self._fixed = {f"in{i}": v for i, v in enumerate(drawn) if not isinstance(v, torch.Tensor)}
+        return self._fixed
 
     def reference(self, inputs: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
         import torch  # noqa: PLC0415

@@ -101,7 +101,22 @@ def write_outputs(result: Any, buffers: dict[str, Any]) -> None:
                 f"output {i} is {item.dtype} {list(item.shape)} on {item.device.type}; "
                 f"the reference's is {out.dtype} {list(out.shape)} on {out.device.type}"
             )
+        if _shares_storage(item, buffers):
+            raise ValueError(
+                f"output {i} is held in the judge's own output buffer, reached from the worker: a call returns "
+                "a tensor of its own (the worker copies it, as it copies the reference's)"
+            )
         out.copy_(item)
+
+
+def _shares_storage(item: Any, buffers: dict[str, Any]) -> bool:
+    """Whether ``item``'s memory is one of the output ``buffers``' (itself or a view of it): a copy onto
+    itself, which torch skips, would spare the call the copy every other call pays."""
+    try:
+        at = item.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # no storage of its own (sparse, meta): copy_ says why
+        return False
+    return at != 0 and any(at == b.untyped_storage().data_ptr() for b in buffers.values())  # 0: no memory
 
 
 def specs(tensors: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], str]]:

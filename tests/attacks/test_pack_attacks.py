@@ -54,6 +54,21 @@ CHECKED = {
         "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n\n\n",
         "torch.allclose's rule",
     ),
+    # the judge's output buffer, reached from the worker's frames, written and returned: the worker's copy
+    # into it would be a copy onto itself (skipped), a call's cost the baseline pays and it would not
+    "output_in_the_judges_buffer": (
+        "        f = sys._getframe(1)\n"
+        "        while 'outs' not in f.f_locals:\n"
+        "            f = f.f_back\n"
+        "        out = f.f_locals['outs']['out0']\n"
+        "        torch.mul(x, self.factor, out=out)\n"
+        "        return out",
+        "import sys\n\n\n",
+        "output 0 is held in the judge's own output buffer",
+    ),
+    # an error whose text holds a lone surrogate: the candidate's error, shown escaped (it made the whole
+    # result unreadable to the server: an infrastructure error, on any task)
+    "error_with_a_lone_surrogate": ("        raise RuntimeError('a\\ud800b')", "", "RuntimeError: a\\ud800b"),
     # a precision downcast beyond the tolerance (float8: ~6% off): the rule is the problem's, in fp32
     "downcast_float8": (
         "        return (x.to(torch.float8_e4m3fn).to(x.dtype)) * self.factor",

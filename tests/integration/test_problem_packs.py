@@ -53,9 +53,8 @@ def test_packs_are_listed_shown_and_initialised(
     doc = r.json()
     standard = doc["workloads"][0]
     assert standard["id"] == "standard" and standard["timed"] is True
-    assert standard["inputs"] == {"in0": {"shape": [128, 300], "dtype": "float32"}} and standard["scalars"] == {
-        "in1": 0.5
-    }
+    assert standard["inputs"] == {"in0": {"shape": [128, 300], "dtype": "float32"}}
+    assert list(standard["scalars"]) == ["in1"] and 0.25 <= standard["scalars"]["in1"] < 1.25  # drawn, once
     assert standard["outputs"] == {
         "out0": {"shape": [128], "dtype": "float32"},
         "out1": {"shape": [128], "dtype": "float32"},
@@ -195,31 +194,47 @@ def test_a_gpumode_problems_reference_as_custom_kernel_passes_its_check_and_a_wr
     assert code != 0 and "mismatch: largest difference nan" in out + err, out[-3000:] + err[-2000:]
 
 
-def test_a_gpumode_problem_with_two_outputs_is_judged_on_both(server: RunningServer, capfd, tmp_path: Path) -> None:
-    """A tuple of outputs in GPU MODE's form (each row's smallest and largest value): the template passes
-    every check, the same values in the other order fail the problem's own check on the first."""
-    task = "gpumode/cpu_pack/rowrange_py"
+@pytest.mark.parametrize(
+    ("task", "right", "wrong", "reason"),
+    [
+        (
+            "rowrange_py",
+            "data.amin(dim=1), data.amax(dim=1)",
+            "data.amax(dim=1), data.amin(dim=1)",
+            "smallest: mismatch",
+        ),
+        ("rowsum_py", "data.sum(dim=1)", "data.sum(dim=1) + 1", "mismatch"),
+    ],
+)
+def test_a_gpumode_problems_tuple_of_outputs_reaches_its_check_in_its_own_form(
+    task: str, right: str, wrong: str, reason: str, server: RunningServer, capfd, tmp_path: Path
+) -> None:
+    """GPU MODE's tuples of outputs: two (each row's smallest and largest value; the same in the other order
+    fail the problem's check on the first), and one (ref_kernel returns (sums,) and check_implementation
+    unpacks it: it was handed the bare tensor, "too many values to unpack"). The template passes every
+    check, a wrong submission fails the problem's own."""
+    task = f"gpumode/cpu_pack/{task}"
     assert run(["init", task, str(tmp_path / "aa"), "--remote", server.url]) == 0
     code = run(["eval", task, str(tmp_path / "aa"), "--remote", server.url, "-o", str(tmp_path / "o1"), "--check"])
     out, err = capfd.readouterr()
     assert code == 0 and "passed: 3/3" in out, (out + err)[-3000:]
-    swapped = tmp_path / "swapped.py"
-    swapped.write_text(
-        (tmp_path / "aa" / "submission.py")
-        .read_text()
-        .replace("data.amin(dim=1), data.amax(dim=1)", "data.amax(dim=1), data.amin(dim=1)")
+    source = (tmp_path / "aa" / "submission.py").read_text()
+    assert right in source
+    (tmp_path / "wrong.py").write_text(source.replace(right, wrong))
+    code = run(
+        ["eval", task, str(tmp_path / "wrong.py"), "--remote", server.url, "-o", str(tmp_path / "o2"), "--check"]
     )
-    code = run(["eval", task, str(swapped), "--remote", server.url, "-o", str(tmp_path / "o2"), "--check"])
     out, err = capfd.readouterr()
-    assert code == 1 and "smallest: mismatch" in out + err, (out + err)[-3000:]
+    assert code == 1 and reason in out + err, (out + err)[-3000:]
 
 
 def test_kernelbench_init_inputs_numbers_and_tuples_of_outputs_and_a_result_of_the_wrong_form(
     server: RunningServer, capfd, tmp_path: Path
 ) -> None:
-    """`--check` (correctness only): a constructor argument (1_Scale), a number among the forward's
-    inputs and two outputs (2_SumMax) pass as the problem's own Model; a ModelNew that returns one
-    output of two, or a tensor of another shape, fails with what it returned."""
+    """`--check` (correctness only): a constructor argument (1_Scale), a number drawn with the forward's
+    inputs (the same in every draw: a worker is given it once) and two outputs (2_SumMax) pass as the
+    problem's own Model; a ModelNew that returns one output of two, or a tensor of another shape, fails
+    with what it returned."""
 
     def check(task: str, folder: Path) -> tuple[int, str]:
         code = run(

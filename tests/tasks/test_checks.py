@@ -49,6 +49,38 @@ def test_nan_and_inf_together_are_told_apart() -> None:
     assert reason == "y: 2 non-finite elements (1 NaN, 1 inf: a value overflowed its dtype, or was divided by zero)"
 
 
+def test_the_references_own_nan_and_inf_matched_are_right_and_missed_are_named() -> None:
+    """A reference with NaN or inf (a log of a negative number, a division by zero): an output with the same
+    there passes on the rest, its statistics finite (a report's JSON holds no NaN); one that is finite
+    there fails, its reason saying so, not "never written"."""
+    nan, inf = float("nan"), float("inf")
+    ref = t(nan, inf, -inf, 2.0)
+    assert compare("y", t(nan, inf, -inf, 2.0), ref, Tolerance(1e-6, 1e-6, 1e-6)) == (
+        None,
+        {"max_abs_err": 0.0, "rms_ratio": 0.0, "failed_elements": 0},
+    )
+    reason, stats = compare("y", t(0.0, inf, 1.0, 2.0), ref, Tolerance(1.0, 1.0, LOOSE_RMS))
+    assert reason == "y: 2 non-finite elements (2 where the reference is NaN or inf and the output is not the same)"
+    assert stats == {}
+    reason, _ = compare("y", t(nan, inf, -inf, 3.0), ref, Tolerance(1e-3, 1e-3, LOOSE_RMS))
+    assert reason is not None and reason.startswith("y: 1 elements out of tolerance; first at [3]: got 3, expected 2")
+
+
+def test_values_whose_squares_overflow_float64_give_finite_statistics() -> None:
+    """A float64 output near 1e300 against a small reference: the RMS of the error overflows float64 unless
+    scaled; its statistics stay finite numbers and the element fails."""
+    reason, stats = compare("y", t(1e300, 1e300), t(1.0, 2.0), Tolerance(1e-3, 1e-3, LOOSE_RMS))
+    assert reason is not None and reason.startswith("y: 2 elements out of tolerance")
+    assert all(math.isfinite(v) for v in stats.values()) and stats["rms_ratio"] > 1e299, stats
+    reason, stats = compare("y", t(1.7e308, -1.7e308), t(-1.7e308, 1.7e308), Tolerance(1e-3, 1e-3, LOOSE_RMS))
+    assert reason == "y: its difference from the reference overflows float64" and stats == {}
+
+
+def test_an_exact_match_reports_a_largest_error_of_zero_not_minus_zero() -> None:
+    _, stats = compare("y", t(1.0, 2.0), t(1.0, 2.0), Tolerance(0.0, 0.0, 1e-12))
+    assert math.copysign(1.0, stats["max_abs_err"]) == 1.0
+
+
 def test_statistics_are_exact() -> None:
     # ref RMS = sqrt((9 + 16) / 2) = sqrt(12.5); errors 1 and 0: error RMS = sqrt(0.5); ratio = sqrt(0.04) = 0.2
     reason, stats = compare("y", t(4.0, 4.0), t(3.0, 4.0), Tolerance(1.0, 1.0, LOOSE_RMS))

@@ -58,6 +58,18 @@ def test_a_tensor_subclass_is_not_a_result() -> None:
         values.write_outputs(torch.ones(2).as_subclass(Lazy), buffers((2,)))
 
 
+def test_the_judges_own_output_buffer_or_a_view_of_it_is_not_a_result() -> None:
+    """A call that writes into the output buffer it reached from the worker's frames and returns it (or a view
+    of it) would make the worker's copy a copy onto itself, which torch skips: refused. A tensor of its own,
+    and an empty output (no memory to share), pass."""
+    outs = buffers((2, 3), (0,))
+    for held in (outs["out0"], outs["out0"].view(3, 2).view(2, 3), outs["out0"][:, :].contiguous()):
+        with pytest.raises(ValueError, match="output 0 is held in the judge's own output buffer"):
+            values.write_outputs((held, torch.ones(0)), outs)
+    values.write_outputs((torch.ones(2, 3), torch.ones(0)), outs)
+    assert outs["out0"].tolist() == [[1.0] * 3] * 2
+
+
 def built(draw_first: bool = False, width: int = 8) -> torch.nn.Module:
     torch.manual_seed(42)
     if draw_first:

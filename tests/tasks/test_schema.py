@@ -220,6 +220,15 @@ def test_warmup_calls_is_a_whole_number() -> None:
         parse_result(result_doc({"id": "c", "outcome": "PASS", "timing": timing_doc(warmup_calls=2.9)}))
 
 
+def test_a_lone_surrogate_in_a_candidates_text_is_written_as_its_escape() -> None:
+    """A candidate's error text may hold a lone surrogate (raise RuntimeError("a\\ud800b") in its call): the
+    result is still one the server reads, the text escaped, rather than refused whole (an infrastructure
+    error, on any task)."""
+    doc = SupervisorResult([CaseResult("c", Outcome.ERROR, "RuntimeError: a\ud800b\udfff")], ["x\udc80"], "none")
+    got = parse_result(doc.to_json().encode())
+    assert got.cases[0].reason == "RuntimeError: a\\ud800b\\udfff" and got.interference == ["x\\udc80"]
+
+
 def test_round_trip_through_to_json() -> None:
     doc = SupervisorResult(
         [CaseResult("c", Outcome.PASS, "", {}, Timing([1.5], [0.5], [0.25], "max", 1))], ["x"], "none"
