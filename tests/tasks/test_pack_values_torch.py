@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -16,10 +17,13 @@ torch = pytest.importorskip("torch")
 from kcoral.tasks.packs import values  # noqa: E402
 from kcoral.tasks.packs.kernelbench import (  # noqa: E402
     MAX_STATE_BYTES,
+    KernelBenchProblem,
     describe_state,
     state_difference,
     state_report,
 )
+
+PACKS = Path(__file__).resolve().parents[1] / "fixtures" / "packs"
 
 
 def buffers(*shapes: tuple[int, ...]) -> dict[str, torch.Tensor]:
@@ -68,6 +72,23 @@ def test_the_judges_own_output_buffer_or_a_view_of_it_is_not_a_result() -> None:
             values.write_outputs((held, torch.ones(0)), outs)
     values.write_outputs((torch.ones(2, 3), torch.ones(0)), outs)
     assert outs["out0"].tolist() == [[1.0] * 3] * 2
+
+
+def test_a_number_drawn_with_the_inputs_is_the_same_in_every_draw_and_each_call_must_carry_its_set_ups() -> None:
+    """A worker is given the values that are not tensors once, at set-up: 2_SumMax's get_inputs() draws its
+    number with its matrix, and every draw of the problem holds the same number (drawn under the problem's
+    seed) beside fresh tensors; a call whose numbers are not its set-up's ends the evaluation with them named
+    (a NaN equals itself here)."""
+    from kcoral.tasks.harness.timedcall import Side, _same_scalars  # noqa: PLC0415
+
+    problem = KernelBenchProblem(PACKS / "kernelbench" / "level1", {"pack": {"entry": "2_SumMax.py"}})
+    one, two = problem.make_inputs({}, 1, "cpu"), problem.make_inputs({}, 2, "cpu")
+    assert not torch.equal(one["in0"], two["in0"]) and one["in1"] == two["in1"] and 0.25 <= one["in1"] < 1.25
+    side = Side(None, "c", {}, {}, [], scalars={"in1": one["in1"]})  # type: ignore[arg-type]
+    _same_scalars(side, two)
+    with pytest.raises(RuntimeError, match=r"change from one draw to the next \(in1\)"):
+        _same_scalars(side, {**two, "in1": 7.0})
+    _same_scalars(Side(None, "c", {}, {}, [], scalars={"k": float("nan")}), {"k": float("nan")})  # type: ignore[arg-type]
 
 
 def built(draw_first: bool = False, width: int = 8) -> torch.nn.Module:
