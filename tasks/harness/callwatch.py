@@ -1,15 +1,14 @@
 """What the supervisor reads around every call it times, and keeps for the measurement's checks:
 
-- the candidate container's CPU time between its calls and while its inputs are written (``gaps``:
-  tasks.harness.cpuwatch.outside_calls flags work done outside its own calls);
+- the candidate container's CPU time between its calls and while its inputs are written, the latter at
+  least what its core's keeper lost meanwhile (the container's counter moves only at the scheduler's
+  ticks and switches: a helper that works while its inputs are written and never switches showed
+  ~0.03 ms there) (``gaps``: tasks.harness.cpuwatch.outside_calls flags work done outside its own calls);
 - others' work on the candidate's core during its calls, less the candidate's own and its core's
   keeper's (tasks.harness.keeper) (``shared``:
   tasks.harness.cpuwatch.shared_core; over the method's limits the workload is not scored);
-- the trusted side's unbilled waits for a CPU during the calls of the iteration being timed, and the time
-  the keeper of the candidate's core lost while the candidate's inputs were written (the container's
-  counter moves only at the scheduler's ticks and switches: a forked helper that worked then and never
-  switched showed ~0.03 ms there and scored 1.07-1.15x) (``waited``: tasks.harness.interference; a
-  disturbed iteration is left out).
+- the trusted side's unbilled waits for a CPU during the calls of the iteration being timed
+  (``waited``: tasks.harness.interference; a disturbed iteration is left out).
 
 One :class:`Window` per call: :meth:`CallWatch.open` before its inputs are written, :meth:`written` once
 they are, :meth:`judging` just before the clock starts and :meth:`close` once the outputs are held.
@@ -127,12 +126,7 @@ class CallWatch:
         """The call's inputs are written (the candidate's CPU until here is while they were)."""
         w.cpu_written = self.cpu()
         if w.candidate and self.lost is not None:
-            # while the inputs are written nothing but its keeper should run on the candidate's core: what the
-            # keeper lost then is work the container's counter may not show yet (it moves only at the
-            # scheduler's ticks and switches), the candidate's or a host process's: whose cannot be told, so
-            # it disturbs the iteration as the judge's own unbilled waits do (left out; too many: inconclusive)
             w.lost_written = self.lost() - w.lost_opened
-            self.waited += w.lost_written / 1e6
 
     def close(self, w: Window) -> None:
         """The call's outputs are held: its waits, its core's other work and its gap are kept."""
@@ -145,5 +139,7 @@ class CallWatch:
             busy = self.judge.busy_ms(core) - w.core_opened[1] - (self.kept_ms() - w.core_opened[2])
             self.shared.append((busy - (cpu_closed - w.cpu_opened) / 1e6, window_ms))
         if w.candidate:
-            self.gaps.append((w.cpu_opened - self.last_cpu, w.cpu_written - w.cpu_opened))
+            # while its inputs were written, its core's keeper should have had the core: what it lost then was
+            # work of the candidate's (or the host's) that the container's counter may not show yet
+            self.gaps.append((w.cpu_opened - self.last_cpu, max(w.cpu_written - w.cpu_opened, w.lost_written)))
             self.last_cpu = cpu_closed

@@ -39,8 +39,8 @@ from collections.abc import Iterator
 #: from its core while it held it)
 _MODE, _ASKED, _DONE, _BYTES, _BEAT, _LOST = 0, 1, 2, 3, 4, 5
 #: a gap between two looks longer than this is the core taken from the keeper, not its own loop's pace
-#: (a look takes a few microseconds)
-LOST_GAP_NS = 25_000
+#: (a look takes a few microseconds, an interrupt tens)
+LOST_GAP_NS = 100_000
 #: modes: blocked until told otherwise; spinning (the core kept awake); a call runs on its core
 #: (blocked until it is answered); gone
 PARK, HOLD, CALL, QUIT = 0, 1, 2, 3
