@@ -1,9 +1,7 @@
 """What the supervisor reads around every call it times, and keeps for the measurement's checks:
 
-- the candidate container's CPU time between its calls and while its inputs are written, the latter at
-  least what its core's keeper lost meanwhile (the container's counter moves only at the scheduler's
-  ticks and switches: a helper that works while its inputs are written and never switches showed
-  ~0.03 ms there) (``gaps``: tasks.harness.cpuwatch.outside_calls flags work done outside its own calls);
+- the candidate container's CPU time between its calls and while its inputs are written (``gaps``:
+  tasks.harness.cpuwatch.outside_calls flags work done outside its own calls);
 - others' work on the candidate's core during its calls, less the candidate's own and its core's
   keeper's (tasks.harness.keeper) (``shared``:
   tasks.harness.cpuwatch.shared_core; over the method's limits the workload is not scored);
@@ -55,10 +53,6 @@ class Window:
     core_opened: tuple[int, float, float] | None
     #: ... once its inputs were written
     cpu_written: int = 0
-    #: ns the keeper of the candidate's core had lost to others as it opened, then lost while its inputs
-    #: were written (a candidate's call only)
-    lost_opened: int = 0
-    lost_written: int = 0
     #: the trusted processes whose waits count against this call, and their waits before it
     watched: list[str] = field(default_factory=list)
     waited_before: float = 0.0
@@ -82,9 +76,6 @@ class CallWatch:
     #: ms the keeper of the candidate's core has run so far (tasks.harness.keeper; None: no keeper):
     #: trusted work, not others' work on that core
     kept: Callable[[], float] | None = None
-    #: ns the keeper of the candidate's core has been kept from it so far (tasks.harness.keeper.Keeper.lost_ns;
-    #: None: no keeper): precise where the container's CPU counter lags behind its work
-    lost: Callable[[], int] | None = None
 
     def cpu(self) -> int:
         return self.watch.ns() if self.watch is not None else 0
@@ -114,8 +105,7 @@ class CallWatch:
         core_opened = (
             (self.clock(), judge.busy_ms(core), self.kept_ms()) if candidate and judge and core is not None else None
         )
-        lost = self.lost() if candidate and self.lost is not None else 0
-        return Window(candidate, cpu, core_opened, lost_opened=lost)
+        return Window(candidate, cpu, core_opened)
 
     def judging(self, w: Window, watched: list[str]) -> None:
         """Just before the clock starts: the waits of ``watched`` from here are the call's."""
@@ -125,8 +115,6 @@ class CallWatch:
     def written(self, w: Window) -> None:
         """The call's inputs are written (the candidate's CPU until here is while they were)."""
         w.cpu_written = self.cpu()
-        if w.candidate and self.lost is not None:
-            w.lost_written = self.lost() - w.lost_opened
 
     def close(self, w: Window) -> None:
         """The call's outputs are held: its waits, its core's other work and its gap are kept."""
@@ -139,7 +127,5 @@ class CallWatch:
             busy = self.judge.busy_ms(core) - w.core_opened[1] - (self.kept_ms() - w.core_opened[2])
             self.shared.append((busy - (cpu_closed - w.cpu_opened) / 1e6, window_ms))
         if w.candidate:
-            # while its inputs were written, its core's keeper should have had the core: what it lost then was
-            # work of the candidate's (or the host's) that the container's counter may not show yet
-            self.gaps.append((w.cpu_opened - self.last_cpu, max(w.cpu_written - w.cpu_opened, w.lost_written)))
+            self.gaps.append((w.cpu_opened - self.last_cpu, w.cpu_written - w.cpu_opened))
             self.last_cpu = cpu_closed

@@ -68,10 +68,6 @@ MAY_FAIL_THE_HOLDOUT = {"replay_by_ptr"}
 FLAGGED = {
     "interfere_with_baseline": "used CPU",  # classes 2 and 8: load while the baseline runs
     "precompute_on_write": "used CPU",  # class 4: work as the inputs are written
-    # class 4 again, unseen by the container's CPU counter (it moves at the scheduler's ticks and switches): a
-    # forked helper starts just after a tick, follows the writer row by row and spins until the call; what
-    # the candidate's core's keeper lost meanwhile is what it did (a red-team pass: 1.07-1.15x unflagged before)
-    "precompute_from_a_helper": "used CPU while their inputs were being written",
 }
 #: flagged attacks whose early work can race the writing of their inputs and then fail a check instead
 RACING = {"precompute_on_write"}

@@ -54,30 +54,6 @@ def test_a_candidate_call_keeps_its_gap_and_what_it_used_while_its_inputs_were_w
     assert w.gaps == [(3_000, 500)] and w.last_cpu == 9_000
 
 
-def test_what_the_candidates_cores_keeper_lost_while_its_inputs_were_written_is_its_early_work_at_least() -> None:
-    """The container's counter moves only at the scheduler's ticks and switches: a helper that works while
-    the inputs are written and never switches shows next to nothing there (0.03 ms measured), while the
-    keeper of its core lost the core for that time. The larger of the two is the call's early work; what
-    the keeper lost before the window opened is not."""
-    w, c = watch()
-    lost = [7_000_000]  # ns the keeper had lost before this window
-    w.lost = lambda: lost[0]
-    w.settled()
-    window = w.open(candidate=True)
-    c.cpu_ns, lost[0] = 30_000, lost[0] + 1_200_000  # 0.03 ms on the counter, 1.2 ms lost by the keeper
-    w.written(window)
-    lost[0] += 5_000_000  # the call itself: the worker takes the core (not counted: the keeper is told)
-    w.close(window)
-    assert w.gaps == [(0, 1_200_000)]
-    window = w.open(candidate=True)
-    c.cpu_ns += 800_000  # the counter's own figure where it is the larger
-    w.written(window)
-    w.close(window)
-    assert w.gaps[-1] == (0, 800_000)
-    trusted = w.open(candidate=False)  # a trusted call's window reads no keeper
-    assert trusted.lost_opened == 0
-
-
 def test_a_trusted_call_keeps_no_gap_and_leaves_the_candidates_last_reading() -> None:
     w, c = watch()
     c.cpu_ns = 2_000
