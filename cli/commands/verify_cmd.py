@@ -120,6 +120,10 @@ def _document(
     return doc
 
 
+#: what a check's receipt says beside its verdict (``kcoral eval --check``): its "ok" is not a score's
+CHECK_WORDS = " (a check: correctness of the public workloads only, no holdout, no timing)"
+
+
 def _facts(s: dict[str, Any]) -> list[str]:
     """The statement's main facts, a line each (the rest: --json, or the receipt itself)."""
     version = f" version {s['task_version']}" if s.get("task_version") else ""
@@ -128,7 +132,8 @@ def _facts(s: dict[str, Any]) -> list[str]:
         f"job {s.get('job', '-')}{label}, task {s.get('task', '-')}{version}, manifest {s.get('manifest_sha256', '-')}",
         f"submission {s.get('submission_digest') or s.get('submission_sha256', '-')}",
         f"image {s.get('image') or '-'}, judge code {s.get('judge_code_sha256') or '-'}",
-        f"verdict {s.get('verdict', '-')}, score {_score(s.get('score'))}, on {_gpus(s.get('gpus'))}",
+        f"verdict {s.get('verdict', '-')}{CHECK_WORDS if s.get('check') is True else ''}, score "
+        f"{_score(s.get('score'))}, on {_gpus(s.get('gpus'))}",
     ]
     same = s.get("same_submission")
     if isinstance(same, dict):

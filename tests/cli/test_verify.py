@@ -61,6 +61,19 @@ def test_a_valid_receipt_exits_0_and_says_what_it_proves_and_what_not(
     capsys.readouterr()
 
 
+def test_a_checks_receipt_says_it_was_a_check_beside_its_verdict(
+    tmp_path: Path, ring: KeyRing, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kcoral eval --check` signs a receipt too: its "verdict ok" is a check's, and verify says so."""
+    receipt = tmp_path / "check.json"
+    receipt.write_bytes(signed(ring, {**STATEMENT, "check": True, "score": None}))
+    pem = tmp_path / "server.pem"
+    pem.write_bytes((ring.folder / PUBLIC / f"{ring.current.key_id}.pem").read_bytes())
+    assert run(["verify", str(receipt), "--key", str(pem)]) == 0
+    out = capsys.readouterr().out
+    assert "verdict ok (a check: correctness of the public workloads only, no holdout, no timing), score -" in out
+
+
 def test_a_changed_or_foreign_receipt_exits_1_with_one_line(
     tmp_path: Path, files: SimpleNamespace, capsys: pytest.CaptureFixture[str]
 ) -> None:
