@@ -38,17 +38,12 @@ def compare(name: str, out: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> 
     err = o - r
     lo, hi = (float(v) for v in torch.aminmax(err)) if err.numel() else (0.0, 0.0)
     if not (math.isfinite(lo) and math.isfinite(hi)):  # NaN propagates into aminmax, as inf does
-        # the reference's own NaN and infinities, matched by the output, are right there (equal_nan);
-        # any other non-finite element on either side is wrong
-        same = (torch.isnan(o) & torch.isnan(r)) | (torch.isinf(r) & (o == r))
-        odd = ~(torch.isfinite(o) & torch.isfinite(r)) & ~same
-        bad = int(odd.sum())
-        if bad:
-            return f"{name}: {bad} non-finite elements {_non_finite(o, r, odd, bad)}", {}
-        if bool(same.any()):
-            o, r = o.masked_fill(same, 0.0), r.masked_fill(same, 0.0)
-            err = o - r
-            lo, hi = (float(v) for v in torch.aminmax(err))
+        found = _without_matched_non_finite(o, r)
+        if isinstance(found, str):
+            return f"{name}: {found}", {}
+        o, r = found
+        err = o - r
+        lo, hi = (float(v) for v in torch.aminmax(err))
         if not (math.isfinite(lo) and math.isfinite(hi)):  # finite values whose difference overflows
             if wide is torch.float32:
                 return compare(name, out.to(torch.float64), ref.to(torch.float64), tol)
@@ -103,6 +98,17 @@ def _allclose(
         f"{name}: {n_fail} elements out of tolerance; first at {list(first)}: got {got:.6g}, expected {want:.6g} "
         f"(off by {abs(got - want):.3g} > atol {tol.atol:g} + rtol {tol.rtol:g} x |expected|, torch.allclose's rule)"
     ), stats
+
+
+def _without_matched_non_finite(o: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | str:
+    """The output and reference with the reference's own NaN and infinities, matched by the output, set to 0
+    on both sides (right there: equal_nan), or why not: any other non-finite element on either side."""
+    same = (torch.isnan(o) & torch.isnan(r)) | (torch.isinf(r) & (o == r))
+    odd = ~(torch.isfinite(o) & torch.isfinite(r)) & ~same
+    bad = int(odd.sum())
+    if bad:
+        return f"{bad} non-finite elements {_non_finite(o, r, odd, bad)}"
+    return (o.masked_fill(same, 0.0), r.masked_fill(same, 0.0)) if bool(same.any()) else (o, r)
 
 
 def _non_finite(out: torch.Tensor, ref: torch.Tensor, odd: torch.Tensor, bad: int) -> str:
