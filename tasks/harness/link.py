@@ -26,6 +26,10 @@ class Worker:
     chan: Channel
     trusted: bool
     timeout: float
+    #: when the evaluation's time limit ends (time.time(); 0: not said) and the seconds kept before it for
+    #: ending: no answer is waited for past that, so a silent worker still leaves a result and a report
+    deadline: float = 0.0
+    margin: float = 0.0
     gone: str = ""
     #: poll for its answers instead of sleeping (set while a case is timed with it on another core
     #: than the supervisor's: :meth:`Supervisor._pin`)
@@ -55,10 +59,11 @@ class Worker:
         """The worker's answer to the oldest operation not yet answered: None for ok, else its error."""
         if self.gone:
             self._raise_gone()
+        patience = self.patience()
         try:
-            answer = self.chan.recv(self.timeout, spin=self.spin)
+            answer = self.chan.recv(patience, spin=self.spin)
         except ChannelError as exc:
-            self._lost(exc)
+            self._lost(exc, patience)
         seen, sent = time.monotonic_ns(), answer.get("at")
         self.answer_lag_ns = max(0, seen - sent) if self.trusted and type(sent) is int else 0
         if answer.get("ok") is True:
@@ -70,8 +75,18 @@ class Worker:
             raise RuntimeError(f"the {self.name} failed: {text}")
         return text[: schema.MAX_TEXT]
 
-    def _lost(self, exc: ChannelError) -> NoReturn:
-        self.gone = f"the {self.name}'s worker stopped answering: {exc}"
+    def patience(self) -> float:
+        """Seconds an answer is waited for: the call's limit, or less where the evaluation's deadline
+        (less its margin) comes first."""
+        if not self.deadline:
+            return self.timeout
+        return max(0.0, min(self.timeout, self.deadline - self.margin - time.time()))
+
+    def _lost(self, exc: ChannelError, patience: float | None = None) -> NoReturn:
+        why = str(exc)
+        if patience is not None and patience < self.timeout and "no answer" in why:
+            why = f"no answer within {patience:.1f} s, what was left of the evaluation's time limit"
+        self.gone = f"the {self.name}'s worker stopped answering: {why}"
         self._raise_gone()
 
     def _raise_gone(self) -> NoReturn:
@@ -86,7 +101,7 @@ class Worker:
 def hello(worker: Worker) -> str | None:
     """The worker's first message: ok, or why it cannot serve (the submission did not import)."""
     try:
-        answer = worker.chan.recv(worker.timeout)
+        answer = worker.chan.recv(worker.patience())
     except ChannelError as exc:
         worker.gone = f"the {worker.name}'s worker did not start: {exc}"
         if worker.trusted:

@@ -78,7 +78,7 @@ def main(
         listener.close()  # one candidate worker: later connections are refused, never read
     except ChannelError as exc:
         return finish([CaseResult(c.id, Outcome.ERROR, str(exc)) for c in doc.cases], "unavailable")
-    candidate = Worker("candidate", chan, trusted=False, timeout=doc.timing.call_timeout_s)
+    candidate = Worker("candidate", chan, False, *_patience(doc))
     watch, watch_note = _watch_candidate(sock_path, cgroup)
     laps.lap("candidate connects")
     write_progress(out, phase="start", step="the candidate's worker imports solution.py")
@@ -117,7 +117,7 @@ def _trusted_side(
     the baseline's first calls), before the candidate's worker may run anything."""
     write_progress(out, phase="start", step="starting the baseline's worker")
     trusted = [
-        Worker(name, chan, trusted=True, timeout=doc.timing.call_timeout_s)
+        Worker(name, chan, True, *_patience(doc))
         for name, (chan, _) in zip(TRUSTED_WORKERS, started, strict=False)  # none when nothing is timed
     ]
     for worker in trusted:
@@ -136,6 +136,12 @@ def _trusted_side(
     sup.note_free_memory()  # before the candidate's worker may import the submission
     laps.lap("warm-up")
     return sup, trusted
+
+
+def _patience(doc: schema.CaseFile) -> tuple[float, float, float]:
+    """A worker's limits on waiting for an answer (tasks.harness.link.Worker): the call's timeout, the
+    evaluation's deadline and the margin kept before it."""
+    return doc.timing.call_timeout_s, doc.deadline, doc.timing.deadline_margin_s
 
 
 def _watch_candidate(sock_path: str, cgroup: str) -> tuple[CpuWatch | None, str]:

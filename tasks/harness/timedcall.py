@@ -50,11 +50,16 @@ class Side:
         self.snapshot = {name: torch.empty_like(t) for name, t in self.outputs.items()}
 
 
+def _not_tensors(values: dict[str, Any]) -> dict[str, Any]:
+    """The values of a sample that are not tensors (numbers, constants): a worker's at set-up, once."""
+    return {k: v for k, v in values.items() if not isinstance(v, torch.Tensor)}
+
+
 def _same_scalars(side: Side, sample: dict[str, Any]) -> None:
     """Raise unless ``sample``'s values other than tensors are those ``side``'s worker was given at set-up:
     a worker gets them once (a CUDA graph replays them as captured), so a problem whose draws change them
     would be judged on inputs its calls never saw (the task's make_inputs must keep them per case)."""
-    drawn = {k: v for k, v in sample.items() if not isinstance(v, torch.Tensor)}
+    drawn = _not_tensors(sample)
     if drawn != side.scalars and repr(drawn) != repr(side.scalars):  # repr: a NaN equals itself
         changed = sorted(k for k in drawn.keys() | side.scalars.keys() if drawn.get(k) != side.scalars.get(k))
         raise RuntimeError(
@@ -133,8 +138,7 @@ class Calling:
         for name, t in side.inputs.items():
             t.copy_(decoy[name])
         poison(side.outputs)
-        scalars = {k: v for k, v in decoy.items() if not isinstance(v, torch.Tensor)}
-        side.scalars = scalars
+        scalars = side.scalars = _not_tensors(decoy)
         bufs = side.bufs
         message = {
             "op": "setup",

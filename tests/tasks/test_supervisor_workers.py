@@ -45,3 +45,20 @@ def test_only_a_trusted_workers_stamp_gives_the_hand_off_lag(trusted: bool, stam
     assert (worker.answer_lag_ns >= 5_000_000) if lagged else worker.answer_lag_ns == 0
     ours.close()
     theirs.close()
+
+
+def test_a_silent_worker_is_given_up_before_the_evaluations_deadline_not_after_its_call_timeout() -> None:
+    """A call's own limit (300 s by default) may be longer than what is left of the evaluation: a silent
+    candidate then used the whole job's time and the job ended without a report (CI at e133dcb). The
+    wait ends at the deadline less its margin, and the case is the candidate's error."""
+    ours, theirs = pair()  # the worker's end stays open and says nothing
+    worker = Worker("candidate", ours, trusted=False, timeout=300, deadline=time.time() + 1.5, margin=1.0)
+    began = time.monotonic()
+    left = r"stopped answering: no answer within 0\.\d s, what was left of the evaluation's time limit"
+    with pytest.raises(CandidateGone, match=left):
+        worker.ask({"op": "call", "case": "c0"})
+    assert time.monotonic() - began < 2.0
+    with pytest.raises(CandidateGone):  # and at once every later time
+        worker.answer()
+    ours.close()
+    theirs.close()
