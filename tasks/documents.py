@@ -182,8 +182,7 @@ class SampleTimes(Document):
     kernel_ms: list[float] | None = None
     protocol_ms: list[float] | None = None
     #: per iteration: the supervisor marked it disturbed (left out of the speedup), and what its judge's side
-    #: lost to waiting for a CPU, to interrupts, or to other work on the candidate's core while its inputs
-    #: were written (ms); absent in receipts from before they were measured
+    #: lost to waiting for a CPU or to interrupts (ms); absent in receipts from before they were measured
     disturbed: list[bool] | None = None
     judge_wait_ms: list[float] | None = None
 

@@ -255,8 +255,7 @@ def _host_refusal(name: str, timing: Timing, marks: list[bool], method: TimingMe
         dropped = sum(marks)
         waits = [w for w, m in zip(timing.judge_wait_ms, marks, strict=False) if m]
         lost = (
-            f" (the judge's side lost a median {median(waits):.3f} ms each to waiting for a CPU, to interrupts, or "
-            "to other work on the submission's core while its inputs were written)"
+            f" (the judge's side lost a median {median(waits):.3f} ms each to waiting for a CPU or to interrupts)"
             if waits
             else ""
         )

@@ -5,11 +5,8 @@
 - others' work on the candidate's core during its calls, less the candidate's own and its core's
   keeper's (tasks.harness.keeper) (``shared``:
   tasks.harness.cpuwatch.shared_core; over the method's limits the workload is not scored);
-- the trusted side's unbilled waits for a CPU during the calls of the iteration being timed, and the time
-  the keeper of the candidate's core lost while the candidate's inputs were written (the container's
-  counter moves only at the scheduler's ticks and switches: a forked helper that worked then and never
-  switched showed ~0.03 ms there and scored 1.07-1.15x) (``waited``: tasks.harness.interference; a
-  disturbed iteration is left out).
+- the trusted side's unbilled waits for a CPU during the calls of the iteration being timed
+  (``waited``: tasks.harness.interference; a disturbed iteration is left out).
 
 One :class:`Window` per call: :meth:`CallWatch.open` before its inputs are written, :meth:`written` once
 they are, :meth:`judging` just before the clock starts and :meth:`close` once the outputs are held.
@@ -56,10 +53,6 @@ class Window:
     core_opened: tuple[int, float, float] | None
     #: ... once its inputs were written
     cpu_written: int = 0
-    #: ns the keeper of the candidate's core had lost to others as it opened, then lost while its inputs
-    #: were written (a candidate's call only)
-    lost_opened: int = 0
-    lost_written: int = 0
     #: the trusted processes whose waits count against this call, and their waits before it
     watched: list[str] = field(default_factory=list)
     waited_before: float = 0.0
@@ -83,9 +76,6 @@ class CallWatch:
     #: ms the keeper of the candidate's core has run so far (tasks.harness.keeper; None: no keeper):
     #: trusted work, not others' work on that core
     kept: Callable[[], float] | None = None
-    #: ns the keeper of the candidate's core has been kept from it so far (tasks.harness.keeper.Keeper.lost_ns;
-    #: None: no keeper): precise where the container's CPU counter lags behind its work
-    lost: Callable[[], int] | None = None
 
     def cpu(self) -> int:
         return self.watch.ns() if self.watch is not None else 0
@@ -115,8 +105,7 @@ class CallWatch:
         core_opened = (
             (self.clock(), judge.busy_ms(core), self.kept_ms()) if candidate and judge and core is not None else None
         )
-        lost = self.lost() if candidate and self.lost is not None else 0
-        return Window(candidate, cpu, core_opened, lost_opened=lost)
+        return Window(candidate, cpu, core_opened)
 
     def judging(self, w: Window, watched: list[str]) -> None:
         """Just before the clock starts: the waits of ``watched`` from here are the call's."""
@@ -126,13 +115,6 @@ class CallWatch:
     def written(self, w: Window) -> None:
         """The call's inputs are written (the candidate's CPU until here is while they were)."""
         w.cpu_written = self.cpu()
-        if w.candidate and self.lost is not None:
-            # while the inputs are written nothing but its keeper should run on the candidate's core: what the
-            # keeper lost then is work the container's counter may not show yet (it moves only at the
-            # scheduler's ticks and switches), the candidate's or a host process's: whose cannot be told, so
-            # it disturbs the iteration as the judge's own unbilled waits do (left out; too many: inconclusive)
-            w.lost_written = self.lost() - w.lost_opened
-            self.waited += w.lost_written / 1e6
 
     def close(self, w: Window) -> None:
         """The call's outputs are held: its waits, its core's other work and its gap are kept."""

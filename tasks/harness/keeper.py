@@ -35,12 +35,8 @@ import sys
 import time
 from collections.abc import Iterator
 
-#: the page's words (the last two the keeper's: when it last looked at the page, and the ns it was kept
-#: from its core while it held it)
-_MODE, _ASKED, _DONE, _BYTES, _BEAT, _LOST = 0, 1, 2, 3, 4, 5
-#: a gap between two looks longer than this is the core taken from the keeper, not its own loop's pace
-#: (a look takes a few microseconds)
-LOST_GAP_NS = 25_000
+#: the page's words
+_MODE, _ASKED, _DONE, _BYTES = 0, 1, 2, 3
 #: modes: blocked until told otherwise; spinning (the core kept awake); a call runs on its core
 #: (blocked until it is answered); gone
 PARK, HOLD, CALL, QUIT = 0, 1, 2, 3
@@ -90,16 +86,6 @@ class Keeper:
             if time.perf_counter() > end or self.proc.poll() is not None:
                 return False
         return True
-
-    def lost_ns(self) -> int:
-        """Nanoseconds its core has been taken from it while it held the core awake, so far: the gaps it
-        found between two of its looks, and the one still open now (its core taken at this moment). Read
-        while a candidate's inputs are written, nothing but the keeper should run on that core: the
-        candidate container's CPU counter moves only at the scheduler's ticks and switches, this does not."""
-        lost = self._words[_LOST]  # first: the keeper writes its beat, then its loss (a gap counted once)
-        beat = self._words[_BEAT]
-        open_gap = time.monotonic_ns() - beat
-        return lost + (open_gap if beat and open_gap > LOST_GAP_NS else 0)
 
     def cpu_ms(self) -> float:
         """Milliseconds it has run so far (its schedstat)."""
@@ -164,31 +150,21 @@ def run(page_fd: int, event: int) -> int:
     page = mmap.mmap(page_fd, _PAGE)
     words = memoryview(page).cast("q")
     scratch = memoryview(bytearray(0))
-    done, switches, held = 0, _taken(), False
-    words[_BEAT] = time.monotonic_ns()
+    done, switches = 0, _taken()
     while True:
         was, switches = switches, _taken()
-        mode = words[_MODE]
-        now = time.monotonic_ns()
-        gap = now - words[_BEAT]
-        words[_BEAT] = now  # before the loss, which a reader reads first: a gap is never counted twice
-        if held and mode == HOLD and gap > LOST_GAP_NS:
-            words[_LOST] += gap  # its core was taken while it held it (a call's worker takes it in CALL)
-        held = mode == HOLD
-        what = step(mode, words[_ASKED], done, switches != was)
+        what = step(words[_MODE], words[_ASKED], done, switches != was)
         if what == "flush":
             asked, half = words[_ASKED], max(words[_BYTES], 0) // 2
             if len(scratch) != 2 * half:
                 scratch = memoryview(bytearray(2 * half))
             scratch[half:] = scratch[:half]  # every byte read or written on this core
             done = words[_DONE] = asked
-            words[_BEAT] = time.monotonic_ns()  # its own work, not a loss
         elif what == "quit":
             return 0
         elif what == "sleep":
             os.eventfd_read(event)  # until the page changes
-            switches, held = _taken(), False
-            words[_BEAT] = time.monotonic_ns()
+            switches = _taken()
 
 
 if __name__ == "__main__":

@@ -134,7 +134,6 @@ class Supervisor(Measuring):
         self.keepers = {k.core: k for k in keepers}
         mine = self.keepers.get(self.cores.candidate_core) if self.cores.candidate_core is not None else None
         self.calls.kept = mine.cpu_ms if mine is not None else None
-        self.calls.lost = mine.lost_ns if mine is not None else None
 
     def join(self, candidate: Worker, watch: CpuWatch | None) -> None:
         """The candidate's worker has connected and said hello: the cases can run."""

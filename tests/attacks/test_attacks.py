@@ -16,7 +16,6 @@ shrank, stop 52: 232 -> 347 s against 92 s saved).
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -72,15 +71,6 @@ FLAGGED = {
 }
 #: flagged attacks whose early work can race the writing of their inputs and then fail a check instead
 RACING = {"precompute_on_write"}
-
-
-def _rows_done_early(log: str) -> int:
-    """precompute_from_a_helper's own count of the rows its helper did before a call (its last "FD {...}"
-    line; none printed: none done)."""
-    lines = [line for line in log.splitlines() if line.startswith("FD {")]
-    return int(ast.literal_eval(lines[-1][3 : lines[-1].index("}") + 1])["rows"]) if lines else 0
-
-
 #: neutralised: passes like an honest run, and the attack's own report line (if any) says it failed
 NEUTRALISED = {
     "honest": None,
@@ -159,22 +149,6 @@ def test_a_flag_from_one_measurement_is_measured_again_before_it_stands(server: 
     assert_honest(job, report)
     standard = next(w for w in report["workloads"] if w["id"] == "standard")
     assert standard["stopped_by"].endswith(", measured twice"), describe(job, report)
-
-
-def test_work_the_cpu_counter_cannot_see_yet_while_the_inputs_are_written_gains_nothing(
-    quick_server: RunningServer,
-) -> None:
-    """Class 4 unseen by the container's CPU counter (it moves only at the scheduler's ticks and switches): a
-    forked helper learns the tick grid, spots the judge writing the inputs, works on them from just after a
-    tick and spins until the call (a red-team pass: 1.07-1.15x, exit 0, ~0.03 ms of early CPU seen). The
-    keeper of the candidate's core lost its core meanwhile: each such iteration is disturbed, so the work
-    is left out or the evaluation is unscored; no interval wholly above 1.0 either way."""
-    job, report, log = evaluate(quick_server, "precompute_from_a_helper")
-    summary = report.get("summary") or {}
-    assert no_score(job) or summary.get("speedup_lo", 0.0) <= 1.0, describe(job, report)
-    if _rows_done_early(log) and not no_score(job):  # it worked early in some iterations: those were left out
-        standard = next(w for w in report["workloads"] if w["id"] == "standard")
-        assert standard.get("disturbed"), describe(job, report)
 
 
 def test_early_answer_buys_nothing(server: RunningServer) -> None:

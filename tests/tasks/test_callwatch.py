@@ -54,29 +54,6 @@ def test_a_candidate_call_keeps_its_gap_and_what_it_used_while_its_inputs_were_w
     assert w.gaps == [(3_000, 500)] and w.last_cpu == 9_000
 
 
-def test_what_the_candidates_cores_keeper_lost_while_its_inputs_were_written_disturbs_the_iteration() -> None:
-    """The container's counter moves only at the scheduler's ticks and switches: a helper that works while
-    the inputs are written and never switches shows next to nothing there (0.03 ms measured), while the
-    keeper of its core lost the core for that time. Whose work it was (the candidate's or a host process's)
-    cannot be told: it counts as the iteration's unbilled wait, as the judge's own waits do; what the
-    keeper lost before the window opened, or during the call, does not."""
-    w, c = watch()
-    lost = [7_000_000]  # ns the keeper had lost before this window
-    w.lost = lambda: lost[0]
-    w.settled()
-    window = w.open(candidate=True)
-    c.cpu_ns, lost[0] = 30_000, lost[0] + 1_200_000  # 0.03 ms on the counter, 1.2 ms lost by the keeper
-    w.written(window)
-    lost[0] += 5_000_000  # the call itself: the worker takes the core (the keeper is told, and blocks)
-    w.close(window)
-    assert w.gaps == [(0, 30_000)] and w.waited == 1.2
-    trusted = w.open(candidate=False)  # a trusted call's window reads no keeper
-    lost[0] += 3_000_000
-    w.written(trusted)
-    w.close(trusted)
-    assert trusted.lost_opened == 0 and w.waited == 1.2
-
-
 def test_a_trusted_call_keeps_no_gap_and_leaves_the_candidates_last_reading() -> None:
     w, c = watch()
     c.cpu_ns = 2_000
