@@ -60,11 +60,15 @@ from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.joblog import read_pieces
+from kcoral.runner.leases import gpu_type
 from kcoral.runner.services import Services
 from kcoral.runner.store import JobPaths, JobRecord
 from kcoral.runner.submissions import submission_digest
 from kcoral.runner.tarstage import TarStager
 from kcoral.runner.warmup import WarmUp
+
+if typing.TYPE_CHECKING:
+    from kcoral.tasks.harness.taskdef import Task
 
 #: what an error status means on this API; every error body is protocol.models.ErrorBody
 ERROR_STATUSES = {
@@ -264,7 +268,12 @@ def submit(spec: SubmittedSpec, request: Request, response: Response, who: str =
     if kept.timeout_s > limits.max_timeout_s:
         raise BadRequest(f"timeout {kept.timeout_s:g} s is over this server's limit of {limits.max_timeout_s:g} s")
     validate_client_env(kept.client_env(), limits)
-    svc.placement.check(kept.gpus, kept.gpu_type)
+    try:
+        svc.placement.check(kept.gpus, kept.gpu_type)
+    except BadRequest as exc:
+        if kept.gpu_type == spec.gpu_type:
+            raise
+        raise BadRequest(f"{exc} (the task runs on {kept.gpu_type}: its pack says so)") from None
     job = svc.store.create(who, kept, waiting_cap=limits.queued_per_token)
     response.headers["Location"] = f"/v1/jobs/{job.id}"
     return _view(svc, job)
@@ -379,11 +388,26 @@ def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, ob
     listed: list[dict[str, object]] = []
     for task in tasks:
         known = svc.pack_probe.known(task) if task.pack is not None else None
-        if known is not None and known.error:
-            broken.append(Unloadable(task.id, str(task.pack and task.pack.get("format")), task.root, known.error))
+        why = known.error if known is not None and known.error else _not_served_here(svc, task)
+        if why:
+            broken.append(Unloadable(task.id, str(task.pack and task.pack.get("format")), task.root, why))
         else:
             listed.append(task.public())
     return listed + [b.public() for b in broken]
+
+
+def _not_served_here(svc: Services, task: Task) -> str:
+    """Why no host of this server can run ``task`` ("" when one can): the GPU types it runs on (its
+    pack's gpu_types) are none of theirs."""
+    from kcoral.tasks.registry import gpu_type_for
+
+    if not task.gpu_types:
+        return ""
+    try:
+        svc.placement.check(1, gpu_type_for(task, "any", [gpu_type(g.name) for g in svc.gpus]))
+    except BadRequest as exc:
+        return f"cannot run on this server: it runs on {' or '.join(task.gpu_types)} only (its pack says so); {exc}"
+    return ""
 
 
 @router.get("/tasks/{task_id:path}", responses=errors(404))

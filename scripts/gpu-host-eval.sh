@@ -7,7 +7,8 @@
 #        s: the template on the pinned task five times (the first is cold on a fresh host), then the work-twice candidate;
 #        i: issue 29's storm candidate, A/A calibration (bench/calibration.py) and the work-twice candidate;
 #        k: issue 29's second step: kcoral calibrate, then A/A requests with the floor (CAL_N, AA_N, STORM);
-#        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py]
+#        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py;
+#        q: side streams in the field's formats, on the pack's problems (KCORAL_TASKS_DIRS="tasks bench/packs/h200")]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
 source scripts/gpu-host-serve.sh "$1" "$2" "$3" "$out"
@@ -142,6 +143,10 @@ if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat p
       --json "$out/peers.json" 2>&1 | grep -v "^pair " | tail -8
   fi
   grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
+fi
+if has q; then  # issue 32: a side stream in KernelBench's and GPU MODE's own forms (each must gain nothing)
+  ev pack-side-stream-kb kernelbench/level1/1_Square_matrix_multiplication $attacks/pack_side_stream_kb no-gain
+  ev pack-side-stream-gm gpumode/pmpp_h200/vectoradd_py $attacks/pack_side_stream_gm no-gain
 fi
 if has s; then  # the spread: the template on the pinned task five times, then the work-twice candidate
   for i in 1 2 3 4 5; do ev pinned-fla-s$i $pinned $template pass; done

@@ -191,4 +191,5 @@ def task_contract(
         template=template(task),
         submission_file=submission_file(task),
         format=str(task.pack.get("format", "")) if task.pack is not None else "",
+        gpu_types=list(task.gpu_types),
     )

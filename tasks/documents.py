@@ -317,6 +317,8 @@ class TaskContract(Document):
     submission_file: str = "solution.py"
     #: a pack problem's format (tasks.packs: kernelbench, gpumode); "" for a task of kcoral's own
     format: str = ""
+    #: the GPU types the task runs on (its pack's gpu_types); empty: any
+    gpu_types: list[str] = field(default_factory=list)
 
 
 D = TypeVar("D", bound=Document)

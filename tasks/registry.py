@@ -85,3 +85,19 @@ def find_task(tasks_dirs: TasksDirs, task_id: str) -> Task:
             raise BadRequest(f"task {task_id!r} cannot be loaded: {problem.reason}")
     known = ", ".join(t.id for t in tasks) or "none"
     raise BadRequest(f"no task {task_id!r} on this server (tasks: {known})")
+
+
+def gpu_type_for(task: Task, asked: str, have: Sequence[str]) -> str:
+    """The GPU type an evaluation of ``task`` asks for: ``asked`` (a job's gpu_type, "any" for none)
+    narrowed to the types the task runs on (Task.gpu_types), the first of them this server has (``have``,
+    its own GPUs' types) where it was "any". A type the task does not run on is refused; a type no host
+    has is refused by the placement, with the types it has."""
+    if not task.gpu_types:
+        return asked
+    wanted = {t.lower(): t for t in task.gpu_types}
+    runs_on = " or ".join(task.gpu_types)
+    if asked != "any":
+        if asked.lower() not in wanted:
+            raise BadRequest(f"task {task.id} runs on {runs_on} only (its pack says so); not on {asked}")
+        return asked
+    return next((wanted[t.lower()] for t in have if t.lower() in wanted), task.gpu_types[0])

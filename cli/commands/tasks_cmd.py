@@ -56,7 +56,7 @@ def tasks_view(tasks: list[dict[str, Any]]) -> RenderableType:
         if t.get("contract"):
             parts.append(cell(f"  contract: {t['contract']}"))
     if broken:
-        parts += [cell(""), cell("cannot be loaded:", style="bold")]
+        parts += [cell(""), cell("cannot be loaded or run here:", style="bold")]
         for t in sorted(broken, key=lambda t: str(t.get("id", ""))):
             parts.append(cell(f"  {t.get('id', '?')} ({t.get('format') or '?'}): {t.get('error')}"))
     return Group(*parts)
@@ -88,6 +88,7 @@ def contract_lines(c: TaskContract) -> list[str]:
     lines = [
         f"{c.id} (version {c.version or '-'}, {c.device}, time limit {fmt_duration(c.timeout_s)})",
         f"  {c.description}",
+        *([f"  runs on: {' or '.join(c.gpu_types)} only"] if c.gpu_types else []),
         "",
         f"contract: {c.contract}",
         "",

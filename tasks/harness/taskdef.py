@@ -52,6 +52,12 @@ class Task:
         return self.manifest.get("device", "cpu")
 
     @property
+    def gpu_types(self) -> tuple[str, ...]:
+        """The GPU types the task runs on (manifest ``gpu_types``, short NVML types such as B200); empty:
+        any GPU (tasks.packs.manifest: a pack's kcoral-pack.json says so for its problems)."""
+        return tuple(self.manifest.get("gpu_types") or ())
+
+    @property
     def pack(self) -> dict[str, Any] | None:
         """A problem pack's entry (tasks.packs.manifest); None for a task of kcoral's own."""
         pack = self.manifest.get("pack")

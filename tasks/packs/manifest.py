@@ -6,8 +6,10 @@ to the root's parent) and, for GPU MODE, the task.yml's cases. The manifest is a
 needs: the job image has no YAML, so task.yml is read on the server, here, once.
 
 A pack's settings: the nearest ``kcoral-pack.json`` in the problem's folder or above it (up to the
-tasks directory) sets ``device`` (default cuda), ``tolerance``, ``timeout_s``, ``timing`` and
-``holdout`` (probes per request) for every problem below it.
+tasks directory) sets ``device`` (default cuda), ``tolerance``, ``timeout_s``, ``timing``,
+``holdout`` (probes per request) and ``gpu_types`` (the GPU types its problems run on, as
+``kcoral gpus`` names them: ["B200"] for a Blackwell-only pack; the server refuses to evaluate them
+elsewhere and lists them with the reason) for every problem below it.
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ import math
 from pathlib import Path
 from typing import Any
 
+from kcoral.protocol.models import GPU_TYPE
 from kcoral.tasks.cases import timing_method
 from kcoral.tasks.harness.schema import TimingMethod
 from kcoral.tasks.packs.recognise import KERNELBENCH, Problem
 
 PACK_SETTINGS = "kcoral-pack.json"
-SETTINGS_KEYS = frozenset({"device", "tolerance", "timeout_s", "timing", "holdout"})
+SETTINGS_KEYS = frozenset({"device", "tolerance", "timeout_s", "timing", "holdout", "gpu_types"})
+#: the most GPU types a pack may name
+MAX_GPU_TYPES = 16
 #: KernelBench's own rule: torch.allclose(out, ref, atol=1e-2, rtol=1e-2)
 KERNELBENCH_TOLERANCE = {"atol": 1e-2, "rtol": 1e-2, "allclose": 1.0}
 DEFAULT_TIMEOUT_S = 600.0
@@ -75,6 +80,15 @@ def settings_problem(doc: dict[str, Any]) -> str:
         return "timeout_s is a number of seconds over 0"
     if "holdout" in doc and not (type(doc["holdout"]) is int and 0 <= doc["holdout"] <= MAX_HOLDOUT):
         return f"holdout is a whole number of probes from 0 to {MAX_HOLDOUT}"
+    types = doc.get("gpu_types", [])
+    if not (
+        isinstance(types, list)
+        and len(types) <= MAX_GPU_TYPES
+        and all(isinstance(t, str) and GPU_TYPE.fullmatch(t) and t.lower() != "any" for t in types)
+    ):
+        return f"gpu_types is a list of at most {MAX_GPU_TYPES} GPU types such as B200 (letters, digits, '.', '_', '-')"
+    if types and doc.get("device", "cuda") != "cuda":
+        return "gpu_types is for a pack whose device is cuda"
     tolerance = doc.get("tolerance", {})
     if not isinstance(tolerance, dict) or not set(tolerance) <= TOLERANCE_KEYS:
         return f"tolerance is an object of {sorted(TOLERANCE_KEYS)} only"
@@ -117,6 +131,7 @@ def manifest(problem: Problem, settings: dict[str, Any]) -> dict[str, Any]:
         "timeout_s": problem_timeout(problem) or float(settings.get("timeout_s", DEFAULT_TIMEOUT_S)),
         "holdout": {"count": int(settings.get("holdout", DEFAULT_HOLDOUT))},
         **({"timing": settings["timing"]} if "timing" in settings else {}),
+        **({"gpu_types": list(settings["gpu_types"])} if settings.get("gpu_types") else {}),
     }
     if problem.format == KERNELBENCH:
         what = f"KernelBench problem {problem.folder.name}/{problem.entry}"

@@ -1,6 +1,7 @@
-"""Cheats of the KernelBench format against kcoral's judge (issue 32, item 4: a first few), each a
-ModelNew of our own for the CPU problem kernelbench/level1/1_Scale (tests/fixtures/packs), evaluated
-through a real server; each asserts its own outcome. Outputs are judged by the supervisor, outside
+"""Cheats of the KernelBench and GPU MODE formats against kcoral's judge (issue 32, item 4), each a
+ModelNew of our own for the CPU problem kernelbench/level1/1_Scale or a custom_kernel for
+gpumode/cpu_pack/vecadd_py (tests/fixtures/packs), evaluated through a real server; each asserts its
+own outcome. Outputs are judged by the supervisor, outside
 the candidate's process, on inputs it draws: what the candidate's process claims or patches is not
 what is judged."""
 
@@ -78,6 +79,32 @@ CHECKED = {
 }
 
 
+GPUMODE_TASK = "gpumode/cpu_pack/vecadd_py"
+#: name -> (GPU MODE's submission.py, the reason the check gives); vecadd's data is (a, b, out), out preallocated
+GPUMODE_CHECKED = {
+    # an input handed back instead of the sum
+    "gm_return_input": ("def custom_kernel(data):\n    return data[0]\n", "mismatch: largest difference"),
+    # the preallocated output returned unwritten: poisoned by the judge, never a stale answer
+    "gm_unwritten_output": ("def custom_kernel(data):\n    return data[2]\n", "mismatch: largest difference nan"),
+    # the problem's own check patched in the candidate's process (its utils and reference are importable
+    # there): the check that judges runs in the supervisor, on its own copy
+    "gm_patch_the_check": (
+        "import reference\nimport utils\n\n"
+        "utils.match_reference = lambda *a, **k: (True, '')\n"
+        "reference.check_implementation = lambda *a, **k: (True, '')\n\n\n"
+        "def custom_kernel(data):\n    a, b, out = data\n    out.copy_(a)\n    return out\n",
+        "mismatch: largest difference",
+    ),
+    # the sum finished by a thread after returning: the judge's copy was taken at the return
+    "gm_thread_after_return": (
+        "import threading\nimport time\n\n\n"
+        "def custom_kernel(data):\n    a, b, out = data\n    out.zero_()\n"
+        "    threading.Thread(target=lambda: (time.sleep(0.2), out.copy_(a + b))).start()\n    return out\n",
+        "mismatch: largest difference",
+    ),
+}
+
+
 @pytest.fixture(scope="module")
 def pack_server(
     docker_client: docker.DockerClient, job_image: str, tmp_path_factory: pytest.TempPathFactory
@@ -98,6 +125,19 @@ def test_a_cheat_fails_the_check_with_its_reason(name: str, pack_server: Running
     body, prelude, reason = CHECKED[name]
     folder = write(tmp_path / name, body, prelude)
     code = run(["eval", TASK, str(folder), "--remote", pack_server.url, "-o", str(tmp_path / "o"), "--check"])
+    out, err = capfd.readouterr()
+    assert code == 1 and reason in out + err, (out + err)[-3000:]
+
+
+@pytest.mark.parametrize("name", sorted(GPUMODE_CHECKED))
+def test_a_gpumode_cheat_fails_the_problems_own_check(
+    name: str, pack_server: RunningServer, capfd, tmp_path: Path
+) -> None:
+    source, reason = GPUMODE_CHECKED[name]
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "submission.py").write_text(source)
+    code = run(["eval", GPUMODE_TASK, str(folder), "--remote", pack_server.url, "-o", str(tmp_path / "o"), "--check"])
     out, err = capfd.readouterr()
     assert code == 1 and reason in out + err, (out + err)[-3000:]
 

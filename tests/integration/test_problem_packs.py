@@ -86,9 +86,19 @@ def test_packs_are_listed_shown_and_initialised(
     assert "does not define get_init_inputs" in listed["kernelbench/level1/8_NoInitInputs"]["error"]
     assert "no benchmarks" in listed["gpumode/cpu_pack/broken_py"]["error"]
     assert "fails as it is imported" in listed["kernelbench/level1/9_FailsOnImport"]["error"]
+    # a pack for GPU types this server has none of (its kcoral-pack.json's gpu_types): listed with the reason,
+    # shown, and refused at once if asked for (never a job that waits for a GPU that is not here)
+    blackwell = listed["kernelbench/blackwell/1_Fp4Scale"]["error"]
+    assert blackwell.startswith("cannot run on this server: it runs on B200 or GB200 only (its pack says so);")
+    assert server.http.get("/v1/tasks/kernelbench/blackwell/1_Fp4Scale").json()["gpu_types"] == ["B200", "GB200"]
+    assert run(["tasks", "show", "kernelbench/blackwell/1_Fp4Scale", "--remote", server.url]) == 0
+    assert "runs on: B200 or GB200 only" in capfd.readouterr().out
+    (tmp_path / "fp4.py").write_text("from torch import nn\n\nclass ModelNew(nn.Module):\n    pass\n")
+    assert run(["eval", "kernelbench/blackwell/1_Fp4Scale", str(tmp_path / "fp4.py"), "--remote", server.url]) == 2
+    assert "needs a GPU (B200 or GB200 only: its pack says so) and this server has none" in capfd.readouterr().err
     assert run(["tasks", "--remote", server.url]) == 0
     out = capfd.readouterr().out
-    assert "cannot be loaded:" in out and "kernelbench/level1/8_NoInitInputs (kernelbench): " in out
+    assert "cannot be loaded or run here:" in out and "kernelbench/level1/8_NoInitInputs (kernelbench): " in out
 
     assert run(["tasks", "show", "kernelbench/level2/1_Linear_Tanh", "--remote", server.url]) == 0
     out = capfd.readouterr().out

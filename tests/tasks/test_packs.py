@@ -20,7 +20,7 @@ from kcoral.tasks.contract import task_contract
 from kcoral.tasks.packs import inspect as inspector
 from kcoral.tasks.packs.kernelbench import model_new, state_difference, state_digest
 from kcoral.tasks.packs.recognise import scan
-from kcoral.tasks.registry import DEFAULT_TASKS_DIR, catalog, find_task
+from kcoral.tasks.registry import DEFAULT_TASKS_DIR, catalog, find_task, gpu_type_for
 
 PACKS = Path(__file__).resolve().parents[1] / "fixtures" / "packs"
 KB_SOURCE = """import torch
@@ -212,6 +212,13 @@ def test_an_id_taken_twice_is_served_from_the_first_dir(tmp_path: Path) -> None:
         ({"timing": {"max_rep": 5}}, "unknown timing settings ['max_rep']"),
         ({"timing": {"max_reps": "x"}}, "timing max_reps"),
         ({"device": "cpu", "timing": {"batch": 4, "graph": True}}, "timing graph needs a CUDA task"),
+        ({"gpu_types": "B200"}, "gpu_types is a list of at most 16 GPU types such as B200"),
+        ({"gpu_types": ["B200", 7]}, "gpu_types is a list"),
+        ({"gpu_types": ["B 200"]}, "gpu_types is a list"),
+        ({"gpu_types": ["../x"]}, "gpu_types is a list"),
+        ({"gpu_types": ["any"]}, "gpu_types is a list"),
+        ({"gpu_types": ["H200"] * 17}, "gpu_types is a list of at most 16"),
+        ({"device": "cpu", "gpu_types": ["B200"]}, "gpu_types is for a pack whose device is cuda"),
     ],
 )
 def test_a_bad_pack_settings_file_makes_its_problems_unloadable(
@@ -234,6 +241,8 @@ def test_a_bad_pack_settings_file_makes_its_problems_unloadable(
         {"timeout_s": 0.5, "device": "cpu"},
         {"tolerance": {"atol": 0, "rtol": 0.5, "rms": 1, "allclose": 1}},
         {"timing": {"batch": 4, "graph": True}},  # a CUDA pack's graphs
+        {"gpu_types": ["B200", "GB200"]},
+        {"gpu_types": []},
     ],
 )
 def test_good_pack_settings_load(tmp_path: Path, settings: dict[str, object]) -> None:
@@ -242,6 +251,25 @@ def test_good_pack_settings_load(tmp_path: Path, settings: dict[str, object]) ->
     (tmp_path / "kcoral-pack.json").write_text(json.dumps(settings))
     (task,), broken = catalog(tmp_path)
     assert not broken and task.device == settings.get("device", "cuda")
+
+
+def test_a_packs_gpu_types_are_its_problems_and_narrow_what_an_evaluation_asks_for(tmp_path: Path) -> None:
+    """A pack for some GPU types (a Blackwell-only or AMD pack): each problem carries them; an evaluation
+    asking for any GPU asks for the first of them this server has (else the first: the placement then
+    refuses it with the types there are), one asking for another type is refused naming both."""
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "1_P.py").write_text(KB_SOURCE)
+    (tmp_path / "kcoral-pack.json").write_text(json.dumps({"gpu_types": ["B200", "GB200"]}))
+    (task,), broken = catalog(tmp_path)
+    assert not broken and task.gpu_types == ("B200", "GB200") and task.manifest["gpu_types"] == ["B200", "GB200"]
+    assert gpu_type_for(task, "any", ["H200", "gb200"]) == "GB200"
+    assert gpu_type_for(task, "any", ["H200"]) == "B200"
+    assert gpu_type_for(task, "any", []) == "B200"
+    assert gpu_type_for(task, "b200", ["H200"]) == "b200"
+    with pytest.raises(BadRequest, match=r"runs on B200 or GB200 only \(its pack says so\); not on H200"):
+        gpu_type_for(task, "H200", ["H200"])
+    anywhere = find_task(DEFAULT_TASKS_DIR, "demo/softmax")
+    assert not anywhere.gpu_types and gpu_type_for(anywhere, "H100", ["H200"]) == "H100"
 
 
 def test_a_packs_tolerance_changes_kernelbenchs_bounds_and_keeps_its_rule(tmp_path: Path) -> None:
