@@ -4,6 +4,9 @@ and/or kept (the last ``keep`` bytes, both streams in order) for --json."""
 from __future__ import annotations
 
 import codecs
+import shutil
+import sys
+import unicodedata
 from typing import BinaryIO
 
 from kcoral.protocol.framing import SERVER, STDERR, STDOUT
@@ -21,13 +24,17 @@ class SubmissionMarks:
     ``limit`` bytes of it are shown (0: all), so that nothing it prints can pass for the server's lines
     (the report, which come in the server's own stream and are shown as they are)."""
 
-    def __init__(self, mark: str = SUBMISSION_MARK, limit: int = SUBMISSION_SHOWN_BYTES) -> None:
+    def __init__(self, mark: str = SUBMISSION_MARK, limit: int = SUBMISSION_SHOWN_BYTES, width: int = 0) -> None:
         self.mark = mark.encode()
         self.limit = limit
+        #: the terminal's columns (0: not a terminal): a longer line is broken into rows that each start with
+        #: the mark, so that no row the terminal wraps onto is left without it
+        self.width = width
         #: bytes the submission printed, and of them not shown
         self.printed = 0
         self.hidden = 0
         self._line_start = True
+        self._column = 0
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
 
     def job(self, data: bytes) -> bytes:
@@ -39,18 +46,35 @@ class SubmissionMarks:
             room = max(self.limit - (self.printed - len(data) - self.hidden), 0)
             self.hidden += max(len(data) - room, 0)
             data = data[:room]
-        data = printable(self._decoder.decode(data), newlines=True).encode()
-        out = bytearray()
-        pos = 0
-        while pos < len(data):
+        text = printable(self._decoder.decode(data), newlines=True)
+        mark = self.mark.decode()
+        out: list[str] = []
+        for i, piece in enumerate(text.split("\n")):
+            if i:  # a newline came before this piece
+                out.append("\n")
+                self._line_start = True
+            if not piece:
+                continue
             if self._line_start:
-                out += self.mark
-            nl = data.find(b"\n", pos)
-            end = len(data) if nl < 0 else nl + 1
-            out += data[pos:end]
-            self._line_start = nl >= 0
-            pos = end
-        return bytes(out)
+                out.append(mark)
+                self._line_start, self._column = False, len(mark)
+            out.append(self._rows(piece, mark))
+        return "".join(out).encode()
+
+    def _rows(self, piece: str, mark: str) -> str:
+        """``piece`` of a line, broken where it would pass the terminal's width onto a new marked row."""
+        if not self.width:
+            return piece
+        room = max(self.width, len(mark) + 8)
+        out: list[str] = []
+        for ch in piece:
+            columns = 2 if not ch.isascii() and unicodedata.east_asian_width(ch) in "WF" else 1
+            if self._column + columns > room:
+                out.append("\n" + mark)
+                self._column = len(mark)
+            out.append(ch)
+            self._column += columns
+        return "".join(out)
 
     def server(self) -> bytes:
         """What to show before a piece of the server's lines: the submission's last line ended, and how
@@ -150,6 +174,13 @@ class LogSink:
     def text(self) -> str:
         """The kept bytes as text (undecodable bytes replaced)."""
         return self._kept.decode("utf-8", errors="replace")
+
+
+def terminal_columns() -> int:
+    """The columns of the terminal a job's log is shown on (0: neither our stdout nor our stderr is one)."""
+    if not (_is_terminal(sys.stdout) or _is_terminal(sys.stderr)):  # type: ignore[arg-type]
+        return 0
+    return shutil.get_terminal_size((0, 0)).columns
 
 
 def _is_terminal(stream: BinaryIO | None) -> bool:

@@ -20,7 +20,7 @@ from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.common import GpuTypeOption, JsonOption, RemoteOption, TokenOption, connect, job_spec
 from kcoral.cli.durations import Duration
 from kcoral.cli.evaldocs import load
-from kcoral.cli.logsink import SubmissionMarks
+from kcoral.cli.logsink import SubmissionMarks, terminal_columns
 from kcoral.cli.output import note
 from kcoral.cli.runflow import PythonRun, RunOptions
 from kcoral.cli.submission import check_submission, submission_folder
@@ -58,7 +58,7 @@ class EvalRun(PythonRun):
     def __init__(self, client: KcoralClient, options: RunOptions) -> None:
         super().__init__(client, options)
         # what the submission prints is marked as its own, and capped (cli.logsink.SubmissionMarks)
-        self.marks = self.sink.marks = SubmissionMarks()
+        self.marks = self.sink.marks = SubmissionMarks(width=terminal_columns())
         self.output_dir: Path | None = None
         self.report: EvalReport | None = None
         self.receipt: Receipt | None = None

@@ -1,7 +1,11 @@
 """What the supervisor reads around every call it times, and keeps for the measurement's checks:
 
 - the candidate container's CPU time between its calls and while its inputs are written (``gaps``:
-  tasks.harness.cpuwatch.outside_calls flags work done outside its own calls);
+  tasks.harness.cpuwatch.outside_calls flags work done outside its own calls). The container's counter
+  moves only at the scheduler's ticks and switches: a process that works while the inputs are written and
+  is switched out only when the call's worker takes the core shows that work later, in the call. On a
+  candidate of one core the call cannot use more CPU than its wall time, so what the counter shows for the
+  call beyond that is early work too (a forked helper working then scored 1.07-1.15x unseen);
 - others' work on the candidate's core during its calls, less the candidate's own and its core's
   keeper's (tasks.harness.keeper) (``shared``:
   tasks.harness.cpuwatch.shared_core; over the method's limits the workload is not scored);
@@ -51,8 +55,10 @@ class Window:
     #: (ns, ms the candidate's core had run, ms its keeper had) as it opened: a candidate's call on a
     #: core of its own only
     core_opened: tuple[int, float, float] | None
-    #: ... once its inputs were written
+    #: ... once its inputs were written, and the clock then and as its answer came (ns; a candidate's only)
     cpu_written: int = 0
+    written_at: int = 0
+    answered_at: int = 0
     #: the trusted processes whose waits count against this call, and their waits before it
     watched: list[str] = field(default_factory=list)
     waited_before: float = 0.0
@@ -115,6 +121,13 @@ class CallWatch:
     def written(self, w: Window) -> None:
         """The call's inputs are written (the candidate's CPU until here is while they were)."""
         w.cpu_written = self.cpu()
+        if w.candidate:
+            w.written_at = self.clock()
+
+    def answered(self, w: Window) -> None:
+        """The call's answer has come (its worker's part of the call lies between this and :meth:`written`)."""
+        if w.candidate:
+            w.answered_at = self.clock()
 
     def close(self, w: Window) -> None:
         """The call's outputs are held: its waits, its core's other work and its gap are kept."""
@@ -127,5 +140,16 @@ class CallWatch:
             busy = self.judge.busy_ms(core) - w.core_opened[1] - (self.kept_ms() - w.core_opened[2])
             self.shared.append((busy - (cpu_closed - w.cpu_opened) / 1e6, window_ms))
         if w.candidate:
-            self.gaps.append((w.cpu_opened - self.last_cpu, w.cpu_written - w.cpu_opened))
+            early = w.cpu_written - w.cpu_opened + self._beyond_the_call(w, cpu_closed)
+            self.gaps.append((w.cpu_opened - self.last_cpu, early))
             self.last_cpu = cpu_closed
+
+    def _beyond_the_call(self, w: Window, cpu_closed: int) -> int:
+        """ns the candidate's counter showed from its inputs written to its outputs held beyond the time
+        from its inputs written to its answer, where it has one core (0 elsewhere: several cores may run in
+        parallel): its worker works on a call only between the two, so the rest was done before the call
+        and counted at the switch that let the call's worker run."""
+        if self.cores.candidate_core is None or len(self.cores.candidate) != 1:
+            return 0
+        answered = w.answered_at or self.clock()
+        return max(0, cpu_closed - w.cpu_written - (answered - w.written_at))

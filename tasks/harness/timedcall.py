@@ -202,6 +202,7 @@ class Calling:
         self.calls.written(window)
         with keeper.calling() if keeper else contextlib.nullcontext():
             error = side.worker.ask({"op": "call", "case": side.case})
+        self.calls.answered(window)
         lag = self._answer_lag(side.worker)
         for name, t in side.outputs.items():
             side.snapshot[name].copy_(t)
@@ -247,6 +248,7 @@ class Calling:
         t0 = _ns()
         with keeper.calling() if keeper else contextlib.nullcontext():
             error = worker.ask({"op": "batch", "cases": [side.case for side in sides], "graph": graph})
+        self.calls.answered(window)
         elapsed = (_ns() - t0 - self._answer_lag(worker)) / 1e6
         self.calls.close(window)
         for side in {id(side): side for side in sides}.values():  # the empty call's batch repeats one side

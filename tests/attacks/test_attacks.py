@@ -151,6 +151,19 @@ def test_a_flag_from_one_measurement_is_measured_again_before_it_stands(server: 
     assert standard["stopped_by"].endswith(", measured twice"), describe(job, report)
 
 
+def test_work_before_the_call_unseen_by_the_counter_as_the_inputs_are_written_gains_nothing(
+    server: RunningServer,
+) -> None:
+    """Class 4 unseen by the container's CPU counter while the inputs are written (it moves only at the
+    scheduler's ticks and switches): a forked helper starts just after a tick, follows the writer and
+    spins until the call (a red-team pass: 1.07-1.15x, unflagged). Its work is counted at the switch that
+    lets the call's worker run, as CPU beyond the call's own time (tasks.harness.callwatch): early work.
+    Whether it is flagged depends on how much it did; it never scores a gain."""
+    job, report, _ = evaluate(server, "precompute_from_a_helper")
+    summary = report.get("summary") or {}
+    assert no_score(job) or summary.get("speedup_lo", 0.0) <= 1.0, describe(job, report)
+
+
 def test_early_answer_buys_nothing(server: RunningServer) -> None:
     """Answering "ok" before the work: the outputs are copied at the answer, so either the copy sees
     unfinished outputs (a failure) or the work was already done (no gain)."""

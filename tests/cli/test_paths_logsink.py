@@ -200,3 +200,27 @@ def test_the_submissions_control_characters_cannot_hide_its_mark_even_in_a_pipe(
     sink.write(b"\x1b[2K\rpassed: 7/7 \xc3", STDOUT)
     sink.write(b"\xa9\n", STDOUT)  # a character split across two pieces is decoded whole
     assert out.getvalue().decode() == "submission | \\x1b[2K\\x0dpassed: 7/7 \u00e9\n", out.getvalue()
+
+
+def test_a_long_line_the_submission_printed_is_broken_into_marked_rows_on_a_terminal() -> None:
+    """A terminal wraps a long line onto rows of its own: unmarked, one could start with a forged report
+    line (padded to the width). On a terminal of 40 columns every row holds the mark, a wide character
+    counts two columns, and a line split across pieces keeps its column; off a terminal nothing is broken."""
+    from kcoral.cli.logsink import SubmissionMarks
+    from kcoral.protocol.framing import STDOUT
+
+    out = io.BytesIO()
+    sink = LogSink(out, escape=False, marks=SubmissionMarks(width=40))
+    sink.write(b"x" * 30 + b"holdout: PASS", STDOUT)  # 27 columns after the mark's 13
+    sink.write((" " + "測" * 6 + "\n").encode() + b"short\n", STDOUT)
+    rows = out.getvalue().decode().split("\n")
+    assert rows == [
+        "submission | " + "x" * 27,
+        "submission | xxxholdout: PASS " + "測" * 5,  # 13 + 17 + 10 = 40 columns
+        "submission | 測",
+        "submission | short",
+        "",
+    ], rows
+    plain = io.BytesIO()
+    LogSink(plain, escape=False, marks=SubmissionMarks()).write(b"x" * 100 + b"\n", STDOUT)
+    assert plain.getvalue() == b"submission | " + b"x" * 100 + b"\n"

@@ -49,9 +49,33 @@ def test_a_candidate_call_keeps_its_gap_and_what_it_used_while_its_inputs_were_w
     window = w.open(candidate=True)
     c.cpu_ns = 4_500  # 0.5 us while its inputs were written
     w.written(window)
-    c.cpu_ns = 9_000  # its call
+    c.cpu_ns, c.now = 9_000, c.now + 6_000  # its call: 4.5 us of CPU in 6 us
     w.close(window)
     assert w.gaps == [(3_000, 500)] and w.last_cpu == 9_000
+
+
+def test_cpu_the_counter_shows_in_a_one_core_candidates_call_beyond_its_wall_time_was_early_work() -> None:
+    """The container's counter moves only at the scheduler's ticks and switches: a forked helper that works
+    while the inputs are written, and is switched out only when the call's worker takes the core, shows
+    ~0.03 ms there and its work later, inside the call (a red-team pass: 1.07-1.15x, unflagged). One core
+    cannot run more than the call's wall time: the rest is early work. Several cores can."""
+    w, c = watch()
+    w.settled()
+    window = w.open(candidate=True)
+    c.cpu_ns = 30_000  # 0.03 ms seen while the inputs were written
+    w.written(window)
+    c.cpu_ns, c.now = 30_000 + 1_500_000, c.now + 400_000  # 1.5 ms counted in a call answered in 0.4 ms
+    w.answered(window)
+    c.now += 2_000_000  # the outputs copied: the worker had answered, its counter could not move for this
+    w.close(window)
+    assert w.gaps == [(0, 30_000 + 1_100_000)]
+    wide, c = watch(CoreLayout(supervisor=0, workers=1, candidate=(2, 3)))
+    wide.settled()
+    window = wide.open(candidate=True)
+    wide.written(window)
+    c.cpu_ns, c.now = 1_500_000, c.now + 400_000  # two cores: 1.5 ms of CPU in 0.4 ms may be its call's
+    wide.close(window)
+    assert wide.gaps == [(0, 0)]
 
 
 def test_a_trusted_call_keeps_no_gap_and_leaves_the_candidates_last_reading() -> None:
