@@ -133,15 +133,18 @@ def sample(
     cfg: TimingMethod,
     failed: Callable[[], bool] = lambda: False,
     clock: Callable[[], float] = time.monotonic,
+    undecided: Callable[[], bool] = lambda: False,
 ) -> str:
     """Make iterations (``iteration(i)`` appends iteration i's figures to ``samples``) until the method
-    says stop; return why it stopped (Timing.stopped_by)."""
+    says stop; return why it stopped (Timing.stopped_by). ``undecided``: the host's figures do not yet
+    say whether the times can be scored (others' work on the candidate's core over its share, in too few
+    ms to stand): no early stop then, the measurement runs to max_reps or its budget."""
     deadline = clock() + cfg.budget_s
     stopped = "max_reps"
     for i in range(cfg.max_reps):
         iteration(i)
         if i + 1 >= cfg.min_reps and samples.enough(cfg):
-            if stable(samples.estimate(cfg), cfg):
+            if stable(samples.estimate(cfg), cfg) and not undecided():
                 return "stable"
             if clock() > deadline:
                 stopped = "budget"

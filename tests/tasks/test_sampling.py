@@ -54,6 +54,27 @@ def test_a_steady_measurement_stops_once_its_interval_is_within_the_target() -> 
     assert samples.estimate(METHOD).relative_half_width <= METHOD.interval_target
 
 
+@pytest.mark.parametrize(("undecided", "stopped", "iterations"), [(True, "max_reps", 60), (False, "stable", 20)])
+def test_a_measurement_the_host_leaves_undecided_is_not_stopped_early(
+    undecided: bool, stopped: str, iterations: int
+) -> None:
+    """Others' work on the candidate's core over its share in too few ms to refuse on (the host's figures
+    undecided): a steady measurement that would stop at 20 iterations runs on to max_reps instead, so that
+    the figures settle one way or the other; decided, it stops as before."""
+    rng = random.Random(7)
+    samples, clock = Samples(), Clock(0.01)
+
+    def iteration(i: int) -> None:
+        samples.baseline.append(2.0 * (1 + 0.001 * rng.uniform(-1, 1)))
+        samples.candidate.append(1.0 * (1 + 0.001 * rng.uniform(-1, 1)))
+        samples.null.append(0.1)
+        samples.waits.append(0.0)
+        clock.now += clock.step
+
+    assert sampling.sample(iteration, samples, METHOD, clock=clock, undecided=lambda: undecided) == stopped
+    assert len(samples) == iterations
+
+
 def test_a_start_that_differs_from_the_rest_is_not_stopped_on() -> None:
     """The candidate 0.6% slower for its first 12 iterations (the start of the timing), then as fast as
     the baseline: six blocks that agree closely would have stopped the measurement at a speedup of
