@@ -25,7 +25,7 @@ class SubmissionMarks:
     (the report, which come in the server's own stream and are shown as they are)."""
 
     def __init__(self, mark: str = SUBMISSION_MARK, limit: int = SUBMISSION_SHOWN_BYTES, width: int = 0) -> None:
-        self.mark = mark.encode()
+        self.mark = mark
         self.limit = limit
         #: the terminal's columns (0: not a terminal): a longer line is broken into rows that each start with
         #: the mark, so that no row the terminal wraps onto is left without it
@@ -47,7 +47,6 @@ class SubmissionMarks:
             self.hidden += max(len(data) - room, 0)
             data = data[:room]
         text = printable(self._decoder.decode(data), newlines=True)
-        mark = self.mark.decode()
         out: list[str] = []
         for i, piece in enumerate(text.split("\n")):
             if i:  # a newline came before this piece
@@ -56,22 +55,22 @@ class SubmissionMarks:
             if not piece:
                 continue
             if self._line_start:
-                out.append(mark)
-                self._line_start, self._column = False, len(mark)
-            out.append(self._rows(piece, mark))
+                out.append(self.mark)
+                self._line_start, self._column = False, len(self.mark)
+            out.append(self._rows(piece))
         return "".join(out).encode()
 
-    def _rows(self, piece: str, mark: str) -> str:
+    def _rows(self, piece: str) -> str:
         """``piece`` of a line, broken where it would pass the terminal's width onto a new marked row."""
         if not self.width:
             return piece
-        room = max(self.width, len(mark) + 8)
+        room = max(self.width, len(self.mark) + 8)
         out: list[str] = []
         for ch in piece:
             columns = 2 if not ch.isascii() and unicodedata.east_asian_width(ch) in "WF" else 1
             if self._column + columns > room:
-                out.append("\n" + mark)
-                self._column = len(mark)
+                out.append("\n" + self.mark)
+                self._column = len(self.mark)
             out.append(ch)
             self._column += columns
         return "".join(out)
@@ -83,12 +82,9 @@ class SubmissionMarks:
         self._line_start = True
         if self.hidden:
             out += (
-                self.mark
-                + (
-                    f"[kcoral: {self.hidden} more bytes that the submission printed are not shown here; "
-                    "`kcoral logs JOB_ID` prints them]\n"
-                ).encode()
-            )
+                f"{self.mark}[kcoral: {self.hidden} more bytes that the submission printed are not shown here; "
+                "`kcoral logs JOB_ID` prints them]\n"
+            ).encode()
             self.limit, self.hidden = 0, 0  # said once; the server's lines come after it
         return out
 

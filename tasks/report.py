@@ -23,6 +23,7 @@ from kcoral.protocol.printable import printable
 from kcoral.tasks.batch_gain import batch_figures
 from kcoral.tasks.calibration import NoiseFloor, assumed, gain_key, widen
 from kcoral.tasks.documents import EvalReport, SampleTimes, Summary, WorkloadRow
+from kcoral.tasks.harness.cpuwatch import shared_core_over
 from kcoral.tasks.harness.schema import (
     Case,
     CaseFile,
@@ -244,7 +245,8 @@ def _host_refusal(name: str, timing: Timing, marks: list[bool], method: TimingMe
     iterations = len(marks)
     if iterations < 3:
         return Refusal(f"{name}: too few timing samples ({iterations})")
-    if timing.shared_core_share > method.shared_core_share and timing.shared_core_ms >= method.shared_core_ms:
+    shares = (timing.shared_core_ms, timing.shared_core_share, method.shared_core_share, method.shared_core_ms)
+    if shared_core_over(*shares):
         return Refusal(
             f"{name}: other work on the host ran on the submission's core during {timing.shared_core_share:.0%} of "
             f"its timed calls ({timing.shared_core_ms:.0f} ms), more than {method.shared_core_share:.0%}: its times "

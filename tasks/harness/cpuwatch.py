@@ -109,3 +109,12 @@ def shared_core(windows: list[tuple[float, float]]) -> tuple[float, float]:
     below 0: the core's clock ticks are coarse, share of the windows' time)."""
     ms = max(0.0, sum(w[0] for w in windows))
     return ms, ms / max(sum(w[1] for w in windows), 1e-9)
+
+
+def shared_core_over(ms: float, share: float, share_limit: float, ms_limit: float) -> bool | None:
+    """Whether others' work on the candidate's core (:func:`shared_core`) is over the method's limits: True
+    (the workload is not scored), False, or None while undecided: over the share in fewer ms than a refusal
+    stands on (the core's clock ticks are coarse), so the measurement must not stop yet."""
+    if share <= share_limit:
+        return False
+    return True if ms >= ms_limit else None

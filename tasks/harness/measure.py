@@ -272,8 +272,10 @@ class Measuring(Calling):
         """Others' work on the candidate's core so far is over the method's share but under its ms: too few
         clock ticks to refuse on, too many to stop on (a realtime host loop, 2 ms of every 4, read 47% and
         91 ms when the measurement stopped, stable, after 20 iterations, and scored it: CI at 48cdbd7)."""
-        ms, share = cpuwatch.shared_core(self.calls.shared)
-        return share > cfg.shared_core_share and ms < cfg.shared_core_ms
+        over = cpuwatch.shared_core_over(
+            *cpuwatch.shared_core(self.calls.shared), cfg.shared_core_share, cfg.shared_core_ms
+        )
+        return over is None
 
     def note_free_memory(self) -> None:
         """The GPU's free memory now, what every timed batch is fitted to (:meth:`_fitted_batch`): taken

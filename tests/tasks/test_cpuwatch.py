@@ -133,3 +133,14 @@ def test_use_exactly_at_the_limits_is_not_flagged() -> None:
     for key in at:
         over = {**at, key: at[key] * 1.01}
         assert len(cpuwatch.outside_flags("w", over, 0.5, 0.1)) == 1, key
+
+
+@pytest.mark.parametrize(
+    ("ms", "share", "over"),
+    [(134.0, 0.464, True), (91.0, 0.474, None), (100.0, 0.11, True), (500.0, 0.10, False), (0.0, 0.0, False)],
+)
+def test_others_work_on_the_core_is_over_under_or_undecided(ms: float, share: float, over: bool | None) -> None:
+    """Over the share (10%) in at least 100 ms: not scored; over the share in fewer: undecided (a realtime
+    host loop read 47% in 91 ms after 20 iterations, and the measurement must sample on); at or under it:
+    clear, however many ms."""
+    assert cpuwatch.shared_core_over(ms, share, 0.1, 100.0) is over
