@@ -27,7 +27,8 @@ class Worker:
     trusted: bool
     timeout: float
     #: when the evaluation's time limit ends (time.time(); 0: not said) and the seconds kept before it for
-    #: ending: no answer is waited for past that, so a silent worker still leaves a result and a report
+    #: ending: no answer is waited for past that, so a silent worker still leaves a result and a report (the
+    #: candidate's: tasks.harness.session; a trusted one keeps its call's limit, the clean-up asks it)
     deadline: float = 0.0
     margin: float = 0.0
     gone: str = ""

@@ -78,7 +78,18 @@ def main(
         listener.close()  # one candidate worker: later connections are refused, never read
     except ChannelError as exc:
         return finish([CaseResult(c.id, Outcome.ERROR, str(exc)) for c in doc.cases], "unavailable")
-    candidate = Worker("candidate", chan, False, *_patience(doc))
+    # the candidate's silence is waited for until the evaluation's deadline less its margin at most, so that
+    # it still gets a report; the trusted workers keep the call's limit: once the candidate is given up, the
+    # rest (its later cases' errors, the clean-up) asks them, and a wait cut to nothing would make a stalled
+    # candidate the judge's failure (a SIGSTOPped worker did: infrastructure_error, exit 125)
+    candidate = Worker(
+        "candidate",
+        chan,
+        trusted=False,
+        timeout=doc.timing.call_timeout_s,
+        deadline=doc.deadline,
+        margin=doc.timing.deadline_margin_s,
+    )
     watch, watch_note = _watch_candidate(sock_path, cgroup)
     laps.lap("candidate connects")
     write_progress(out, phase="start", step="the candidate's worker imports solution.py")
@@ -117,7 +128,7 @@ def _trusted_side(
     the baseline's first calls), before the candidate's worker may run anything."""
     write_progress(out, phase="start", step="starting the baseline's worker")
     trusted = [
-        Worker(name, chan, True, *_patience(doc))
+        Worker(name, chan, trusted=True, timeout=doc.timing.call_timeout_s)
         for name, (chan, _) in zip(TRUSTED_WORKERS, started, strict=False)  # none when nothing is timed
     ]
     for worker in trusted:
@@ -136,12 +147,6 @@ def _trusted_side(
     sup.note_free_memory()  # before the candidate's worker may import the submission
     laps.lap("warm-up")
     return sup, trusted
-
-
-def _patience(doc: schema.CaseFile) -> tuple[float, float, float]:
-    """A worker's limits on waiting for an answer (tasks.harness.link.Worker): the call's timeout, the
-    evaluation's deadline and the margin kept before it."""
-    return doc.timing.call_timeout_s, doc.deadline, doc.timing.deadline_margin_s
 
 
 def _watch_candidate(sock_path: str, cgroup: str) -> tuple[CpuWatch | None, str]:

@@ -17,15 +17,15 @@ TASK = "demo/softmax"
 HONEST_LIMIT = 1.6
 
 
-def evaluate(server: RunningServer, name: str) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """Evaluate candidates/<name>; return (job, report, log)."""
+def evaluate(server: RunningServer, name: str, timeout_s: float = 300) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Evaluate candidates/<name> within ``timeout_s``; return (job, report, log)."""
     folder = CANDIDATES / name
     files: dict[str, str | bytes] = {
         str(p.relative_to(folder)): p.read_bytes()
         for p in sorted(folder.rglob("*"))
         if p.is_file() and "__pycache__" not in p.parts
     }
-    r = server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, "timeout_s": 300})
+    r = server.http.post("/v1/jobs", json={"kind": "eval", "task": TASK, "timeout_s": timeout_s})
     assert r.status_code == 201, r.text
     job_id = r.json()["id"]
     r = server.http.put(f"/v1/jobs/{job_id}/input", content=make_tar(files))

@@ -164,6 +164,20 @@ def test_work_before_the_call_unseen_by_the_counter_as_the_inputs_are_written_ga
     assert no_score(job) or summary.get("speedup_lo", 0.0) <= 1.0, describe(job, report)
 
 
+def test_a_worker_stopped_in_a_call_is_given_up_in_time_as_the_candidates_error(quick_server: RunningServer) -> None:
+    """A kill at the wrong moment: the candidate's worker stops itself (SIGSTOP) in a call, holding its answer.
+    It is given up at the evaluation's deadline less its margin (not after the call's own 300 s, past the
+    job's limit: no report), its cases are its errors, and the report says why. Never the judge's failure:
+    once the trusted workers' waits were cut to the deadline too, and the clean-up's question to the empty
+    call's worker then failed at once (infrastructure_error, exit 125)."""
+    job, report, log = evaluate(quick_server, "stop_in_a_call", timeout_s=30)
+    assert "STOPPING" in log, log[-3000:]
+    assert failed_evaluation(job), describe(job, report)
+    reasons = " ".join(str(w.get("reason", "")) for w in report["workloads"])
+    assert "the candidate's worker stopped answering" in reasons, describe(job, report)
+    assert "what was left of the evaluation's time limit" in reasons, describe(job, report)
+
+
 def test_early_answer_buys_nothing(server: RunningServer) -> None:
     """Answering "ok" before the work: the outputs are copied at the answer, so either the copy sees
     unfinished outputs (a failure) or the work was already done (no gain)."""
