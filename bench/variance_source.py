@@ -1,7 +1,7 @@
 """Where the spread between two A/A requests comes from, on the bare GPU host (issue 29).
 
     python3 bench/variance_source.py [--task kda/forward_b1_t8192_h96] [--pairs 4] [--instances 6]
-                                     [--rounds 40] [--json FILE]
+                                     [--rounds 40] [--sequential] [--json FILE]
 
 kcoral's graph mode times one captured batch per side per request: the baseline's in one process, the
 candidate's in another, each batch on buffers allocated once for the request. Two requests of the
@@ -14,7 +14,11 @@ first) to replay its graph once after an L2 flush; the worker times the replay t
 
 Printed per pair: each instance's mean ms, the spread of the instance means within each worker (the
 allocation's draw) against what the replays' own noise explains, and B over A with one instance
-each (what a request sees today) and with all instances pooled. Run on the GPU host, not in CI.
+each (what a request sees today) and with all instances pooled. ``--sequential``: each worker holds one
+instance at a time and builds the next only after the rounds on the last (its memory given back to the
+driver first, a spacer of a random size allocated before it): whether a placement drawn again in the
+same process is a new draw, which a measurement could average without holding more memory. Run on the
+GPU host, not in CI.
 """
 
 from __future__ import annotations
@@ -32,8 +36,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _worker(conn: Any, task_name: str, seed: int, instances: int, batch: int) -> None:
-    """One process: ``instances`` captured batches of the baseline's call, replayed on request."""
+def _worker(conn: Any, task_name: str, seed: int, batch: int) -> None:
+    """One process: instances of captured batches of the baseline's call, built and replayed on request
+    (``("build", count, salt)``: every instance held so far dropped and its memory given back to the
+    driver, a spacer of a random size allocated, then ``count`` new ones; an int: that instance's replay,
+    timed; None: the end)."""
+    import gc
+    import random
     import time
 
     import torch
@@ -44,30 +53,44 @@ def _worker(conn: Any, task_name: str, seed: int, instances: int, batch: int) ->
     mod = task.module()
     params = next(w["params"] for w in task.manifest["workloads"] if w.get("timed"))
     flush = torch.empty(task.manifest["timing"]["flush_bytes"], dtype=torch.int8, device="cuda")
-    graphs, kept = [], []  # kept: every instance's buffers, which its graph reads and writes on replay
-    for g in range(instances):
-        runs = []
-        for j in range(batch):
-            data = mod.make_inputs(params, seed * 1000 + g * 100 + j, "cuda")
-            data.update(mod.make_outputs(data, "cuda"))
-            runs.append(mod.baseline(data))
-            kept.append(data)
-        for run in runs:  # compile, autotune, warm
-            run()
+    rng = random.Random(seed)
+    graphs: list[Any] = []
+    kept: list[Any] = []  # every instance's buffers (and the spacer), which its graph reads and writes on replay
+
+    def build(count: int, salt: int) -> None:
+        graphs.clear()
+        kept.clear()
+        gc.collect()
         torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for run in runs:
+        torch.cuda.empty_cache()  # the dropped instances' memory back to the driver: the new ones lie elsewhere
+        kept.append(torch.empty(rng.randrange(1024) * 2**21, dtype=torch.int8, device="cuda"))
+        for g in range(count):
+            runs = []
+            for j in range(batch):
+                data = mod.make_inputs(params, seed * 1000 + (salt + g) * 100 + j, "cuda")
+                data.update(mod.make_outputs(data, "cuda"))
+                runs.append(mod.baseline(data))
+                kept.append(data)
+            for run in runs:  # compile, autotune, warm
                 run()
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        graphs.append(graph)
-    conn.send("ready")
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                for run in runs:
+                    run()
+            for _ in range(3):
+                graph.replay()
+            torch.cuda.synchronize()
+            graphs.append(graph)
+
     while True:
         message = conn.recv()
         if message is None:
             return
+        if isinstance(message, tuple):
+            build(message[1], message[2])
+            conn.send("ready")
+            continue
         flush.add_(1)
         torch.cuda.synchronize()
         t0 = time.perf_counter_ns()
@@ -76,26 +99,43 @@ def _worker(conn: Any, task_name: str, seed: int, instances: int, batch: int) ->
         conn.send((time.perf_counter_ns() - t0) / 1e6 / batch)
 
 
-def _pair(task: str, seed: int, instances: int, rounds: int, batch: int) -> dict[str, Any]:
-    """One pair of fresh workers: every replay's ms by worker and instance."""
+def _pair(task: str, seed: int, instances: int, rounds: int, batch: int, sequential: bool) -> dict[str, Any]:
+    """One pair of fresh workers: every replay's ms by worker and instance. ``sequential``: each worker
+    holds one instance at a time, rebuilt ``instances`` times (rounds on each before the next), instead
+    of all of them at once, replayed in turn."""
     ctx = multiprocessing.get_context("spawn")
     ends = {}
     procs = []
     for k, name in enumerate("AB"):
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, task, seed * 2 + k, instances, batch), daemon=True)
+        proc = ctx.Process(target=_worker, args=(child, task, seed * 2 + k, batch), daemon=True)
         proc.start()
         ends[name] = parent
         procs.append(proc)
-    for end in ends.values():
-        assert end.recv() == "ready"
+
+    def build(count: int, salt: int) -> None:
+        for end in ends.values():
+            end.send(("build", count, salt))
+        for end in ends.values():
+            assert end.recv() == "ready"
+
     times: dict[str, list[list[float]]] = {name: [[] for _ in range(instances)] for name in "AB"}
-    for r in range(rounds):
-        order = "AB" if r % 2 == 0 else "BA"
+
+    def replay(r: int, g: int, into: int) -> None:
+        for name in "AB" if r % 2 == 0 else "BA":
+            ends[name].send(g)
+            times[name][into].append(ends[name].recv())
+
+    if sequential:
         for g in range(instances):
-            for name in order:
-                ends[name].send(g)
-                times[name][g].append(ends[name].recv())
+            build(1, g)
+            for r in range(rounds):
+                replay(r, 0, g)
+    else:
+        build(instances, 0)
+        for r in range(rounds):
+            for g in range(instances):
+                replay(r, g, g)
     for end in ends.values():
         end.send(None)
     for proc in procs:
@@ -129,13 +169,14 @@ def main() -> int:
     ap.add_argument("--instances", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--sequential", action="store_true", help="one instance at a time, rebuilt elsewhere")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if min(args.pairs, args.instances, args.batch) < 1 or args.rounds < 2:
         ap.error("--pairs, --instances and --batch must be at least 1, --rounds at least 2 (a replay's noise)")
     pairs = []
     for p in range(args.pairs):
-        s = _summary(_pair(args.task, 7919 + p, args.instances, args.rounds, args.batch))
+        s = _summary(_pair(args.task, 7919 + p, args.instances, args.rounds, args.batch, args.sequential))
         pairs.append(s)
         print(f"pair {p + 1}: B/A pooled {s['ratio_pooled']:.5f}; one instance each: {s['ratio_one_instance']}")
         for name in "AB":

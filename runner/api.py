@@ -60,7 +60,7 @@ from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.jobkinds import kind_for
 from kcoral.runner.joblog import read_pieces
-from kcoral.runner.leases import gpu_type
+from kcoral.runner.leases import gpu_types
 from kcoral.runner.services import Services
 from kcoral.runner.store import JobPaths, JobRecord
 from kcoral.runner.submissions import submission_digest
@@ -399,14 +399,14 @@ def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, ob
 def _not_served_here(svc: Services, task: Task) -> str:
     """Why no host of this server can run ``task`` ("" when one can): the GPU types it runs on (its
     pack's gpu_types) are none of theirs."""
-    from kcoral.tasks.registry import gpu_type_for
+    from kcoral.tasks.registry import gpu_type_for, pack_gpu_types
 
     if not task.gpu_types:
         return ""
     try:
-        svc.placement.check(1, gpu_type_for(task, "any", [gpu_type(g.name) for g in svc.gpus]))
+        svc.placement.check(1, gpu_type_for(task, "any", gpu_types(svc.gpus)))
     except BadRequest as exc:
-        return f"cannot run on this server: it runs on {' or '.join(task.gpu_types)} only (its pack says so); {exc}"
+        return f"cannot run on this server: it runs on {pack_gpu_types(task.gpu_types)}; {exc}"
     return ""
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,6 +36,11 @@ def gpu_type(name: str) -> str:
     if words and words[0].upper() == "NVIDIA":
         words = words[1:]
     return words[0] if words else name
+
+
+def gpu_types(gpus: Sequence[GpuInfo]) -> list[str]:
+    """The short types of ``gpus`` (:func:`gpu_type`), in their order."""
+    return [gpu_type(g.name) for g in gpus]
 
 
 def type_matches(slot: Slot, wanted: str) -> bool:

@@ -8,7 +8,8 @@
 #        i: issue 29's storm candidate, A/A calibration (bench/calibration.py) and the work-twice candidate;
 #        k: issue 29's second step: kcoral calibrate, then A/A requests with the floor (CAL_N, AA_N, STORM);
 #        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py;
-#        q: side streams in the field's formats, on the pack's problems (KCORAL_TASKS_DIRS="tasks bench/packs/h200")]
+#        q: side streams in the field's formats, on the pack's problems (KCORAL_TASKS_DIRS="tasks bench/packs/h200");
+#        e: answers before the work is done, per call (the small task) and in batch mode (the pinned task)]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
 source scripts/gpu-host-serve.sh "$1" "$2" "$3" "$out"
@@ -147,6 +148,13 @@ fi
 if has q; then  # issue 32: a side stream in KernelBench's and GPU MODE's own forms (each must gain nothing)
   ev pack-side-stream-kb kernelbench/level1/1_Square_matrix_multiplication $attacks/pack_side_stream_kb no-gain
   ev pack-side-stream-gm gpumode/pmpp_h200/vectoradd_py $attacks/pack_side_stream_gm no-gain
+fi
+if has e; then  # issue 29: answers before the work is done, one call at a time and in the trusted batch mode
+  ev attack-early-answer $small $attacks/early_answer no-gain
+  early=$(mktemp -d)
+  cp $attacks/early_answer_batch/solution.py tasks/kda/forward_b1_t8192_h96/template.py "$early/"
+  ev attack-early-answer-batch $pinned "$early" no-gain
+  grep -h "ANSWERING-EARLY" /tmp/kc/jobs/*/log* 2>/dev/null | sort | uniq -c | head -3
 fi
 if has s; then  # the spread: the template on the pinned task five times, then the work-twice candidate
   for i in 1 2 3 4 5; do ev pinned-fla-s$i $pinned $template pass; done

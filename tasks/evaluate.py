@@ -39,7 +39,7 @@ from kcoral.runner import jobfs
 from kcoral.runner.codecopy import code_digest
 from kcoral.runner.envpolicy import job_environment
 from kcoral.runner.jobkinds import CODE_MOUNT, HostFacts, code_mounts, spec_as, with_code_path
-from kcoral.runner.leases import gpu_type
+from kcoral.runner.leases import gpu_types
 from kcoral.runner.plan import ContainerStep, Finished, JobContext, Outcomes, Plan, StepOutcome
 from kcoral.runner.settings import SUPERVISOR_UID
 from kcoral.runner.warmup import template_tar
@@ -53,7 +53,7 @@ from kcoral.tasks.harness.cores import split as split_cores
 from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
 from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE
 from kcoral.tasks.harness.taskdef import Task, load_task
-from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task, gpu_type_for
+from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task, gpu_type_for, pack_gpu_types
 from kcoral.tasks.report import build_report, sample_times
 from kcoral.tasks.report_lines import uncalibrated_rows, with_lines
 
@@ -131,14 +131,15 @@ class EvalKind:
             )
         task = find_task(host.settings.tasks_dirs or DEFAULT_TASKS_DIR, evaluation.task)
         if task.device == "cuda" and not host.gpus:
-            types = f" ({' or '.join(task.gpu_types)} only: its pack says so)" if task.gpu_types else ""
-            raise BadRequest(f"task {task.id} needs a GPU{types} and this server has none")
+            if task.gpu_types:
+                raise BadRequest(f"task {task.id} runs on {pack_gpu_types(task.gpu_types)}, and this server has no GPU")
+            raise BadRequest(f"task {task.id} needs a GPU and this server has none")
         limit = min(task.timeout_s, host.settings.limits.max_timeout_s)  # the server's limit is the ceiling
         if evaluation.timeout_s > limit:
             raise BadRequest(
                 f"task {task.id} allows {limit:g} s; {evaluation.timeout_s:g} s is more (leave --timeout out to get it)"
             )
-        gpu = gpu_type_for(task, evaluation.gpu_type, [gpu_type(g.name) for g in host.gpus])
+        gpu = gpu_type_for(task, evaluation.gpu_type, gpu_types(host.gpus))
         return replace(evaluation, timeout_s=evaluation.timeout_s or limit, gpu_type=gpu)
 
     def plan(self, ctx: JobContext) -> Plan:

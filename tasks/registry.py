@@ -87,6 +87,11 @@ def find_task(tasks_dirs: TasksDirs, task_id: str) -> Task:
     raise BadRequest(f"no task {task_id!r} on this server (tasks: {known})")
 
 
+def pack_gpu_types(types: Sequence[str]) -> str:
+    """``B200 or GB200 only (its pack says so)``: the GPU types a pack's task runs on, as messages name them."""
+    return f"{' or '.join(types)} only (its pack says so)"
+
+
 def gpu_type_for(task: Task, asked: str, have: Sequence[str]) -> str:
     """The GPU type an evaluation of ``task`` asks for: ``asked`` (a job's gpu_type, "any" for none)
     narrowed to the types the task runs on (Task.gpu_types), the first of them this server has (``have``,
@@ -95,9 +100,8 @@ def gpu_type_for(task: Task, asked: str, have: Sequence[str]) -> str:
     if not task.gpu_types:
         return asked
     wanted = {t.lower(): t for t in task.gpu_types}
-    runs_on = " or ".join(task.gpu_types)
     if asked != "any":
         if asked.lower() not in wanted:
-            raise BadRequest(f"task {task.id} runs on {runs_on} only (its pack says so); not on {asked}")
+            raise BadRequest(f"task {task.id} runs on {pack_gpu_types(task.gpu_types)}; not on {asked}")
         return asked
     return next((wanted[t.lower()] for t in have if t.lower() in wanted), task.gpu_types[0])

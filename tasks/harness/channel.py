@@ -27,6 +27,10 @@ class ChannelError(Exception):
     """The peer closed the channel, broke the protocol or did not answer in time."""
 
 
+class NoAnswer(ChannelError):
+    """The peer said nothing within the time it was given."""
+
+
 class Channel:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -63,7 +67,7 @@ class Channel:
         sock = [self.sock]
         while not select.select(sock, [], [], 0)[0]:
             if time.monotonic() > deadline:
-                raise ChannelError(f"no answer within {timeout:.0f} s")
+                raise NoAnswer(f"no answer within {timeout:.0f} s")
 
     def recv_with_fds(self, timeout: float | None = None) -> tuple[dict[str, Any], list[int]]:
         """The next message and the descriptors passed with it (what a worker reads)."""
@@ -73,7 +77,7 @@ class Channel:
         if timeout is not None:
             ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
             if not ready:
-                raise ChannelError(f"no answer within {timeout:.0f} s")
+                raise NoAnswer(f"no answer within {timeout:.0f} s")
         try:
             if with_fds:
                 data, fds, flags, _ = socket.recv_fds(self.sock, MAX_MESSAGE + 1, MAX_FDS)

@@ -8,6 +8,7 @@ kernel and a device-wide synchronize); the clock and the pause can be anyone's, 
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -48,6 +49,20 @@ class GpuGuard:
                 break
             self.pause(0.5)
         return round(self.now() - began, 3)
+
+    def ran_on(self) -> float | None:
+        """Right after the candidate's call answered and its outputs were copied: the fastest of three
+        probes where none was under ``quiet_probe_ms`` (the GPU still ran another context's work: the
+        call's, since the trusted workers wait for theirs), else None, at the first fast one. Not on a
+        GPU flagged busy already (every probe is slow there)."""
+        if self.busy or self.probe is None:
+            return None
+        fastest = math.inf
+        for _ in range(3):
+            fastest = min(fastest, self.probe())
+            if fastest < self.quiet_probe_ms:
+                return None
+        return fastest
 
     def wait_quiet(self) -> str | None:
         """Wait until no other context keeps the GPU busy; the interference flag, once, when that never

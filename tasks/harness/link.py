@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from kcoral.tasks.harness import schema
-from kcoral.tasks.harness.channel import Channel, ChannelError
+from kcoral.tasks.harness.channel import Channel, ChannelError, NoAnswer
 
 
 class CandidateGone(Exception):
@@ -85,7 +85,7 @@ class Worker:
 
     def _lost(self, exc: ChannelError, patience: float | None = None) -> NoReturn:
         why = str(exc)
-        if patience is not None and patience < self.timeout and "no answer" in why:
+        if patience is not None and patience < self.timeout and isinstance(exc, NoAnswer):
             why = f"no answer within {patience:.1f} s, what was left of the evaluation's time limit"
         self.gone = f"the {self.name}'s worker stopped answering: {why}"
         self._raise_gone()

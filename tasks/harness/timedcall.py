@@ -30,6 +30,8 @@ _ns = time.perf_counter_ns
 #: flushed; later, the call's iteration is left out as disturbed (only work on that core outside the
 #: calls keeps it from it: an io_uring storm armed there took 244 s of CI with a flat 0.25 s)
 KEEPER_FLUSH_S, KEEPER_FLUSH_S_PER_GIB = 0.02, 1.0
+#: elements of each CPU output read the moment a call answers (:class:`Spots`)
+SPOTS = 256
 
 
 @dataclass
@@ -48,6 +50,51 @@ class Side:
 
     def __post_init__(self) -> None:
         self.snapshot = {name: torch.empty_like(t) for name, t in self.outputs.items()}
+
+
+class Spots:
+    """Elements of a CPU side's outputs, at places drawn for each call, read the moment its worker answers
+    and held against the outputs once they are copied: an element written after the answer differs.
+
+    The copy itself follows the answer, in the outputs' order: a callable that answered "ok" itself, with
+    its last rows left to a thread that stayed ahead of that copy, had those rows off the clock and
+    passed every check (a red-team pass: 1.039x). With 7% of the rows left, 256 places all miss them
+    once in ~10^8 calls. A CUDA side needs none: the supervisor's copy runs only once the GPU turns to
+    this process's work, after the candidate's queued work or within its time slice (what runs on
+    after that: :meth:`Calling._gpu_ran_on`)."""
+
+    #: places drawn in this process, which no candidate can read
+    _draw = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+
+    def __init__(self, side: Side) -> None:
+        self.places: dict[str, torch.Tensor] = {}
+        self.seen: dict[str, torch.Tensor] = {}
+        for name, out in side.outputs.items():
+            n = out.numel()
+            if out.device.type == "cpu" and n:
+                self.places[name] = torch.randint(n, (min(SPOTS, n),), generator=self._draw)
+                self.seen[name] = torch.empty(len(self.places[name]), dtype=out.dtype)
+
+    def read(self, outputs: dict[str, torch.Tensor]) -> None:
+        """At the answer, inside the clock: one gather per output."""
+        for name, places in self.places.items():
+            torch.index_select(outputs[name].view(-1), 0, places, out=self.seen[name])
+
+    def changed(self, snapshot: dict[str, torch.Tensor]) -> str | None:
+        """Why the copied outputs differ from what was read at the answer (bit for bit: a NaN written as
+        a NaN is no change), or None."""
+        for name, places in self.places.items():
+            now = snapshot[name].view(-1).index_select(0, places)
+            differs = (now.view(torch.uint8) != self.seen[name].view(torch.uint8)).view(len(places), -1).any(1)
+            if bool(differs.any()):
+                at = int(places[int(differs.nonzero()[0])])
+                return (
+                    f"{name} changed after the call answered (element {at} of its flattened form read "
+                    f"{self.seen[name][int(differs.nonzero()[0])].item()!r} at the answer and "
+                    f"{snapshot[name].view(-1)[at].item()!r} once copied): the call must finish writing "
+                    "its outputs before it returns"
+                )
+        return None
 
 
 def _not_tensors(values: dict[str, Any]) -> dict[str, Any]:
@@ -191,6 +238,7 @@ class Calling:
             shared.reset_persisting_l2()
             self._wait_quiet()
         keeper = self._keeper_flushed(side.worker)
+        spots = Spots(side)
         window = self.calls.open(side.worker is self.candidate)
         self.calls.judging(window, self._watched(side.worker))
         self._sync()
@@ -204,11 +252,13 @@ class Calling:
             error = side.worker.ask({"op": "call", "case": side.case})
         self.calls.answered(window)
         lag = self._answer_lag(side.worker)
+        spots.read(side.outputs)
         for name, t in side.outputs.items():
             side.snapshot[name].copy_(t)
         self._sync()
         elapsed = (_ns() - t0 - lag) / 1e6
         self.calls.close(window)
+        error = error or spots.changed(side.snapshot) or (self._gpu_ran_on() if side.worker is self.candidate else None)
         if side.worker is not self.candidate:
             poison(side.outputs)  # the baseline's answer never waits in memory for the candidate's call
         else:
@@ -224,13 +274,17 @@ class Calling:
         the clock starts; the clock then runs over one ``batch`` operation, in which the worker makes
         every side's call back to back and synchronises the device once, until its answer. The
         snapshots are taken after the clock stops: no output is copied inside the window, so a
-        batch's time is its calls' and the protocol's (the empty call's batch measures that). ``graph``:
-        the worker replays the batch's captured CUDA graph (TimingMethod.graph) instead of calling."""
+        batch's time is its calls' and the protocol's (the empty call's batch measures that); on a GPU the
+        clock stops once this process's own tiny kernel has run after the answer
+        (:meth:`_until_the_gpu_turns_here`). ``graph``: the worker replays the batch's captured CUDA graph
+        (TimingMethod.graph) instead of calling."""
         worker = sides[0].worker
         if worker is not self.null:
             for side, sample in zip(sides, samples, strict=True):
                 _same_scalars(side, sample)
         keeper = self._keeper_flushed(worker)
+        mine = list({id(side): side for side in sides}.values())  # the empty call's batch repeats one side
+        spots = [Spots(side) for side in mine]
         window = self.calls.open(worker is self.candidate)
         for side, sample in zip(sides, samples, strict=True):
             poison(side.outputs)
@@ -249,17 +303,46 @@ class Calling:
         with keeper.calling() if keeper else contextlib.nullcontext():
             error = worker.ask({"op": "batch", "cases": [side.case for side in sides], "graph": graph})
         self.calls.answered(window)
+        if self.device == "cuda":
+            self._until_the_gpu_turns_here()
         elapsed = (_ns() - t0 - self._answer_lag(worker)) / 1e6
         self.calls.close(window)
-        for side in {id(side): side for side in sides}.values():  # the empty call's batch repeats one side
+        for side, spot in zip(mine, spots, strict=True):
+            spot.read(side.outputs)
             for name, t in side.outputs.items():
                 side.snapshot[name].copy_(t)
+        self._sync()
+        for side, spot in zip(mine, spots, strict=True):
+            error = error or spot.changed(side.snapshot)
             if worker is not self.candidate:
                 poison(side.outputs)
-        self._sync()
         if worker is self.candidate:
+            error = error or self._gpu_ran_on()
             self.last_call_ms = elapsed / len(sides)
         return elapsed / len(sides), [side.snapshot for side in sides], error
+
+    def _until_the_gpu_turns_here(self) -> None:
+        """A tiny kernel of this process, waited for, on a batch's clock: the GPU runs it only once the work
+        other processes queued before it is done, or their time slice is up. A worker that answers before
+        its batch's work is done (its synchronisation patched out) then has that work timed all the
+        same, or as much as a time slice holds (the rest: :meth:`_gpu_ran_on`); a batch's outputs are
+        copied after the clock, where that copy would have waited for it off the clock."""
+        self.flush[:1].add_(1.0)
+        torch.cuda.synchronize()
+
+    def _gpu_ran_on(self) -> str | None:
+        """Why the candidate's call is an error: the GPU still ran another context's work once its outputs
+        were copied (tasks.harness.gpuguard.GpuGuard.ran_on), or None (and on a CPU)."""
+        if self.device != "cuda":
+            return None
+        busy = self.gpu.ran_on()
+        if busy is None:
+            return None
+        return (
+            f"the GPU was still busy after the call answered (the fastest of three probe kernels took {busy:.3f} "
+            f"ms; an idle GPU answers in under {self.gpu.quiet_probe_ms} ms): a call must finish its work "
+            "before it returns"
+        )
 
     def _keeper_flushed(self, worker: Worker) -> Keeper | None:
         """The keeper of the core ``worker``'s calls run on while a case is timed (None: the supervisor's

@@ -95,7 +95,7 @@ def test_packs_are_listed_shown_and_initialised(
     assert "runs on: B200 or GB200 only" in capfd.readouterr().out
     (tmp_path / "fp4.py").write_text("from torch import nn\n\nclass ModelNew(nn.Module):\n    pass\n")
     assert run(["eval", "kernelbench/blackwell/1_Fp4Scale", str(tmp_path / "fp4.py"), "--remote", server.url]) == 2
-    assert "needs a GPU (B200 or GB200 only: its pack says so) and this server has none" in capfd.readouterr().err
+    assert "runs on B200 or GB200 only (its pack says so), and this server has no GPU" in capfd.readouterr().err
     assert run(["tasks", "--remote", server.url]) == 0
     out = capfd.readouterr().out
     assert "cannot be loaded or run here:" in out and "kernelbench/level1/8_NoInitInputs (kernelbench): " in out

@@ -91,3 +91,18 @@ def test_a_gpu_kept_busy_is_flagged_once_and_then_not_waited_for() -> None:
 def test_a_busy_gpu_that_quiets_is_waited_for_not_flagged() -> None:
     g, time = guard(probes=iter([0.4] * 6 + [0.2] * 3))
     assert g.wait_quiet() is None and not g.busy and len(time.pauses) == 2
+
+
+def test_a_gpu_still_busy_after_a_call_answered_reads_slow_three_times_and_an_idle_one_once() -> None:
+    g, time = guard(probes=iter([0.4, 0.5, 0.45]))
+    assert g.ran_on() == 0.4 and time.pauses == []  # never waits: the call's work is the call's
+    probes = iter([0.1, 9.0])
+    assert guard(probes=probes)[0].ran_on() is None and next(probes) == 9.0  # the first fast probe ends it
+    assert guard(probes=iter([0.3, 0.2]))[0].ran_on() is None
+    assert guard()[0].ran_on() is None  # a CPU
+
+
+def test_a_gpu_flagged_busy_is_not_held_against_the_calls_after() -> None:
+    g, _ = guard(probes=iter([0.35] * 300))
+    assert g.wait_quiet() is not None
+    assert g.ran_on() is None

@@ -25,6 +25,7 @@ TORCH_TESTS = [
     "tests/tasks/test_pack_draws_torch.py",
     "tests/tasks/test_pack_inspect_torch.py",
     "tests/tasks/test_pack_values_torch.py",
+    "tests/tasks/test_spots_torch.py",
     "tests/tasks/test_too_slow_torch.py",
 ]
 #: pytest and what it imports, all pure Python: each mounted from the host's environment
