@@ -102,7 +102,8 @@ class TimingMethod:
     #: set up anew elsewhere in memory, buffers, graph and all, so that where one placement lies is not
     #: one draw for a whole request (0: one placement per measurement). The pinned KDA task on an H100:
     #: two processes' batches 0.103% apart (sd) with one placement each, 0.045% pooled over four made one
-    #: after another in the same processes (bench/variance_source.py --sequential)
+    #: after another in the same processes (bench/variance_source.py --sequential); its A/A through kcoral on
+    #: the GPU host is to come before the pinned task asks for it
     placement_iterations: int = 0
     # --- the judge's rules: what the figures above must meet to be scored (tasks.report) ---
     #: in the batch mode, the per-call measurement that follows the batches: this many iterations (20
