@@ -42,15 +42,9 @@ def batch_figures(
     asked = {"batch_asked": timing.batch_asked} if timing.batch_asked else {}
     if timing.batch < 2:
         return asked
-    row: dict[str, Any] = {
-        "batch": timing.batch,
-        "graph": timing.graph or None,
-        "placements": timing.placements or None,
-        "per_call_speedup": None,
-        **asked,
-    }
-    check = timing.per_call
-    if check is None:
+    row: dict[str, Any] = {"batch": timing.batch, "graph": timing.graph or None, "per_call_speedup": None}
+    row |= {"placements": timing.placements or None, **asked}
+    if (check := timing.per_call) is None:
         return row
     est = estimate(
         check.baseline_ms,

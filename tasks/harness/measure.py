@@ -238,9 +238,7 @@ class Measuring(Calling):
         asked = self.cfg.batch if self.cfg.batch > 1 else 0
         batch = self._fitted_batch(case, asked, inputs, specs)
         cfg = replace(self.cfg, batch=batch) if batch != self.cfg.batch else self.cfg
-        # a placement made anew leaves nothing of the last behind, the case's own side included (whose
-        # graph would keep the candidate's worker's memory pool where it was, and not the baseline's)
-        renewed = bool(batch and cfg.placement_iterations)
+        renewed = bool(batch and cfg.placement_iterations)  # then not even the case's own side: _placed_anew
         sides, error = self._timed_sides(case, None if renewed else cand, inputs, specs, batch, label)
         if sides is None:
             return None, error
@@ -302,7 +300,9 @@ class Measuring(Calling):
         buffers and, in graph mode, captured and replayed anew: where a batch's buffers and its graph's
         memory lie is a draw of its own (sequential placements in one process: 0.04-0.09% apart on an
         H100, bench/variance_source.py), and one draw per request was most of the spread between
-        requests. A submission whose setup or capture fails here fails the measurement."""
+        requests. A submission whose setup or capture fails here fails the measurement. The case's own side
+        is none of the measurement's then (its graph would keep the candidate's worker's memory pool where
+        it was, and not the baseline's)."""
         old = m.sides
         self._drop([*old.bases, *old.cands, old.null])
         m.spacer = None

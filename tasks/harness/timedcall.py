@@ -24,14 +24,13 @@ from kcoral.tasks.harness.gpuclock import GpuClock, open_clock
 from kcoral.tasks.harness.gpuguard import GpuGuard
 from kcoral.tasks.harness.keeper import Keeper
 from kcoral.tasks.harness.link import CandidateGone, Worker
+from kcoral.tasks.harness.spots import Spots
 
 _ns = time.perf_counter_ns
 #: seconds a keeper may take to flush its core's caches (tasks.harness.keeper), at least, and per GiB
 #: flushed; later, the call's iteration is left out as disturbed (only work on that core outside the
 #: calls keeps it from it: an io_uring storm armed there took 244 s of CI with a flat 0.25 s)
 KEEPER_FLUSH_S, KEEPER_FLUSH_S_PER_GIB = 0.02, 1.0
-#: elements of each CPU output read the moment a call answers (:class:`Spots`)
-SPOTS = 256
 
 
 @dataclass
@@ -50,51 +49,6 @@ class Side:
 
     def __post_init__(self) -> None:
         self.snapshot = {name: torch.empty_like(t) for name, t in self.outputs.items()}
-
-
-class Spots:
-    """Elements of a CPU side's outputs, at places drawn for each call, read the moment its worker answers
-    and held against the outputs once they are copied: an element written after the answer differs.
-
-    The copy itself follows the answer, in the outputs' order: a callable that answered "ok" itself, with
-    its last rows left to a thread that stayed ahead of that copy, had those rows off the clock and
-    passed every check (a red-team pass: 1.039x). With 7% of the rows left, 256 places all miss them
-    once in ~10^8 calls. A CUDA side needs none: the supervisor's copy runs only once the GPU turns to
-    this process's work, after the candidate's queued work or within its time slice (what runs on
-    after that: :meth:`Calling._gpu_ran_on`)."""
-
-    #: places drawn in this process, which no candidate can read
-    _draw = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
-
-    def __init__(self, side: Side) -> None:
-        self.places: dict[str, torch.Tensor] = {}
-        self.seen: dict[str, torch.Tensor] = {}
-        for name, out in side.outputs.items():
-            n = out.numel()
-            if out.device.type == "cpu" and n:
-                self.places[name] = torch.randint(n, (min(SPOTS, n),), generator=self._draw)
-                self.seen[name] = torch.empty(len(self.places[name]), dtype=out.dtype)
-
-    def read(self, outputs: dict[str, torch.Tensor]) -> None:
-        """At the answer, inside the clock: one gather per output."""
-        for name, places in self.places.items():
-            torch.index_select(outputs[name].view(-1), 0, places, out=self.seen[name])
-
-    def changed(self, snapshot: dict[str, torch.Tensor]) -> str | None:
-        """Why the copied outputs differ from what was read at the answer (bit for bit: a NaN written as
-        a NaN is no change), or None."""
-        for name, places in self.places.items():
-            now = snapshot[name].view(-1).index_select(0, places)
-            differs = (now.view(torch.uint8) != self.seen[name].view(torch.uint8)).view(len(places), -1).any(1)
-            if bool(differs.any()):
-                at = int(places[int(differs.nonzero()[0])])
-                return (
-                    f"{name} changed after the call answered (element {at} of its flattened form read "
-                    f"{self.seen[name][int(differs.nonzero()[0])].item()!r} at the answer and "
-                    f"{snapshot[name].view(-1)[at].item()!r} once copied): the call must finish writing "
-                    "its outputs before it returns"
-                )
-        return None
 
 
 def _not_tensors(values: dict[str, Any]) -> dict[str, Any]:
@@ -238,7 +192,7 @@ class Calling:
             shared.reset_persisting_l2()
             self._wait_quiet()
         keeper = self._keeper_flushed(side.worker)
-        spots = Spots(side)
+        spots = Spots(side.outputs)
         window = self.calls.open(side.worker is self.candidate)
         self.calls.judging(window, self._watched(side.worker))
         self._sync()
@@ -284,7 +238,7 @@ class Calling:
                 _same_scalars(side, sample)
         keeper = self._keeper_flushed(worker)
         mine = list({id(side): side for side in sides}.values())  # the empty call's batch repeats one side
-        spots = [Spots(side) for side in mine]
+        spots = [Spots(side.outputs) for side in mine]
         window = self.calls.open(worker is self.candidate)
         for side, sample in zip(sides, samples, strict=True):
             poison(side.outputs)

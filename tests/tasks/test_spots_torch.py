@@ -1,4 +1,4 @@
-"""What the supervisor reads of a CPU call's outputs the moment it answers (tasks.harness.timedcall.Spots),
+"""What the supervisor reads of a CPU call's outputs the moment it answers (tasks.harness.spots.Spots),
 held against the copy it takes after: an element written after the answer is named; outputs finished
 before it, NaNs and all, are not. Needs torch (CPU); skipped when torch is missing
 (tests/tasks/test_torch_tests_in_image.py runs it in the job image)."""
@@ -6,24 +6,19 @@ before it, NaNs and all, are not. Needs torch (CPU); skipped when torch is missi
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from kcoral.tasks.harness.timedcall import SPOTS, Spots  # noqa: E402
-
-
-def side(**outputs: torch.Tensor) -> SimpleNamespace:
-    return SimpleNamespace(outputs=outputs)
+from kcoral.tasks.harness.spots import SPOTS, Spots  # noqa: E402
 
 
 def test_outputs_written_before_the_answer_read_the_same_nans_and_all() -> None:
     y = torch.randn(64, 32)
     y[3, :] = math.nan  # a NaN the call wrote (softmax of a row of -inf) is no change
     k = torch.arange(10, dtype=torch.int64)
-    s = Spots(side(y=y, k=k, one=torch.tensor(2.5)))  # type: ignore[arg-type]
+    s = Spots(dict(y=y, k=k, one=torch.tensor(2.5)))
     s.read({"y": y, "k": k, "one": torch.tensor(2.5)})
     assert s.changed({"y": y.clone(), "k": k.clone(), "one": torch.tensor(2.5)}) is None
 
@@ -31,7 +26,7 @@ def test_outputs_written_before_the_answer_read_the_same_nans_and_all() -> None:
 def test_rows_written_after_the_answer_are_named() -> None:
     y = torch.full((1000, 16), math.nan)
     y[:930] = 1.0  # 7% of the rows left to a thread when the call answered
-    s = Spots(side(y=y))  # type: ignore[arg-type]
+    s = Spots(dict(y=y))
     s.read({"y": y})
     y[930:] = 2.0
     why = s.changed({"y": y.clone()})
@@ -41,7 +36,7 @@ def test_rows_written_after_the_answer_are_named() -> None:
 
 def test_the_places_are_new_for_every_call_and_cover_a_small_output_whole() -> None:
     y = torch.zeros(1 << 16)
-    a, b = Spots(side(y=y)), Spots(side(y=y))  # type: ignore[arg-type]
+    a, b = Spots(dict(y=y)), Spots(dict(y=y))
     assert len(a.places["y"]) == SPOTS and not torch.equal(a.places["y"], b.places["y"])
-    tiny = Spots(side(y=torch.zeros(3)))  # type: ignore[arg-type]
+    tiny = Spots(dict(y=torch.zeros(3)))
     assert len(tiny.places["y"]) == 3 and int(tiny.places["y"].max()) < 3

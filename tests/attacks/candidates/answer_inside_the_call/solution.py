@@ -5,6 +5,7 @@ The thread finishes while the supervisor copies the outputs: a copy made in the 
 written never catches it up, and the last rows' time is never on the clock (a red-team pass: 1.039x).
 The supervisor must see them unwritten."""
 
+import inspect
 import sys
 import threading
 import time
@@ -21,13 +22,7 @@ BIG = 1 << 22
 
 def channel():
     """The worker's channel, from the frames that called setup (its objects are frozen out of gc's sight)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        found = [v for v in frame.f_locals.values() if isinstance(v, Channel)]
-        if found:
-            return found[0]
-        frame = frame.f_back
-    raise RuntimeError("no channel in the frames")
+    return next(v for f in inspect.stack() for v in f.frame.f_locals.values() if isinstance(v, Channel))
 
 
 def setup(data):

@@ -1,8 +1,8 @@
-"""Attack 4/13 (signal done early): find this worker's channel to the supervisor (gc) and answer
+"""Attack 4/13 (signal done early): find this worker's channel to the supervisor and answer
 "ok" at the start of every call, before the work; the work follows. The supervisor copies the
 outputs as soon as it has the answer, so the early answer must not buy time, only a failure."""
 
-import gc
+import inspect
 
 import torch
 
@@ -10,7 +10,9 @@ from kcoral.tasks.harness.channel import Channel
 
 
 def channel():
-    return next(o for o in gc.get_objects() if isinstance(o, Channel))
+    """The worker's channel, from the frames that called setup (the worker's objects are frozen out of gc's
+    sight: looked for there, none was ever found, and setup failed before any call)."""
+    return next(v for f in inspect.stack() for v in f.frame.f_locals.values() if isinstance(v, Channel))
 
 
 def setup(data):
