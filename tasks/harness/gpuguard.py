@@ -8,7 +8,6 @@ kernel and a device-wide synchronize); the clock and the pause can be anyone's, 
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -57,12 +56,7 @@ class GpuGuard:
         GPU flagged busy already (every probe is slow there)."""
         if self.busy or self.probe is None:
             return None
-        fastest = math.inf
-        for _ in range(3):
-            fastest = min(fastest, self.probe())
-            if fastest < self.quiet_probe_ms:
-                return None
-        return fastest
+        return busy_gpu(self.probe, self.quiet_probe_ms, rounds=1, pause=lambda _: None)
 
     def wait_quiet(self) -> str | None:
         """Wait until no other context keeps the GPU busy; the interference flag, once, when that never

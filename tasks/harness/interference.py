@@ -119,14 +119,14 @@ def busy_gpu(
     pause: Callable[[float], None] = time.sleep,
 ) -> float | None:
     """Wait until the GPU answers as an idle one does: None once the fastest ``probe()`` (ms for one tiny
-    kernel and a device-wide synchronize) so far is under ``limit_ms``, probing ``per_round`` times a
-    round with a 2 ms pause between rounds; after ``rounds`` the fastest probe's ms (another context
-    kept it busy all along)."""
+    kernel and a device-wide synchronize) so far is under ``limit_ms`` (at once: no more probes), probing
+    ``per_round`` times a round with a 2 ms pause between rounds; after ``rounds`` the fastest probe's ms
+    (another context kept it busy all along)."""
     fastest = math.inf
     for _ in range(rounds):
         for _ in range(per_round):
             fastest = min(fastest, probe())
-        if fastest < limit_ms:
-            return None
+            if fastest < limit_ms:
+                return None
         pause(0.002)
     return fastest
