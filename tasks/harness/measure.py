@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -304,8 +305,13 @@ class Measuring(Calling):
         is none of the measurement's then (its graph would keep the candidate's worker's memory pool where
         it was, and not the baseline's)."""
         old = m.sides
-        self._drop([*old.bases, *old.cands, old.null])
+        gone = [*old.bases, *old.cands, old.null]
+        held = [weakref.ref(t) for side in gone for t in side.tensors()]
+        self._drop(gone)
         m.spacer = None
+        if kept := sum(ref() is not None for ref in held):  # the judge's own fault: say so, not "out of memory"
+            said = f"{kept} of the last placement's buffers are still held by the supervisor"
+            raise RuntimeError(f"placement {k + 1}: {said}")
         size = (self._seed(m.case.id, f"{m.label}placement{k}") % SPACER_STEPS) * SPACER_STEP
         if self.device == "cuda":
             m.spacer = shared.allocate("spacer", (max(size, 1),), torch.uint8, self.device)

@@ -50,6 +50,21 @@ class Side:
     def __post_init__(self) -> None:
         self.snapshot = {name: torch.empty_like(t) for name, t in self.outputs.items()}
 
+    def release(self) -> None:
+        """Give up this process's hold on the side's buffers (its worker dropped its own): whoever still
+        refers to the side holds no memory through it, and a buffer never sent closes its descriptor
+        (which would keep a CUDA allocation alive). A placement's old sides were held this way while
+        its new ones were allocated, and the pinned KDA task ran an H100 out of memory."""
+        for b in self.bufs:
+            if b.fd is not None:
+                os.close(b.fd)
+                b.fd = None
+        self.inputs, self.outputs, self.bufs, self.snapshot = {}, {}, [], {}
+
+    def tensors(self) -> list[torch.Tensor]:
+        """The buffers' tensors and the private copies of the outputs."""
+        return [*self.inputs.values(), *self.outputs.values(), *self.snapshot.values()]
+
 
 def _not_tensors(values: dict[str, Any]) -> dict[str, Any]:
     """The values of a sample that are not tensors (numbers, constants): a worker's at set-up, once."""
@@ -123,12 +138,14 @@ class Calling:
 
     def _drop(self, sides: list[Side] | None = None) -> None:
         """``sides`` (None: every open one) forgotten: each worker drops the case's callable, graphs and
-        mappings, and this process its buffers (their device memory is unmapped at the next allocation:
-        tasks.harness.shared). A case's sides are dropped when it ends, a measurement's when it ends."""
+        mappings, and this process its buffers (:meth:`Side.release`; their device memory is unmapped at
+        the next allocation: tasks.harness.shared). A case's sides are dropped when it ends, a
+        measurement's when it ends or moves to a new placement."""
         gone = list(self.open_sides) if sides is None else sides
         for side in gone:
             with contextlib.suppress(CandidateGone):  # a candidate that is gone holds nothing of ours
                 side.worker.ask({"op": "drop", "case": side.case})
+            side.release()
         self.open_sides = [s for s in self.open_sides if all(s is not g for g in gone)]
         self.calls.settled()  # the candidate may work while it drops
 
