@@ -9,6 +9,7 @@ floors are computed from the stored figures whenever they are shown, or used by 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -60,29 +61,44 @@ def calibration_floors(svc: Services, task: str | None = None, current_only: boo
     """Every stored calibration key's floors now (of ``task`` alone, when given; with ``current_only``,
     of the tasks' current contents alone)."""
     from kcoral.tasks.calibration import floors, usable
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
 
-    keys = [k for k in svc.store.calibration_keys() if task is None or k[1] == task]
+    keys = [k for k in svc.store.calibration_keys() if task is None or k.task == task]
     if not keys:
         return []
-    wanted = {k[1] for k in keys}
-    hashes = {t.id: t.content_hash() for t in all_tasks(svc.settings.tasks_dirs or DEFAULT_TASKS_DIR) if t.id in wanted}
+    now_measured = _measured_as(svc, {k.task for k in keys})
     now = time.time()
     rows = []
-    for slot, task_id, sha in keys:
-        current = hashes.get(task_id) == sha
+    for key in keys:
+        current = now_measured.get(key.task) == (key.task_sha256, key.method_sha256)
         if current_only and not current:
             continue
-        runs = svc.store.calibration_runs(slot, task_id, sha)
+        runs = svc.store.calibration_runs(key)
         found = floors(runs, now, svc.settings.limits.calibration)
         rows.append(
             CalibrationFloors(
-                slot=slot,
-                task=task_id,
-                task_sha256=sha,
+                slot=key.slot,
+                task=key.task,
+                task_sha256=key.task_sha256,
+                method_sha256=key.method_sha256,
                 current=current,
                 workloads={w: f.document() for w, f in sorted(found.items())},
                 requests=len({r.job for r in usable(runs, now, svc.settings.limits.calibration)}),
             )
         )
     return rows
+
+
+def _measured_as(svc: Services, task_ids: set[str]) -> dict[str, tuple[str, str]]:
+    """Each of these tasks' content digest and timing method digest on this server now (a task whose
+    manifest's timing is wrong has none: no calibration of it is current)."""
+    from kcoral.tasks.calibration import method_sha256
+    from kcoral.tasks.cases import timing_method
+    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+
+    found: dict[str, tuple[str, str]] = {}
+    defaults = svc.settings.limits.eval_timing
+    for t in all_tasks(svc.settings.tasks_dirs or DEFAULT_TASKS_DIR):
+        if t.id in task_ids:
+            with contextlib.suppress(ValueError):
+                found[t.id] = (t.content_hash(), method_sha256(timing_method(defaults, t.manifest)))
+    return found

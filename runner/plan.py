@@ -23,7 +23,7 @@ from kcoral.runner.settings import JOB_UID, Settings
 from kcoral.runner.store import JobPaths, JobRecord
 
 if TYPE_CHECKING:
-    from kcoral.tasks.calibration import AaRun
+    from kcoral.tasks.calibration import AaRun, CalibrationKey
 
 
 @dataclass(frozen=True)
@@ -152,9 +152,9 @@ class CalibrationBook(Protocol):
     """The A/A calibrations the server keeps (runner.store.JobStore): what an evaluation reads of its
     slot's, and what an A/A request adds (tasks.calibration)."""
 
-    def add_calibration(self, slot: str, task: str, task_sha256: str, runs: list[AaRun]) -> None: ...
+    def add_calibration(self, key: CalibrationKey, runs: list[AaRun]) -> None: ...
 
-    def calibration_runs(self, slot: str, task: str, task_sha256: str) -> list[AaRun]:
+    def calibration_runs(self, key: CalibrationKey) -> list[AaRun]:
         """The key's latest A/A requests' figures, latest first."""
 
 

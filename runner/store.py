@@ -40,7 +40,7 @@ from kcoral.runner.changes import JobChanges
 from kcoral.runner.errors import disk_writes
 from kcoral.runner.jobfs import remove_tree
 from kcoral.runner.reserve import DiskReserve
-from kcoral.tasks.calibration import AaRun
+from kcoral.tasks.calibration import AaRun, CalibrationKey
 
 T = TypeVar("T")
 
@@ -122,6 +122,13 @@ ALTER TABLE jobs ADD COLUMN speedup REAL;
 ALTER TABLE jobs ADD COLUMN speedup_lo REAL;
 ALTER TABLE jobs ADD COLUMN speedup_hi REAL;
 CREATE INDEX IF NOT EXISTS jobs_task ON jobs(json_extract(spec, '$.task'), seq);
+""",
+    # 8: an A/A calibration holds for the timing method it was measured with (tasks.calibration.CalibrationKey):
+    # the requests kept before carry none, so no evaluation uses them any more
+    """
+ALTER TABLE calibrations ADD COLUMN method_sha256 TEXT NOT NULL DEFAULT '';
+DROP INDEX IF EXISTS calibrations_key;
+CREATE INDEX IF NOT EXISTS calibrations_key ON calibrations(slot, task, task_sha256, method_sha256, at);
 """,
 )
 
@@ -414,15 +421,14 @@ class JobStore:
                 raise
             return write()
 
-    def add_calibration(self, slot: str, task: str, task_sha256: str, runs: builtins.list[AaRun]) -> None:
-        """Keep an A/A request's figures (tasks.calibration.aa_runs) under its slot key and task version."""
+    def add_calibration(self, key: CalibrationKey, runs: builtins.list[AaRun]) -> None:
+        """Keep an A/A request's figures (tasks.calibration.aa_runs) under their key."""
         with self._tx() as db:
             db.executemany(
-                "INSERT INTO calibrations (slot, task, task_sha256, workload, job, at, speedup, baseline_ms, "
-                "kernel_ms, speedup_lo, speedup_hi) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO calibrations (slot, task, task_sha256, method_sha256, workload, job, at, speedup, "
+                "baseline_ms, kernel_ms, speedup_lo, speedup_hi) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (slot, task, task_sha256, r.workload, r.job, r.at, r.speedup, r.baseline_ms, r.kernel_ms)
-                    + (r.speedup_lo, r.speedup_hi)
+                    (*key, r.workload, r.job, r.at, r.speedup, r.baseline_ms, r.kernel_ms, r.speedup_lo, r.speedup_hi)
                     for r in runs
                 ],
             )
@@ -567,13 +573,13 @@ class JobStore:
             output_bytes=int(outputs or 0),
         )
 
-    def calibration_runs(self, slot: str, task: str, task_sha256: str) -> builtins.list[AaRun]:
+    def calibration_runs(self, key: CalibrationKey) -> builtins.list[AaRun]:
         """The figures of the key's latest CALIBRATION_REQUESTS A/A requests, latest first."""
-        key = (slot, task, task_sha256)
+        where = "slot=? AND task=? AND task_sha256=? AND method_sha256=?"
         rows = self._rows(
             "SELECT workload, job, at, speedup, baseline_ms, kernel_ms, speedup_lo, speedup_hi FROM calibrations "
-            "WHERE slot=? AND task=? AND task_sha256=? AND job IN (SELECT job FROM calibrations "
-            "WHERE slot=? AND task=? AND task_sha256=? GROUP BY job ORDER BY MAX(at) DESC LIMIT ?) "
+            f"WHERE {where} AND job IN (SELECT job FROM calibrations "
+            f"WHERE {where} GROUP BY job ORDER BY MAX(at) DESC LIMIT ?) "
             "ORDER BY at DESC, seq",
             (*key, *key, CALIBRATION_REQUESTS),
         )
@@ -583,10 +589,11 @@ class JobStore:
         """How many jobs of ``owner`` are created or queued (what :meth:`create`'s cap counts)."""
         return int(self._rows(_WAITING, (owner, JobState.created, JobState.queued))[0][0])
 
-    def calibration_keys(self) -> builtins.list[tuple[str, str, str]]:
-        """Every (slot, task, task_sha256) with A/A requests kept."""
-        rows = self._rows("SELECT DISTINCT slot, task, task_sha256 FROM calibrations ORDER BY task, slot, task_sha256")
-        return [(str(slot), str(task), str(sha)) for slot, task, sha in rows]
+    def calibration_keys(self) -> builtins.list[CalibrationKey]:
+        """Every key with A/A requests kept."""
+        columns = "slot, task, task_sha256, method_sha256"
+        rows = self._rows(f"SELECT DISTINCT {columns} FROM calibrations ORDER BY task, {columns}")
+        return [CalibrationKey(*(str(v) for v in row)) for row in rows]
 
     def _rows(self, sql: str, args: tuple[object, ...] = ()) -> builtins.list[sqlite3.Row]:
         try:

@@ -25,21 +25,42 @@ request to the next on that slot, and no single request can see them:
   (:func:`widen`). Runs stored before their own intervals were kept have none: with no typical own
   interval, the whole of a request's own is added.
 
-A floor needs MIN_REQUESTS A/A requests no older than the policy's ``max_age_s``, of this task's content,
-on the same slot and core layout; the most recent ``keep`` are used (:class:`CalibrationPolicy`, an
+A floor needs MIN_REQUESTS A/A requests no older than the policy's ``max_age_s``, of this task's content
+and timing method, on the same slot and core layout (:class:`CalibrationKey`); the most recent ``keep`` are used (:class:`CalibrationPolicy`, an
 operator's ``calibration_NAME`` limits). Without one, the report says its interval is
 the request's alone. Pure: the server stores the runs (runner.store) and passes them here.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kcoral.tasks.documents import EvalReport, WorkloadRow
+from kcoral.tasks.harness.schema import TimingMethod
+
+
+class CalibrationKey(NamedTuple):
+    """What a slot's A/A requests hold for: one slot and core layout (tasks.evaluate.calibration_slot),
+    one task's content, and one timing method, the task's over the server's (an operator's ``timing_*``
+    limits change what is measured: a floor from another method is not this one's)."""
+
+    slot: str
+    task: str
+    task_sha256: str
+    #: :func:`method_sha256` of the timing method the requests were measured with
+    method_sha256: str
+
+
+def method_sha256(method: TimingMethod) -> str:
+    """A digest of every field of a timing method (which a calibration's key holds)."""
+    return hashlib.sha256(json.dumps(asdict(method), sort_keys=True).encode()).hexdigest()
+
 
 #: fewer A/A requests than this give no floor (sd of two is no estimate)
 MIN_REQUESTS = 3

@@ -369,15 +369,15 @@ class _Evaluation:
         upload = template_tar(source, submission_file(self.task))
         return hashlib.sha256(upload).hexdigest() == self.ctx.job.input_sha256
 
-    def _record_aa(self, report: EvalReport, slot: str, task_sha256: str) -> str:
+    def _record_aa(self, report: EvalReport, key: calibration.CalibrationKey) -> str:
         """Keep a passed A/A request's figures for its slot; the report's line that says what became of it."""
-        book = self.ctx.calibrations
+        book, slot = self.ctx.calibrations, key.slot
         if not report.ok or book is None:
             why = "no store of calibrations where it ran" if book is None else "it did not pass"
             return f"calibration: this A/A request on slot {slot} is not kept ({why})"
         runs = calibration.aa_runs(report, self.ctx.job.id, time.time())
-        book.add_calibration(slot, self.task.id, task_sha256, runs)
-        runs = book.calibration_runs(slot, self.task.id, task_sha256)
+        book.add_calibration(key, runs)
+        runs = book.calibration_runs(key)
         kept = {r.job for r in calibration.usable(runs, time.time(), self.ctx.settings.limits.calibration)}
         return (
             f"calibration: this A/A request is kept for slot {slot} ({len(kept)} recent there; a noise floor "
@@ -395,11 +395,13 @@ class _Evaluation:
                     case.reason = f"the candidate's container was killed at the memory limit ({case.reason})"
         telemetry = _summarise(outcomes.telemetry)
         task_sha256 = task.content_hash()
-        slot = calibration_slot(ctx.lease, self.cores)
+        key = calibration.CalibrationKey(
+            calibration_slot(ctx.lease, self.cores), task.id, task_sha256, calibration.method_sha256(doc.timing)
+        )
         aa = self._aa_request()
         floors = None
         if not self.check and not aa and ctx.calibrations is not None:
-            runs = ctx.calibrations.calibration_runs(slot, task.id, task_sha256)
+            runs = ctx.calibrations.calibration_runs(key)
             floors = calibration.floors(runs, time.time(), ctx.settings.limits.calibration)
         report = build_report(task.manifest, doc, result, check=self.check, floors=floors, assume_floor=not aa)
         if not self.check and not self.cores.separated:
@@ -407,7 +409,7 @@ class _Evaluation:
         report = report.but(telemetry=telemetry, calibration=aa or None, wake_latency=outcomes.wake_latency)
         report = with_lines(report.but(position=_position(report, self.cores)))
         if aa:
-            report = report.but(lines=[*report.lines, self._record_aa(report, slot, task_sha256)])
+            report = report.but(lines=[*report.lines, self._record_aa(report, key)])
         receipt = Receipt(
             job=ctx.job.id,
             task=task.id,

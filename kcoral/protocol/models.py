@@ -404,7 +404,11 @@ class CalibrationFloors:
     slot: str
     task: str
     task_sha256: str
-    #: whether task_sha256 is the task's content now (only then do evaluations use the floor)
+    #: the timing method the A/A requests were measured with (tasks.calibration.method_sha256; "": kept
+    #: before a calibration named its method)
+    method_sha256: str = ""
+    #: whether task_sha256 is the task's content now and method_sha256 its timing method on this server
+    #: (only then do evaluations use the floor)
     current: bool
     #: timed workload -> its floor (tasks.calibration.NoiseFloor.document()); absent: too few requests
     workloads: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -15,7 +15,8 @@ import pytest
 
 from kcoral.runner.limits import Limits
 from kcoral.runner.warmup import template_tar
-from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS, AaRun
+from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS, AaRun, CalibrationKey, method_sha256
+from kcoral.tasks.cases import timing_method
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
 from tests.conftest import RunningServer
 
@@ -106,15 +107,26 @@ def _runs(job: str, at: float, speedup: float) -> list[AaRun]:
 def test_the_floors_of_the_stored_figures_are_listed(server: RunningServer) -> None:
     assert server.http.get("/v1/calibrations").json() == []
     assert server.http.get("/v1/health").json()["calibration"] == []
-    current = find_task(DEFAULT_TASKS_DIR, TASK).content_hash()
+    task = find_task(DEFAULT_TASKS_DIR, TASK)
+    current, method = task.content_hash(), method_sha256(timing_method(Limits().eval_timing, task.manifest))
     store, now = server.services.store, time.time()
     for i, speedup in enumerate((0.93, 0.95, 0.94)):
-        store.add_calibration(SLOT, TASK, current, _runs(f"job{i}", now - 60 * i, speedup))
-    store.add_calibration("cpu1@-", TASK, current, _runs("job9", now, 0.9))  # one request: no floor yet
-    store.add_calibration(SLOT, TASK, "0" * 64, _runs("old", now, 0.9))  # an earlier version of the task
+        store.add_calibration(CalibrationKey(SLOT, TASK, current, method), _runs(f"job{i}", now - 60 * i, speedup))
+    # one request: no floor yet
+    store.add_calibration(CalibrationKey("cpu1@-", TASK, current, method), _runs("job9", now, 0.9))
+    # an earlier version of the task, and the task measured by another timing method (an operator's limits)
+    store.add_calibration(CalibrationKey(SLOT, TASK, "0" * 64, method), _runs("old", now, 0.9))
+    store.add_calibration(CalibrationKey(SLOT, TASK, current, "1" * 64), _runs("other", now, 0.9))
     rows = server.http.get("/v1/calibrations", params={"task": TASK}).json()
-    by_key = {(row["slot"], row["task_sha256"]): row for row in rows}
-    assert set(by_key) == {(SLOT, current), ("cpu1@-", current), (SLOT, "0" * 64)}
+    by_key = {(row["slot"], row["task_sha256"], row["method_sha256"]): row for row in rows}
+    assert set(by_key) == {(SLOT, current, method), ("cpu1@-", current, method), (SLOT, "0" * 64, method)} | {
+        (SLOT, current, "1" * 64)
+    }
+    assert [k for k, row in by_key.items() if not row["current"]] == [
+        (SLOT, "0" * 64, method),
+        (SLOT, current, "1" * 64),
+    ]
+    by_key = {(slot, sha): row for (slot, sha, m), row in by_key.items() if m == method}
     row = by_key[(SLOT, current)]
     assert row["current"] is True and row["requests"] == 3 and row["task"] == TASK
     floor = row["workloads"]["standard"]
@@ -123,6 +135,6 @@ def test_the_floors_of_the_stored_figures_are_listed(server: RunningServer) -> N
     assert by_key[("cpu1@-", current)]["workloads"] == {} and by_key[("cpu1@-", current)]["requests"] == 1
     assert by_key[(SLOT, "0" * 64)]["current"] is False
     assert server.http.get("/v1/calibrations", params={"task": "no/such"}).json() == []
-    assert len(server.http.get("/v1/calibrations").json()) == 3
+    assert len(server.http.get("/v1/calibrations").json()) == 4
     health = server.http.get("/v1/health").json()["calibration"]
     assert sorted(h["slot"] for h in health) == ["cpu0+cpu1@0:0:1", "cpu1@-"] and all(h["current"] for h in health)

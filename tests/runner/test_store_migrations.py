@@ -15,7 +15,7 @@ from kcoral.protocol.models import EvalSpec, NcuSpec, PythonSpec, Verdict
 from kcoral.protocol.submission import tar_digest
 from kcoral.runner.evaluations import backfill, history
 from kcoral.runner.store import MIGRATIONS, JobStore
-from kcoral.tasks.calibration import AaRun
+from kcoral.tasks.calibration import AaRun, CalibrationKey
 from tests.conftest import make_tar
 from tests.tasks.test_documents import REPORT
 
@@ -138,8 +138,9 @@ def test_version_4_gains_the_calibrations_table(tmp_path: Path) -> None:
         assert [j.id for j in store.list()] == ["20261130-000000-abcdef01"]
         assert store.calibration_keys() == []
         run = AaRun("standard", "20261130-000000-abcdef01", 5.0, 0.95, 2.0, 2.1)
-        store.add_calibration("cpu0+cpu1@0:0:1", "demo/softmax", "a" * 64, [run])
-        assert store.calibration_runs("cpu0+cpu1@0:0:1", "demo/softmax", "a" * 64) == [run]
+        key = CalibrationKey("cpu0+cpu1@0:0:1", "demo/softmax", "a" * 64, "m" * 64)
+        store.add_calibration(key, [run])
+        assert store.calibration_runs(key) == [run]
     finally:
         store.close()
     db = sqlite3.connect(tmp_path / "kcoral.sqlite3")
@@ -163,8 +164,11 @@ def test_version_5_calibrations_are_kept_without_their_own_intervals(tmp_path: P
     store = JobStore(tmp_path)
     try:
         new = AaRun("standard", "j2", 6.0, 1.0, 2.0, 2.0, 0.99, 1.02)
-        store.add_calibration("s", "t", "h", [new])
-        assert store.calibration_runs("s", "t", "h") == [new, AaRun("standard", "j1", 5.0, 0.95, 2.0, 2.1)]
+        store.add_calibration(CalibrationKey("s", "t", "h", ""), [new])
+        assert store.calibration_runs(CalibrationKey("s", "t", "h", "")) == [
+            new,
+            AaRun("standard", "j1", 5.0, 0.95, 2.0, 2.1),
+        ]
     finally:
         store.close()
 
@@ -207,5 +211,25 @@ def test_version_6_evaluations_read_back_and_get_their_digest_and_score(tmp_path
         assert (whole.score.speedup, whole.score.speedup_lo, whole.score.speedup_hi) == (2.0, 1.9, 2.1)
         assert new.best is not None and new.best.id == whole.id and whole.best
         assert backfill(store) == 1  # the one without its files is looked at again; the other is done
+    finally:
+        store.close()
+
+
+def test_version_7_calibrations_name_no_timing_method(tmp_path: Path) -> None:
+    """Migration 8: A/A figures kept before a calibration named its timing method come back under the
+    method "" (tasks.calibration.CalibrationKey), which no evaluation's method digest is: none uses them."""
+    make_v0(tmp_path)
+    db = sqlite3.connect(tmp_path / "kcoral.sqlite3", isolation_level=None)
+    for number in range(7):
+        db.executescript(f"BEGIN; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
+    db.execute(
+        "INSERT INTO calibrations (slot, task, task_sha256, workload, job, at, speedup, baseline_ms, kernel_ms) "
+        "VALUES ('s', 't', 'h', 'standard', 'j1', 5.0, 0.95, 2.0, 2.1)"
+    )
+    db.close()
+    store = JobStore(tmp_path)
+    try:
+        assert store.calibration_keys() == [CalibrationKey("s", "t", "h", "")]
+        assert store.calibration_runs(CalibrationKey("s", "t", "h", "m" * 64)) == []
     finally:
         store.close()
