@@ -26,9 +26,10 @@ request to the next on that slot, and no single request can see them:
   interval, the whole of a request's own is added.
 
 A floor needs MIN_REQUESTS A/A requests no older than the policy's ``max_age_s``, of this task's content
-and timing method, on the same slot and core layout (:class:`CalibrationKey`); the most recent ``keep`` are used (:class:`CalibrationPolicy`, an
-operator's ``calibration_NAME`` limits). Without one, the report says its interval is
-the request's alone. Pure: the server stores the runs (runner.store) and passes them here.
+and timing method, on the same slot and core layout (:class:`CalibrationKey`); the most recent ``keep``
+are used (:class:`CalibrationPolicy`, an operator's ``calibration_NAME`` limits). Without one, the
+report says its interval is the request's alone. Pure: the server stores the runs (runner.store) and
+passes them here.
 """
 
 from __future__ import annotations

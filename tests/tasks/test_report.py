@@ -681,11 +681,12 @@ def test_a_candidate_core_shared_with_others_work_leaves_the_workload_unmeasured
     assert "summary" not in busy and report.correct and not report.ok
     quiet = build_report({}, two_timed(), all_pass(t0=const_timing(4.0, 1.0, shared_core_share=limit)))
     assert quiet["inconclusive"] == [] and quiet["workloads"][0]["shared_core_share"] == limit and passed(quiet)
-    # a few of the core's 10 ms clock ticks over a short measurement: not enough to tell
-    few = const_timing(4.0, 1.0, shared_core_ms=TimingMethod().shared_core_ms - 10.0, shared_core_share=0.3)
+    # a few of the core's 10 ms clock ticks over a short measurement: not enough to tell (the calls' 1.2 s
+    # hold them: others_slack widens the interval by them)
+    few = const_timing(400.0, 100.0, shared_core_ms=TimingMethod().shared_core_ms - 10.0, shared_core_share=0.3)
     short = build_report({}, two_timed(), all_pass(t0=few))
     assert short["inconclusive"] == [] and passed(short)
-    enough = const_timing(4.0, 1.0, shared_core_ms=TimingMethod().shared_core_ms, shared_core_share=0.3)
+    enough = const_timing(400.0, 100.0, shared_core_ms=TimingMethod().shared_core_ms, shared_core_share=0.3)
     assert build_report({}, two_timed(), all_pass(t0=enough))["inconclusive"]
 
 
@@ -699,7 +700,7 @@ def test_the_judges_rules_are_the_requests_timing_method() -> None:
         cases = dataclasses.replace(two_timed(), timing=dataclasses.replace(TIMING, **rules))
         return build_report({}, cases, all_pass(t0=t))
 
-    busy = const_timing(4.0, 1.0, shared_core_ms=900.0, shared_core_share=0.6)
+    busy = const_timing(400.0, 100.0, n=40, shared_core_ms=900.0, shared_core_share=0.6)
     assert under(busy)["inconclusive"] and not under(busy, shared_core_share=0.7)["inconclusive"]
     assert under(busy, shared_core_ms=1000.0)["inconclusive"] == []
     disturbed = const_timing(4.0, 1.0, n=8, disturbed=[True] * 5 + [False] * 3)
@@ -889,6 +890,24 @@ def test_others_work_on_the_submissions_core_refuses_the_times_only_past_both_li
         unmeasured: list[str] = []
         timing_row("w", const_timing(3.0, 1.5, shared_core_share=share, shared_core_ms=ms), {}, [], unmeasured)
         assert bool(unmeasured) is refused, (share, ms, unmeasured)
+
+
+def test_others_work_on_the_submissions_core_raises_only_the_upper_bound() -> None:
+    """Others' work on the candidate's core under the limits may have delayed its calls by all of its
+    ms: the interval's upper bound goes up by that share of the candidate's calls (on the speedup's
+    basis), the lower bound and the speedup stay (no gain from the host's interference)."""
+    quiet = timing_row("w", const_timing(3.0, 3.0, null=1.0, n=12), {}, [], [])
+    # 12 calls of 4 ms raw, 3 ms net: 4.8 ms of others' work is 10% of the raw time, 13.3% of the net
+    busy = timing_row(
+        "w", const_timing(3.0, 3.0, null=1.0, n=12, shared_core_ms=4.8, shared_core_share=0.05), {}, [], []
+    )
+    assert busy["basis"] == "net" and busy["speedup"] == quiet["speedup"] == pytest.approx(1.0)
+    assert busy["speedup_lo"] == quiet["speedup_lo"]
+    assert busy["speedup_hi"] == pytest.approx(quiet["speedup_hi"] / (1 - 4.8 / 48 * 4 / 3))
+    raw = timing_row("w", const_timing(3.0, 3.0, null=20.0, n=12, shared_core_ms=23.0), {}, [], [])
+    assert raw["basis"] == "raw" and raw["speedup_hi"] == pytest.approx(1 / (1 - 23.0 / (12 * 23.0)))
+    every = timing_row("w", const_timing(3.0, 3.0, null=1.0, n=12, shared_core_ms=36.0), {}, [], [])
+    assert every["speedup_hi"] == math.inf and every["speedup_lo"] == quiet["speedup_lo"]
 
 
 def test_the_per_call_check_carries_the_noise_between_requests() -> None:
