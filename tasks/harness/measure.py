@@ -281,7 +281,8 @@ class Measuring(Calling):
 
         def iteration(i: int) -> None:
             if every and i and i % every == 0 and not m.mismatch:
-                place(i // every)
+                with self.calls.aside():
+                    place(i // every)
             if not m.unplaced:  # a placement that failed left no sides to call
                 self._iteration(m, i, samples, batch, "sample")
 
