@@ -93,9 +93,6 @@ server sends the whole method to the supervisor in the case file, and the receip
 |                   |       |         | once in a CUDA graph after the warm-up and the graph replayed |
 |                   |       |         | on every batch's fresh inputs: no host launch gap at all is   |
 |                   |       |         | timed. A call that cannot be captured fails the evaluation    |
-| placement_iterations | count | 0    | batch mode: each side's batch set up anew elsewhere in memory |
-|                   |       |         | (buffers, graph) every this many iterations (even), so where  |
-|                   |       |         | one placement lies is not one draw for a whole request        |
 | per_call_checks   | count | 40      | batch mode: iterations of the per-call measurement after it   |
 | disturbed_limit   | ratio | 0.5     | more of a workload's iterations disturbed than this: sampled  |
 |                   |       |         | on, then unmeasured (the evaluation inconclusive)             |

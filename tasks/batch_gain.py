@@ -42,8 +42,7 @@ def batch_figures(
     asked = {"batch_asked": timing.batch_asked} if timing.batch_asked else {}
     if timing.batch < 2:
         return asked
-    row: dict[str, Any] = {"batch": timing.batch, "graph": timing.graph or None, "per_call_speedup": None}
-    row |= {"placements": timing.placements or None, **asked}
+    row: dict[str, Any] = {"batch": timing.batch, "graph": timing.graph or None, "per_call_speedup": None, **asked}
     if (check := timing.per_call) is None:
         return row
     est = estimate(

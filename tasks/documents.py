@@ -99,9 +99,6 @@ class WorkloadRow(Document):
     batch_asked: int | None = None
     #: the batches (and the per-call check's single calls) were replays of CUDA graphs captured once
     graph: bool | None = None
-    #: the placements the batches ran in, each side set up anew elsewhere in memory (the method's
-    #: placement_iterations; None: one)
-    placements: int | None = None
     #: in the batch mode, the same sides timed one call at a time in the same request: [speedup, lo, hi]
     per_call_speedup: list[float] | None = None
 

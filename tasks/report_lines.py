@@ -168,8 +168,6 @@ def batch_line(row: WorkloadRow) -> str:
         single = "one call at a time"
     if row.batch_asked:
         head += f" (the task asks for {row.batch_asked}: the GPU's free memory held {row.batch})"
-    if row.placements:
-        head += f", in {row.placements} placements (each side's buffers set up anew)"
     if not row.per_call_speedup:
         return head + f"; {single}: not measured"
     s, lo, hi = row.per_call_speedup

@@ -20,9 +20,8 @@ so the bookkeeping is unit-tested on counters of its own (tests/tasks/test_callw
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -97,20 +96,6 @@ class CallWatch:
     def measuring(self) -> None:
         """Only the measured calls count from here."""
         self.gaps, self.shared = [], []
-
-    @contextlib.contextmanager
-    def aside(self) -> Iterator[None]:
-        """Calls made inside (a new placement's set-up, capture and untimed replays) are none of the
-        measurement's: the figures kept before stay as they were, and the candidate's CPU inside is no
-        gap's (it sets up then: on an H100 a placement every 6 iterations read as 10-17% of the
-        baseline's time "between its calls" and flagged the task's own template)."""
-        gaps, shared = self.gaps, self.shared
-        self.gaps, self.shared = [], []
-        try:
-            yield
-        finally:
-            self.gaps, self.shared = gaps, shared
-            self.settled()
 
     def watched(self, trusted: bool, name: str) -> list[str]:
         """The trusted processes whose waits for a CPU during a call to a worker disturb its time: the

@@ -9,11 +9,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import os
 import sys
 import time
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,9 +28,6 @@ from kcoral.tasks.harness.timedcall import Calling, Side
 
 #: untimed replays of each side's captured batch before sampling (TimingMethod.graph)
 GRAPH_WARMUP = 2
-#: device memory allocated before a new placement's buffers (TimingMethod.placement_iterations): a
-#: multiple of this drawn below SPACER_STEPS of them (0-510 MiB), in the supervisor and in each worker
-SPACER_STEP, SPACER_STEPS = 2 << 20, 256
 #: a measurement's keeper flushes not done in time (tasks.harness.timedcall) past which it samples no
 #: longer for precision (an io_uring storm armed on the candidate's core took 95 s of CI sampling on)
 KEEPER_MISSES = 10
@@ -87,12 +82,6 @@ class Measurement:
     spent: dict[str, float] = field(default_factory=lambda: {"drawing inputs": 0.0, "the calls": 0.0, "comparing": 0.0})
     #: objects in reference cycles freed before its iterations' draws (:meth:`Measuring._iteration`)
     cyclic: int = 0
-    #: the placements its batches ran in (TimingMethod.placement_iterations), and the device memory
-    #: allocated before the latest one's buffers, which moved them (held until the next)
-    placements: int = 1
-    spacer: shared.Buffer | None = None
-    #: the latest placement's setup failed (the submission's doing): its sides are gone
-    unplaced: bool = False
 
 
 class TooSlow(Exception):
@@ -239,8 +228,7 @@ class Measuring(Calling):
         asked = self.cfg.batch if self.cfg.batch > 1 else 0
         batch = self._fitted_batch(case, asked, inputs, specs)
         cfg = replace(self.cfg, batch=batch) if batch != self.cfg.batch else self.cfg
-        renewed = bool(batch and cfg.placement_iterations)  # then not even the case's own side: _placed_anew
-        sides, error = self._timed_sides(case, None if renewed else cand, inputs, specs, batch, label)
+        sides, error = self._timed_sides(case, cand, inputs, specs, batch, label)
         if sides is None:
             return None, error
         m = Measurement(case, label, sides, tol)
@@ -252,82 +240,33 @@ class Measuring(Calling):
             self.calls.measuring()  # only the measured calls count
             lost = self.calls.judge.lost_ms() if self.calls.judge is not None else {}
             samples, check = Samples(), Samples()
-            stopped = self._sample(m, samples, cfg, batch, lambda k: self._placed_anew(m, k, inputs, specs))
+            stopped = self._sample(m, samples, cfg, batch)
             if batch and not m.mismatch:  # the same sides one call at a time: what the batch is held against
                 for i in range(cfg.per_call_checks):
                     self._iteration(m, i, check, 0, "per-call")
         finally:  # the measurement's own buffer sets (the case's own side, cand, is the case's)
-            self._drop([s for s in (*m.sides.bases, *m.sides.cands, m.sides.null) if s is not cand])
-            m.spacer = None
+            self._drop([s for s in (*sides.bases, *sides.cands, sides.null) if s is not cand])
         self._log_measurement(m, samples, check, stopped, lost)
         timing = samples.timing(cfg, batch, stopped, warmup * max(batch, 1), cooled)
         timing.batch_asked = asked if batch < asked else 0
-        timing.placements = m.placements if renewed else 0
         self._watch_figures(case.workload, timing, sum(samples.baseline) * max(batch, 1) + sum(check.baseline))
         if batch and check.candidate:
             timing.per_call = check.per_call_check(cfg)
         return timing, m.mismatch
 
-    def _sample(
-        self, m: Measurement, samples: Samples, cfg: schema.TimingMethod, batch: int, place: Callable[[int], None]
-    ) -> str:
+    def _sample(self, m: Measurement, samples: Samples, cfg: schema.TimingMethod, batch: int) -> str:
         """The measurement's iterations until tasks.harness.sampling says stop (why it stopped). It samples
         on for precision no longer once a call's outputs differ from the baseline's, or once the
         candidate's core keeps its keeper from it (work on that core outside the calls, which the
-        shared-core check names). In batch mode with TimingMethod.placement_iterations, ``place(k)``
-        sets every side up anew before iteration k * placement_iterations (k from 1)."""
+        shared-core check names)."""
         self.keeper_misses = 0
-        every = cfg.placement_iterations if batch else 0
-
-        def iteration(i: int) -> None:
-            if every and i and i % every == 0 and not m.mismatch:
-                with self.calls.aside():
-                    place(i // every)
-            if not m.unplaced:  # a placement that failed left no sides to call
-                self._iteration(m, i, samples, batch, "sample")
-
         return sampling.sample(
-            iteration,
+            lambda i: self._iteration(m, i, samples, batch, "sample"),
             samples,
             cfg,
             lambda: bool(m.mismatch) or self.keeper_misses > KEEPER_MISSES,
             undecided=lambda: self._shared_core_undecided(cfg),
         )
-
-    def _placed_anew(
-        self, m: Measurement, k: int, inputs: dict[str, Any], specs: dict[str, tuple[tuple[int, ...], str]]
-    ) -> None:
-        """Placement ``k``: every side of the measurement dropped (buffers, graphs, the workers' memory
-        pools), device memory of a size drawn from the secret key allocated, then every side set up on new
-        buffers and, in graph mode, captured and replayed anew: where a batch's buffers and its graph's
-        memory lie is a draw of its own (sequential placements in one process: 0.04-0.09% apart on an
-        H100, bench/variance_source.py), and one draw per request was most of the spread between
-        requests. A submission whose setup or capture fails here fails the measurement. The case's own side
-        is none of the measurement's then (its graph would keep the candidate's worker's memory pool where
-        it was, and not the baseline's)."""
-        old = m.sides
-        gone = [*old.bases, *old.cands, old.null]
-        held = [weakref.ref(t) for side in gone for t in side.tensors()]
-        self._drop(gone)
-        m.spacer = None
-        if kept := sum(ref() is not None for ref in held):  # the judge's own fault: say so, not "out of memory"
-            said = f"{kept} of the last placement's buffers are still held by the supervisor"
-            raise RuntimeError(f"placement {k + 1}: {said}")
-        size = (self._seed(m.case.id, f"{m.label}placement{k}") % SPACER_STEPS) * SPACER_STEP
-        if self.device == "cuda":
-            m.spacer = shared.allocate("spacer", (max(size, 1),), torch.uint8, self.device)
-            if m.spacer.fd is not None:
-                os.close(m.spacer.fd)
-                m.spacer.fd = None
-        sides, error = self._timed_sides(m.case, None, inputs, specs, old.batch, f"{m.label}place{k}/")
-        if sides is None:
-            m.mismatch, m.unplaced = f"placement {k + 1} of its batches: {error}", True
-            return
-        m.sides = sides
-        if old.graphed and (failed := self._capture(m, spacer=size)):
-            m.mismatch, m.unplaced = f"placement {k + 1} of its batches, capturing them in a CUDA graph: {failed}", True
-            return
-        m.placements += 1
 
     def _shared_core_undecided(self, cfg: schema.TimingMethod) -> bool:
         """Others' work on the candidate's core so far is over the method's share but under its ms: too few
@@ -389,7 +328,7 @@ class Measuring(Calling):
     def _timed_sides(
         self,
         case: schema.Case,
-        cand: Side | None,
+        cand: Side,
         inputs: dict[str, Any],
         specs: dict[str, tuple[tuple[int, ...], str]],
         batch: int,
@@ -398,17 +337,15 @@ class Measuring(Calling):
         """Every side a measurement calls, set up: per call, buffer_sets sets of buffers per side, a pair
         of iterations on each in turn (where a side's buffers happen to lie in memory is not one draw
         for the whole request: see TimingMethod); in a batch, one set per call of the batch. (None, why)
-        when the candidate's setup of one failed. ``cand``: the case's own side, the candidate's first set
-        (None: a new one, as every other)."""
+        when the candidate's setup of one failed."""
         assert self.baseline is not None and self.null is not None
         null = self._side(self.null, case, inputs, specs, null=True)
         self._setup(null, case.params, case, null=True)  # a trusted worker's failure raises (tasks.harness.link)
-        bases: list[Side] = []
-        cands = [cand] if cand is not None else []
+        bases, cands = [], [cand]
         for k in range(batch or max(1, self.cfg.buffer_sets)):
             bases.append(self._side(self.baseline, case, inputs, specs, label=f"/{label}set{k}"))
             self._setup(bases[-1], case.params, case)
-            if k or cand is None:
+            if k:
                 cands.append(self._side(self._candidate(), case, inputs, specs, label=f"/{label}set{k}"))
                 error = self._setup(cands[-1], case.params, case)
                 if error:
@@ -462,10 +399,9 @@ class Measuring(Calling):
             f"{iterations} iterations its measurement still needs"
         )
 
-    def _capture(self, m: Measurement, spacer: int = 0) -> str | None:
+    def _capture(self, m: Measurement) -> str | None:
         """Each side's batch, and each call alone, captured once in a CUDA graph, then replayed a few
-        times untimed (a graph's first replays also upload it to the device); the worker's error, if any.
-        ``spacer``: bytes each worker allocates before its first graph's memory pool (a new placement)."""
+        times untimed (a graph's first replays also upload it to the device); the worker's error, if any."""
         sides, batch = m.sides, m.sides.batch
         for group in [
             sides.bases,
@@ -473,8 +409,7 @@ class Measuring(Calling):
             [sides.null] * batch,
             *([s] for s in (*sides.bases, *sides.cands, sides.null)),
         ]:
-            message = {"op": "capture", "cases": [side.case for side in group], "spacer": spacer}
-            error = group[0].worker.ask(message)
+            error = group[0].worker.ask({"op": "capture", "cases": [side.case for side in group]})
             if error:  # the candidate's (a trusted worker's failure raises: tasks.harness.link)
                 return error
         sides.graphed = True
@@ -541,7 +476,6 @@ class Measuring(Calling):
         print(
             f"{name}: {len(samples)} {'batches of ' + str(batch) if batch else 'samples'}"
             + (" replayed as CUDA graphs" if m.sides.graphed else "")
-            + (f" in {m.placements} placements" if m.placements > 1 else "")
             + f" ({stopped})"
             + (f" and {len(check)} single calls" if batch else "")
             + ": "

@@ -98,13 +98,6 @@ class TimingMethod:
     buffer_sets: int = 4
     batch: int = 0
     graph: bool = False
-    #: batch mode: every this many iterations (even: a pair of orders each time), each side's batch is
-    #: set up anew elsewhere in memory, buffers, graph and all, so that where one placement lies is not
-    #: one draw for a whole request (0: one placement per measurement). The pinned KDA task on an H100:
-    #: two processes' batches 0.103% apart (sd) with one placement each, 0.045% pooled over four made one
-    #: after another in the same processes (bench/variance_source.py --sequential); its A/A through kcoral on
-    #: the GPU host is to come before the pinned task asks for it
-    placement_iterations: int = 0
     # --- the judge's rules: what the figures above must meet to be scored (tasks.report) ---
     #: in the batch mode, the per-call measurement that follows the batches: this many iterations (20
     #: pairs: an interval of its own, against which a batch whose calls ran together far faster than
@@ -158,9 +151,6 @@ class TimingMethod:
             value = getattr(self, f.name)
             if not isinstance(value, bool) and isinstance(value, int | float) and value < 0:
                 raise DataError(f.name, f"{value!r} is negative")
-        if self.placement_iterations % 2:
-            said = f"{self.placement_iterations} is odd: a placement holds pairs of iterations"
-            raise DataError("placement_iterations", said)
         if self.min_reps > self.max_reps:
             raise DataError("min_reps", f"{self.min_reps} is above max_reps {self.max_reps}")
         for name in ("idle_cpu_share", "disturbed_share", "disturbed_limit", "shared_core_share", "uncalibrated_floor"):
@@ -259,9 +249,6 @@ class Timing(Sampled):
     #: what the report holds the batch's speedup against (tasks.report). A measurement of its own, with
     #: no per-call one inside (a document's deeper one is not read)
     per_call: Sampled | None = None
-    #: batch mode: the placements its batches ran in, each set up anew (TimingMethod.placement_iterations;
-    #: 0: one, the method renews none)
-    placements: int = 0
 
 
 @dataclass

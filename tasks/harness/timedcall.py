@@ -53,17 +53,13 @@ class Side:
     def release(self) -> None:
         """Give up this process's hold on the side's buffers (its worker dropped its own): whoever still
         refers to the side holds no memory through it, and a buffer never sent closes its descriptor
-        (which would keep a CUDA allocation alive). A placement's old sides were held this way while
-        its new ones were allocated, and the pinned KDA task ran an H100 out of memory."""
+        (which would keep a CUDA allocation alive). Sides set up anew within a measurement while the old
+        ones were still referred to once ran the pinned KDA task out of an H100's memory."""
         for b in self.bufs:
             if b.fd is not None:
                 os.close(b.fd)
                 b.fd = None
         self.inputs, self.outputs, self.bufs, self.snapshot = {}, {}, [], {}
-
-    def tensors(self) -> list[torch.Tensor]:
-        """The buffers' tensors and the private copies of the outputs."""
-        return [*self.inputs.values(), *self.outputs.values(), *self.snapshot.values()]
 
 
 def _not_tensors(values: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +136,7 @@ class Calling:
         """``sides`` (None: every open one) forgotten: each worker drops the case's callable, graphs and
         mappings, and this process its buffers (:meth:`Side.release`; their device memory is unmapped at
         the next allocation: tasks.harness.shared). A case's sides are dropped when it ends, a
-        measurement's when it ends or moves to a new placement."""
+        measurement's when it ends."""
         gone = list(self.open_sides) if sides is None else sides
         for side in gone:
             with contextlib.suppress(CandidateGone):  # a candidate that is gone holds nothing of ours

@@ -11,8 +11,7 @@ A worker does only what the supervisor tells it, on buffers the supervisor owns:
     batch {cases}                    call each case's callable in turn, back to back, then synchronise
                                      the device once and answer (the trusted batch mode: the device's
                                      queue stays full, so the host's launch gaps between calls hide)
-    capture {cases[, spacer]}        capture those calls, in turn, in one CUDA graph (TimingMethod.graph);
-                                     a first graph with a spacer: that many bytes held before its pool
+    capture {cases}                  capture those calls, in turn, in one CUDA graph (TimingMethod.graph)
     batch {cases, graph: true}       replay that graph instead of calling, synchronise, answer: the
                                      graph reads whatever the supervisor wrote into the buffers since
     drop {case}                      forget that case's callable and buffers
@@ -166,8 +165,6 @@ class Cases:
     def capture(self, message: dict[str, Any], fds: list[int]) -> None:
         cases = tuple(str(c) for c in message["cases"])
         share = next(iter(self.graphs.values()), None)
-        if share is None and message.get("spacer"):  # a new placement's first graph: its pool lies elsewhere
-            self.device.respace(int(message["spacer"]))
         self.graphs[cases] = self.device.capture([self.calls[case] for case in cases], share)
 
     def batch(self, message: dict[str, Any], fds: list[int]) -> None:
@@ -189,7 +186,6 @@ class Device:
 
     def __init__(self, kind: str, maps: bool) -> None:
         self.kind = kind
-        self._spacer: Any = None
         self._sync: Callable[[], None] | None = None
         self._attach: Callable[[dict[str, Any], int | None, str], Any] | None = None
         if kind == "cuda":
@@ -219,16 +215,6 @@ class Device:
             from kcoral.tasks.harness import shared  # noqa: PLC0415 - imported by __init__ already
 
             shared.release_unused()
-
-    def respace(self, nbytes: int) -> None:
-        """The memory of graphs dropped given back to the driver, then ``nbytes`` of device memory held
-        until the next placement, so that the next graph's memory pool lies elsewhere
-        (tasks.harness.measure.Measuring._placed_anew)."""
-        import torch  # noqa: PLC0415 - see the class
-
-        self._spacer = None
-        torch.cuda.empty_cache()
-        self._spacer = torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")
 
     def capture(self, calls: list[Callable[[], None]], share: Any = None) -> Any:
         """One CUDA graph of ``calls`` made in turn, with memory of its own (what they allocate stays

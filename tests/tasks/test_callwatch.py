@@ -149,22 +149,3 @@ def test_measuring_starts_the_kept_figures_afresh() -> None:
     assert w.gaps
     w.measuring()
     assert w.gaps == [] and w.shared == []
-
-
-def test_calls_set_aside_keep_no_figure_and_the_candidates_cpu_in_them_is_no_gap() -> None:
-    """A new placement (tasks.harness.measure, TimingMethod.placement_iterations) sets every side up and
-    replays it untimed in the middle of a measurement: none of that is the measurement's, and the
-    candidate's set-up work is not work between its timed calls."""
-    w, c = watch()
-    w.measuring()
-    c.cpu_ns = 1_000
-    w.close(w.open(candidate=True))
-    kept = list(w.gaps)
-    with w.aside():
-        c.cpu_ns = 50_000_000  # its set-up and capture
-        w.close(w.open(candidate=True))  # an untimed replay
-        c.cpu_ns = 60_000_000
-    assert w.gaps == kept and w.last_cpu == 60_000_000
-    c.cpu_ns = 60_002_000
-    w.close(w.open(candidate=True))
-    assert w.gaps == [*kept, (2_000, 0)]

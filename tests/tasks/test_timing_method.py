@@ -18,7 +18,7 @@ from tests.tasks.documents import TIMING_DOC
 def test_the_server_defaults_are_the_methods_own() -> None:
     """One timing class: the server's limits hold a TimingMethod, its defaults the class's."""
     assert type(Limits().eval_timing) is TimingMethod and Limits().eval_timing == TimingMethod()
-    assert len(fields(TimingMethod)) == 31
+    assert len(fields(TimingMethod)) == 30
 
 
 def test_a_manifest_overrides_some_settings_and_keeps_the_rest() -> None:
@@ -72,7 +72,6 @@ def test_a_bad_method_is_refused(change: dict[str, object]) -> None:
         ({"min_reps": 400}, "timing.min_reps: 400 is above max_reps 300"),
         ({"disturbed_limit": 1.5}, "timing.disturbed_limit: 1.5 is a share: from 0 to 1"),
         ({"scorable_ratio": 0.5}, "timing.scorable_ratio: 0.5 is a ratio of at least 1"),
-        ({"placement_iterations": 5}, "timing.placement_iterations: 5 is odd: a placement holds pairs of iterations"),
         ({"extra": 1}, "timing.extra: no such field (a typo is refused)"),
     ],
 )

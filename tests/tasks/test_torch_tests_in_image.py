@@ -25,6 +25,7 @@ TORCH_TESTS = [
     "tests/tasks/test_pack_draws_torch.py",
     "tests/tasks/test_pack_inspect_torch.py",
     "tests/tasks/test_pack_values_torch.py",
+    "tests/tasks/test_side_release_torch.py",
     "tests/tasks/test_spots_torch.py",
     "tests/tasks/test_too_slow_torch.py",
 ]
