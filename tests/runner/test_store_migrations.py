@@ -149,18 +149,23 @@ def test_version_4_gains_the_calibrations_table(tmp_path: Path) -> None:
     assert "calibrations_key" in indexes
 
 
-def test_version_5_calibrations_are_kept_without_their_own_intervals(tmp_path: Path) -> None:
-    """Migration 6: A/A figures stored before each request's own interval was kept read back with none
-    (the floor then widens in quadrature: tasks.calibration.widen); new ones keep theirs."""
+def _with_an_old_aa_row(tmp_path: Path, version: int) -> None:
+    """A database at ``version`` with one A/A figure (slot s, task t, content h) as that version kept it."""
     make_v0(tmp_path)
     db = sqlite3.connect(tmp_path / "kcoral.sqlite3", isolation_level=None)
-    for number in range(5):
+    for number in range(version):
         db.executescript(f"BEGIN; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
     db.execute(
         "INSERT INTO calibrations (slot, task, task_sha256, workload, job, at, speedup, baseline_ms, kernel_ms) "
         "VALUES ('s', 't', 'h', 'standard', 'j1', 5.0, 0.95, 2.0, 2.1)"
     )
     db.close()
+
+
+def test_version_5_calibrations_are_kept_without_their_own_intervals(tmp_path: Path) -> None:
+    """Migration 6: A/A figures stored before each request's own interval was kept read back with none
+    (the floor then widens in quadrature: tasks.calibration.widen); new ones keep theirs."""
+    _with_an_old_aa_row(tmp_path, 5)
     store = JobStore(tmp_path)
     try:
         new = AaRun("standard", "j2", 6.0, 1.0, 2.0, 2.0, 0.99, 1.02)
@@ -218,15 +223,7 @@ def test_version_6_evaluations_read_back_and_get_their_digest_and_score(tmp_path
 def test_version_7_calibrations_name_no_timing_method(tmp_path: Path) -> None:
     """Migration 8: A/A figures kept before a calibration named its timing method come back under the
     method "" (tasks.calibration.CalibrationKey), which no evaluation's method digest is: none uses them."""
-    make_v0(tmp_path)
-    db = sqlite3.connect(tmp_path / "kcoral.sqlite3", isolation_level=None)
-    for number in range(7):
-        db.executescript(f"BEGIN; {MIGRATIONS[number]}; PRAGMA user_version = {number + 1}; COMMIT;")
-    db.execute(
-        "INSERT INTO calibrations (slot, task, task_sha256, workload, job, at, speedup, baseline_ms, kernel_ms) "
-        "VALUES ('s', 't', 'h', 'standard', 'j1', 5.0, 0.95, 2.0, 2.1)"
-    )
-    db.close()
+    _with_an_old_aa_row(tmp_path, 7)
     store = JobStore(tmp_path)
     try:
         assert store.calibration_keys() == [CalibrationKey("s", "t", "h", "")]
