@@ -41,6 +41,7 @@ from kcoral.tasks.harness.stats import (
     median,
     min_samples,
     net_samples,
+    others_slack,
     too_disturbed,
 )
 from kcoral.tasks.packs import headline as packs_headline
@@ -314,7 +315,7 @@ def _scored_row(timing: Timing, m: Measured, floor: NoiseFloor | None, iteration
     medians, the watches' figures (its own interval kept as ``speedup_within``)."""
     est = m.est
     lo, hi = widen(est.speedup, est.lo, est.hi, floor) if floor is not None else (est.lo, est.hi)
-    hi *= others_slack(timing, m)
+    hi *= others_slack(timing.shared_core_ms, timing.kernel_ms, timing.batch, est.basis, median(m.kern))
     return {
         "baseline_ms": median(m.base),
         "kernel_ms": median(m.kern),
@@ -341,24 +342,6 @@ def _scored_row(timing: Timing, m: Measured, floor: NoiseFloor | None, iteration
         "assumed_floor": math.expm1(floor.half_width) if floor is not None and not floor.requests else None,
         **gpu_figures(timing),
     }
-
-
-def others_slack(timing: Timing, m: Measured) -> float:
-    """How many times faster the candidate's calls may have been than measured: other work ran on its core
-    for ``shared_core_ms`` during its timed calls (tasks.harness.interference; under the method's limits,
-    else the workload is not scored), and all of it may have delayed them, never the baseline's. The
-    upper bound of the interval goes up by it, never the lower: the host's interference can hide a gain,
-    never make one. Measured as a share of the candidate's raw timed calls, and on the speedup's basis
-    (net calls: the same ms a larger share of less); inf when it could be all of their time. On the
-    2-core dev VM an idle A/A request with 28 ms of others' work there (8.9% of its calls' windows)
-    measured 0.875x [0.832, 0.920]: x1.10 makes it [0.832, 1.014]."""
-    if timing.shared_core_ms <= 0:
-        return 1.0
-    raw = sum(timing.kernel_ms) * max(timing.batch, 1)
-    share = timing.shared_core_ms / raw if raw > 0 else 1.0
-    if m.est.basis == "net":
-        share *= median(timing.kernel_ms) / median(m.kern)
-    return 1 / (1 - share) if share < 1 else math.inf
 
 
 def _beyond_the_task(name: str, row: dict[str, Any], manifest: dict[str, Any]) -> list[str]:

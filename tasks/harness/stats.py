@@ -174,6 +174,25 @@ def covering_halves(pooled: Speedup, blocks: list[float], level: float) -> Speed
     return replace(pooled, lo=lo, hi=hi, halves=(first[0], second[0]))
 
 
+def others_slack(shared_ms: float, kernel_ms: Sequence[float], batch: int, basis: Basis, net_ms: float) -> float:
+    """How many times faster the candidate's calls may have been than measured: other work ran on its core
+    for ``shared_ms`` during its timed calls (tasks.harness.interference; under the method's limits, else
+    the workload is not scored), and all of it may have delayed them, never the baseline's. The report
+    raises the interval's upper bound by it, never the lower: the host's interference can hide a gain,
+    never make one. A share of the candidate's raw timed calls (``kernel_ms`` per iteration, each a call
+    or a batch's time over its ``batch`` calls), and on the net basis of the net calls (median
+    ``net_ms``: the same ms a larger share of less); inf when it could be all of their time. On the
+    2-core dev VM an idle A/A request with 28 ms of it (8.9% of its calls' windows) measured 0.875x
+    [0.832, 0.920]: x1.10 makes it [0.832, 1.014]."""
+    if shared_ms <= 0:
+        return 1.0
+    raw = sum(kernel_ms) * max(batch, 1)
+    share = shared_ms / raw if raw > 0 else 1.0
+    if basis == "net":
+        share *= median(kernel_ms) / net_ms if net_ms > 0 else math.inf
+    return 1 / (1 - share) if share < 1 else math.inf
+
+
 def _ratio(base: float, cand: float) -> float | None:
     """One iteration's speedup; a side not above zero (net of the protocol's cost: the call too short to
     time) ranks as the ratio's limit; neither above zero: none."""
