@@ -18,7 +18,8 @@ request to the next on that slot, and no single request can see them:
   the spread rather than the few requests' own: a prediction interval covers 95% only on average over
   calibrations, and one calibration's spread can come out low by chance (on an H100, 9 requests in a
   row spread 0.062%, the 32 A/A requests after them 0.12%: the floor held 1.0 in 28 of 32). With the
-  bound, at least 9 calibrations in 10 give a floor that covers 95% of requests. The spread holds each
+  bound, at least 9 calibrations in 10 give a floor that covers 95% of requests, where requests
+  are independent draws (a host whose noise changes over minutes is not: docs/eval.md). The spread holds each
   A/A request's own sampling noise already, so a report's interval is the floor, widened in quadrature
   only by what its own interval exceeds the A/A requests' typical own interval (their root mean square,
   each side): a request as steady as the calibration's gets the floor, a noisier one more
