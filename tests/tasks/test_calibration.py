@@ -291,6 +291,18 @@ def test_a_batch_mode_slot_calibrates_its_batch_gain_ratio_and_the_check_takes_i
     )
 
 
+def test_the_words_of_a_floor_say_how_much_time_its_requests_span() -> None:
+    """A floor from one window of the host's time says so (on the dev VM 10 requests within a minute
+    spread 1.1%, the 40 after them 3.8-4.1%); one whose requests span more does not; a floor document
+    without the times (an older server's) shows none."""
+    floor = {"spread": 0.011, "half_width": 0.0386, "requests": 10, "position_ms": 0.36, "first": 100.0}
+    one = calibration.floor_words("standard", floor | {"last": 154.0})
+    assert one.endswith("(10 requests over 54 s, one window of the host's time: calibrate again minutes apart)")
+    apart = calibration.floor_words("standard", floor | {"last": 100.0 + calibration.ONE_WINDOW_S + 300})
+    assert apart.endswith("(10 requests over 15 min)")
+    assert calibration.floor_words("standard", floor).endswith("floor +-3.94% (10 requests)")
+
+
 def test_a_raw_basis_slots_position_is_measured_on_the_raw_scale_and_then_covered() -> None:
     """Simulated A/A requests whose protocol dominates (6 ms of empty call around 2 ms of work: the raw
     basis) on a slot whose candidate position costs 0.3 ms a call: the floor taken through aa_runs (from
