@@ -9,6 +9,8 @@ workload's ``calibration``).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -79,6 +81,16 @@ def calibrate(
         int,
         typer.Option("--requests", "-n", min=1, max=MAX_CALIBRATION_REQUESTS, help="how many A/A requests to make"),
     ] = DEFAULT_REQUESTS,
+    apart: Annotated[
+        float,
+        typer.Option(
+            "--apart",
+            min=0,
+            max=86400,
+            help="ask for the requests one at a time, this many seconds apart (0: all at once); a floor from "
+            "one window of time misses a host whose noise changes over minutes",
+        ),
+    ] = 0.0,
     json: JsonOption = False,
     remote: RemoteOption = None,
     token: TokenOption = None,
@@ -93,10 +105,7 @@ def calibrate(
     if not task.strip():
         raise UsageError("say which task: kcoral tasks lists them")
     with connect(remote, token) as client:
-        asked = client.calibrate(task, requests)
-        if not json:
-            note(f"kcoral: {len(asked.jobs)} A/A requests of {task} queued: {asked.slot_note}")
-        done = [_wait(client, number, len(asked.jobs), job_id, json) for number, job_id in enumerate(asked.jobs, 1)]
+        slot_note, done = ask(client, task, requests, apart, json)
         rows = [r for r in client.calibrations(task) if r.task == task]
     failed = [r for r in done if not r.ok]
     code = output.exit_code_for_job(failed[0].view) if failed else 0
@@ -107,7 +116,7 @@ def calibrate(
                 "task": task,
                 "ok": not failed,
                 "exit_code": code,
-                "slot_note": asked.slot_note,
+                "slot_note": slot_note,
                 "requests": [r.document() for r in done],
                 "calibrations": to_data(rows),
                 **({"error": {"type": "CalibrationFailed", "message": message}} if failed else {}),
@@ -119,6 +128,36 @@ def calibrate(
         if failed:
             print_error(message)
     raise typer.Exit(code)
+
+
+def ask(
+    client: KcoralClient,
+    task: str,
+    requests: int,
+    apart: float,
+    quiet: bool,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[str, list[Request]]:
+    """The A/A requests made and followed to their ends: queued at once, or (``apart`` seconds) each
+    asked for once the one before has ended and that long has passed; with the server's note on slots."""
+    if not apart:
+        asked = client.calibrate(task, requests)
+        if not quiet:
+            note(f"kcoral: {len(asked.jobs)} A/A requests of {task} queued: {asked.slot_note}")
+        return asked.slot_note, [_wait(client, n, len(asked.jobs), job, quiet) for n, job in enumerate(asked.jobs, 1)]
+    done: list[Request] = []
+    slot_note = ""
+    for number in range(1, requests + 1):
+        if number > 1:
+            if not quiet:
+                note(f"kcoral: the next A/A request in {apart:g} s")
+            sleep(apart)
+        asked = client.calibrate(task, 1)
+        if number == 1 and not quiet:
+            note(f"kcoral: {requests} A/A requests of {task}, one at a time {apart:g} s apart: {asked.slot_note}")
+        slot_note = asked.slot_note
+        done += [_wait(client, number, requests, job, quiet) for job in asked.jobs]
+    return slot_note, done
 
 
 def _wait(client: KcoralClient, number: int, of: int, job_id: str, quiet: bool) -> Request:
