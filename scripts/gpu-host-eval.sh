@@ -6,7 +6,7 @@
 #        a,b,c,p,o,w,s separated by commas; w: the template on the pinned task three more times, for the spread;
 #        s: the template on the pinned task five times (the first is cold on a fresh host), then the work-twice candidate;
 #        i: issue 29's storm candidate, A/A calibration (bench/calibration.py) and the work-twice candidate;
-#        k: issue 29's second step: kcoral calibrate, then A/A requests with the floor (CAL_N, AA_N, STORM);
+#        k: issue 29's second step: kcoral calibrate, then A/A requests with the floor (CAL_N, CAL_APART, AA_N, STORM);
 #        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py;
 #        q: side streams in the field's formats, on the pack's problems (KCORAL_TASKS_DIRS="tasks bench/packs/h200");
 #        e: answers before the work is done, per call (the small task) and in batch mode (the pinned task)]
@@ -121,7 +121,10 @@ if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat p
   left=${CAL_N:-5}; part=0  # one `kcoral calibrate` asks at most 20 (MAX_CALIBRATION_REQUESTS): more in parts
   while [ "$left" -gt 0 ]; do
     n=$(( left < 20 ? left : 20 )); left=$(( left - n )); part=$(( part + 1 ))
-    kc calibrate $pinned --requests "$n" --json > "$out/calibrate-$part.json"; echo "calibrate ($n): exit $?"
+    # CAL_APART=S: each request asked for S seconds after the one before ended (a floor over more than one
+    # window of the host's time: docs/eval.md)
+    kc calibrate $pinned --requests "$n" ${CAL_APART:+--apart "$CAL_APART"} --json > "$out/calibrate-$part.json"
+    echo "calibrate ($n): exit $?"
     cp "$out/calibrate-$part.json" "$out/calibrate.json"  # the last part's floor rests on every part's requests
   done
   if [ "$part" -gt 0 ]; then head -c 2500 "$out/calibrate.json"; echo; fi
