@@ -196,38 +196,6 @@ def gain_key(workload: str) -> str:
     return workload + GAIN_SUFFIX
 
 
-#: a floor whose requests all ran within this many seconds saw one window of the host's time, which
-#: ``kcoral calibrate`` and ``kcoral doctor`` say (on the dev VM 10 requests within a minute spread 1.1%,
-#: the 40 after them 3.8-4.1%: docs/eval.md)
-ONE_WINDOW_S = 600.0
-
-
-def floor_words(workload: str, floor: dict[str, Any]) -> str:
-    """One workload's floor as ``kcoral calibrate`` and ``kcoral doctor`` show it (``floor``: a
-    :meth:`NoiseFloor.document`, as /v1/health gives it): a speedup's position cost and floor, or a
-    batch-gain ratio's honest value and floor, with the time its requests span."""
-    spans = [float(floor[k]) for k in ("first", "last") if isinstance(floor.get(k), int | float)]
-    span = f" over {_duration(spans[1] - spans[0])}" if len(spans) == 2 else ""  # a server before 0.1 gave none
-    if len(spans) == 2 and spans[1] - spans[0] < ONE_WINDOW_S:
-        span += ", one window of the host's time: calibrate again minutes apart"
-    width = (
-        f"spread {float(floor['spread']):.4f}, floor +-{math.expm1(float(floor['half_width'])):.2%} "
-        f"({int(floor['requests'])} requests{span})"
-    )
-    if workload.endswith(GAIN_SUFFIX):
-        return f"{workload}: {float(floor['corrected']):.4f}x in an honest request, {width}"
-    return f"{workload}: position cost {float(floor['position_ms']):+.4f} ms per call, {width}"
-
-
-def _duration(seconds: float) -> str:
-    """``54 s``, ``12 min``, ``3.5 h``, ``2.0 days``."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h" if seconds < 172800 else f"{seconds / 86400:.1f} days"
-
-
 def aa_runs(report: EvalReport, job: str, at: float) -> list[AaRun]:
     """The A/A figures of a finished calibration request: one per timed workload that has a speedup, and
     one more per batch-mode workload with a per-call figure: its batch-gain ratio (:func:`gain_key`;

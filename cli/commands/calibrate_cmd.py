@@ -22,11 +22,12 @@ from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, co
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.evaldocs import fetch
 from kcoral.cli.output import emit_json, job_progress, note, print_error
+from kcoral.cli.render import floor_words
 from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import MAX_CALIBRATION_REQUESTS, CalibrationFloors, JobView, Verdict
 from kcoral.protocol.printable import printable
 from kcoral.protocol.typeddata import to_data
-from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS, floor_words
+from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS
 from kcoral.tasks.documents import EvalReport
 
 

@@ -15,10 +15,10 @@ import typer
 from kcoral import __version__
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption
 from kcoral.cli.output import emit_json
+from kcoral.cli.render import floor_words
 from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.install import install_hint
 from kcoral.protocol.printable import printable
-from kcoral.tasks.calibration import floor_words
 
 #: the clocks may differ by this much (seconds) before it is worth a warning (job times come from the server)
 CLOCK_SKEW_S = 5.0

@@ -85,7 +85,7 @@ def test_calibrate_then_an_evaluation_folds_the_floor_in(remote: RunningServer, 
     assert f"slot {row['slot']}: 3 recent A/A request(s)" in out
     shown = (
         r"standard: position cost [+-][0-9.]+ ms per call, spread [0-9.]+, floor \+-[0-9.]+% "
-        r"\(3 requests over [0-9]+ s, one window of the host's time: calibrate again minutes apart\)"
+        r"\(3 requests over [0-9]+\.[0-9]s, one window of the host's time: calibrate again minutes apart\)"
     )
     assert re.search(shown, out), out
 

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kcoral.cli.render import ONE_WINDOW_S, floor_words
 from kcoral.tasks import calibration
 from kcoral.tasks.calibration import AaRun, NoiseFloor, floors, noise_floor, widen
 from kcoral.tasks.documents import EvalReport, WorkloadRow, parse
@@ -284,9 +285,9 @@ def test_a_batch_mode_slot_calibrates_its_batch_gain_ratio_and_the_check_takes_i
     assert batch_row(1.0, 1.0 / 1.4, floor=found["w"], gain=gain)[1] == []
     assert batch_row(2.0, 1.0, floor=found["w"], gain=gain)[1]
     # as kcoral calibrate and kcoral doctor show each (a ratio has no position cost)
-    shown = calibration.floor_words("w", found["w"].document())
+    shown = floor_words("w", found["w"].document())
     assert shown.startswith("w: position cost +0.0000 ms per call, spread ")
-    assert calibration.floor_words("w batch over one call", gain.document()).startswith(
+    assert floor_words("w batch over one call", gain.document()).startswith(
         "w batch over one call: 1.3300x in an honest request, spread "
     )
 
@@ -296,11 +297,11 @@ def test_the_words_of_a_floor_say_how_much_time_its_requests_span() -> None:
     spread 1.1%, the 40 after them 3.8-4.1%); one whose requests span more does not; a floor document
     without the times (an older server's) shows none."""
     floor = {"spread": 0.011, "half_width": 0.0386, "requests": 10, "position_ms": 0.36, "first": 100.0}
-    one = calibration.floor_words("standard", floor | {"last": 154.0})
-    assert one.endswith("(10 requests over 54 s, one window of the host's time: calibrate again minutes apart)")
-    apart = calibration.floor_words("standard", floor | {"last": 100.0 + calibration.ONE_WINDOW_S + 300})
-    assert apart.endswith("(10 requests over 15 min)")
-    assert calibration.floor_words("standard", floor).endswith("floor +-3.94% (10 requests)")
+    one = floor_words("standard", floor | {"last": 154.0})
+    assert one.endswith("(10 requests over 54.0s, one window of the host's time: calibrate again minutes apart)")
+    apart = floor_words("standard", floor | {"last": 100.0 + ONE_WINDOW_S + 300})
+    assert apart.endswith("(10 requests over 15m00s)")
+    assert floor_words("standard", floor).endswith("floor +-3.94% (10 requests)")
 
 
 def test_a_raw_basis_slots_position_is_measured_on_the_raw_scale_and_then_covered() -> None:
