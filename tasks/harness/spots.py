@@ -46,10 +46,11 @@ class Spots:
             now = snapshot[name].view(-1).index_select(0, places)
             differs = (now.view(torch.uint8) != self.seen[name].view(torch.uint8)).view(len(places), -1).any(1)
             if bool(differs.any()):
-                at = int(places[int(differs.nonzero()[0])])
+                first = int(differs.nonzero()[0])
+                at = int(places[first])
                 return (
                     f"{name} changed after the call answered (element {at} of its flattened form read "
-                    f"{self.seen[name][int(differs.nonzero()[0])].item()!r} at the answer and "
+                    f"{self.seen[name][first].item()!r} at the answer and "
                     f"{snapshot[name].view(-1)[at].item()!r} once copied): the call must finish writing "
                     "its outputs before it returns"
                 )
