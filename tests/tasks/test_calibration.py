@@ -302,6 +302,9 @@ def test_the_words_of_a_floor_say_how_much_time_its_requests_span() -> None:
     apart = floor_words("standard", floor | {"last": 100.0 + ONE_WINDOW_S + 300})
     assert apart.endswith("(10 requests over 15m00s)")
     assert floor_words("standard", floor).endswith("floor +-3.94% (10 requests)")
+    for first, last in [(0.0, float("nan")), (0.0, float("inf")), (-1e308, 1e308), (200.0, 100.0), ("0", "9")]:
+        odd = floor | {"first": first, "last": last}  # a hostile or broken server's times: no span, no error
+        assert floor_words("standard", odd).endswith("floor +-3.94% (10 requests)"), (first, last)
 
 
 def test_a_raw_basis_slots_position_is_measured_on_the_raw_scale_and_then_covered() -> None:
