@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import math
 import time
 from typing import TYPE_CHECKING, Any
 
 from kcoral.protocol.models import JobView, Score
 from kcoral.protocol.printable import printable
-from kcoral.tasks.calibration import GAIN_SUFFIX
 
 if TYPE_CHECKING:  # rich is imported by what draws, not by the one-line summaries every job prints
     from rich.console import RenderableType
@@ -43,34 +41,6 @@ def fmt_duration(seconds: float | None) -> str:
     minutes, secs = divmod(int(round(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
-
-
-#: a floor whose requests all ran within this many seconds saw one window of the host's time, which
-#: ``kcoral calibrate`` and ``kcoral doctor`` say (on the dev VM 10 requests within a minute spread 1.1%,
-#: the 40 after them 3.8-4.1%: docs/eval.md)
-ONE_WINDOW_S = 600.0
-#: a floor's requests said to span more than this (a year) are a server's nonsense: no span is shown
-MAX_SPAN_S = 366 * 86400.0
-
-
-def floor_words(workload: str, floor: dict[str, Any]) -> str:
-    """One workload's floor as ``kcoral calibrate`` and ``kcoral doctor`` show it (``floor``: a
-    tasks.calibration.NoiseFloor document, as /v1/health gives it): a speedup's position cost and floor,
-    or a batch-gain ratio's honest value and floor, with the time its requests span."""
-    times = [float(floor[k]) for k in ("first", "last") if isinstance(floor.get(k), int | float)]
-    seconds = times[1] - times[0] if len(times) == 2 else math.nan  # an older server's floor has none
-    span = ""
-    if 0 <= seconds <= MAX_SPAN_S:  # a NaN, an infinity or a reversed pair from a server says nothing
-        span = f" over {fmt_duration(seconds)}"
-        if seconds < ONE_WINDOW_S:
-            span += ", one window of the host's time: calibrate again minutes apart"
-    width = (
-        f"spread {float(floor['spread']):.4f}, floor +-{math.expm1(float(floor['half_width'])):.2%} "
-        f"({int(floor['requests'])} requests{span})"
-    )
-    if workload.endswith(GAIN_SUFFIX):
-        return f"{workload}: {float(floor['corrected']):.4f}x in an honest request, {width}"
-    return f"{workload}: position cost {float(floor['position_ms']):+.4f} ms per call, {width}"
 
 
 def fmt_time(ts: float | None) -> str:

@@ -21,8 +21,8 @@ from kcoral.cli.client import KcoralClient
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption, connect
 from kcoral.cli.commands.eval_cmd import first_failure
 from kcoral.cli.evaldocs import fetch
+from kcoral.cli.floors import floor_words
 from kcoral.cli.output import emit_json, job_progress, note, print_error
-from kcoral.cli.render import floor_words
 from kcoral.protocol.errors import UsageError
 from kcoral.protocol.models import MAX_CALIBRATION_REQUESTS, CalibrationFloors, JobView, Verdict
 from kcoral.protocol.printable import printable

@@ -14,8 +14,8 @@ import typer
 
 from kcoral import __version__
 from kcoral.cli.commands.common import JsonOption, RemoteOption, TokenOption
+from kcoral.cli.floors import floor_words
 from kcoral.cli.output import emit_json
-from kcoral.cli.render import floor_words
 from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.install import install_hint
 from kcoral.protocol.printable import printable

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kcoral.cli.render import ONE_WINDOW_S, floor_words
+from kcoral.cli.floors import ONE_WINDOW_S, floor_words
 from kcoral.tasks import calibration
 from kcoral.tasks.calibration import AaRun, NoiseFloor, floors, noise_floor, widen
 from kcoral.tasks.documents import EvalReport, WorkloadRow, parse
