@@ -381,10 +381,10 @@ def list_calibrations(
 def list_tasks(request: Request, who: str = Depends(owner)) -> list[dict[str, object]]:
     """Every task, and every pack problem that cannot be loaded with its reason (``error``): found so by
     reading it (tasks.packs.recognise), or by running it in the job image (runner.packprobe)."""
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, Unloadable, catalog
+    from kcoral.tasks.registry import Unloadable, catalog
 
     svc = services(request)
-    tasks, broken = catalog(svc.settings.tasks_dirs or DEFAULT_TASKS_DIR)
+    tasks, broken = catalog(svc.settings.tasks_dirs)
     listed: list[dict[str, object]] = []
     for task in tasks:
         known = svc.pack_probe.known(task) if task.pack is not None else None
@@ -415,10 +415,10 @@ def show_task(task_id: str, request: Request, who: str = Depends(owner)) -> dict
     """The task's whole contract (tasks.contract.TaskContract): each public workload's inputs and
     outputs, tolerances, the timing method, the score, the time limit, the image's packages."""
     from kcoral.tasks.contract import task_contract
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, catalog
+    from kcoral.tasks.registry import catalog
 
     svc = services(request)
-    tasks, broken = catalog(svc.settings.tasks_dirs or DEFAULT_TASKS_DIR)
+    tasks, broken = catalog(svc.settings.tasks_dirs)
     task = next((t for t in tasks if t.id == task_id), None)
     if task is None:
         why = next((f": it cannot be loaded: {b.reason}" for b in broken if b.id == task_id), "")

@@ -3,8 +3,6 @@ of a task, two evaluations compared, and the best so far of each token. Thin, as
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
@@ -23,12 +21,6 @@ TASK = "the task id, e.g. demo/softmax"
 REF = "an evaluation: its job id (or an unambiguous start of it), or its label (the newest so named)"
 
 
-def _tasks_dir(request: Request) -> Path | tuple[Path, ...]:
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR
-
-    return services(request).settings.tasks_dirs or DEFAULT_TASKS_DIR
-
-
 @router.get("", responses=errors(404))
 def list_history(
     request: Request,
@@ -39,7 +31,7 @@ def list_history(
     """Your evaluations of a task, newest first: label, submission digest, verdict, speedup with its
     interval, image digest, GPU and times, with the best so far marked (protocol.evaluations.BEST_RULE)."""
     svc = services(request)
-    known_task(svc.store, _tasks_dir(request), task, who)
+    known_task(svc.store, services(request).settings.tasks_dirs, task, who)
     return history(svc.store, who, task, limit)
 
 
@@ -66,5 +58,5 @@ def best(
     """The best so far of each token on a task, best first: an operator sees every token's; a token its
     own and, where the server runs with --public-board, the others' anonymised ranks."""
     svc = services(request)
-    known_task(svc.store, _tasks_dir(request), task, who)
+    known_task(svc.store, services(request).settings.tasks_dirs, task, who)
     return board(svc.store, task, who, svc.auth.is_operator(who), svc.settings.public_board)

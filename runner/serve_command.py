@@ -83,12 +83,11 @@ def serve(
     from kcoral.protocol.errors import KcoralError
     from kcoral.runner.app import create_app, run_server
     from kcoral.runner.warmup import template
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR
 
     configure(log_level, log_format)
     try:
         for task_id in settings.warm_up:
-            template(settings.tasks_dirs or DEFAULT_TASKS_DIR, task_id)
+            template(settings.tasks_dirs, task_id)
         app = create_app(settings)
     except (KcoralError, ValueError) as exc:
         typer.echo(f"kcoral serve: {getattr(exc, 'message', exc)}", err=True)

@@ -53,7 +53,7 @@ from kcoral.tasks.harness.cores import split as split_cores
 from kcoral.tasks.harness.cpuwatch import MOUNT as CGROUP_MOUNT
 from kcoral.tasks.harness.roles import CANDIDATE_CGROUP_FILE
 from kcoral.tasks.harness.taskdef import Task, load_task
-from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task, gpu_type_for, pack_gpu_types
+from kcoral.tasks.registry import find_task, gpu_type_for, pack_gpu_types
 from kcoral.tasks.report import build_report, sample_times
 from kcoral.tasks.report_lines import uncalibrated_rows, with_lines
 
@@ -129,7 +129,7 @@ class EvalKind:
                 "calibration is set by the server alone, on its own A/A requests: ask for them with "
                 "POST /v1/calibrations (kcoral calibrate TASK)"
             )
-        task = find_task(host.settings.tasks_dirs or DEFAULT_TASKS_DIR, evaluation.task)
+        task = find_task(host.settings.tasks_dirs, evaluation.task)
         if task.device == "cuda" and not host.gpus:
             if task.gpu_types:
                 raise BadRequest(f"task {task.id} runs on {pack_gpu_types(task.gpu_types)}, and this server has no GPU")
@@ -273,7 +273,7 @@ class _Evaluation:
         """Copy the task's family folder (a task may load a sibling's code) into the job, once."""
         spec = spec_as(self.ctx.job.spec, EvalSpec)
         if not self.family_copy.is_dir():  # a rerun arrives with the original job's snapshot
-            source = find_task(self.ctx.settings.tasks_dirs or DEFAULT_TASKS_DIR, spec.task)
+            source = find_task(self.ctx.settings.tasks_dirs, spec.task)
             if source.pack is not None:
                 _snapshot_problem(source, self.family_copy)
             else:

@@ -425,25 +425,23 @@ def compare(request: Request, a: str = Query(..., max_length=200), b: str = Quer
 
 @router.get("/tasks")
 def tasks_page(request: Request) -> Response:
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+    from kcoral.tasks.registry import all_tasks
 
     session = _session(request)
     if session is None:
         return _login_needed()
-    found = all_tasks(session.svc.settings.tasks_dirs or DEFAULT_TASKS_DIR)
+    found = all_tasks(session.svc.settings.tasks_dirs)
     return _page("tasks.html", session, tasks=[t.public() for t in found])
 
 
 @router.get("/tasks/{task_id:path}")
 def task_board(request: Request, task_id: str) -> Response:
     """The task's board: the best verified evaluation of each token this session may see."""
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR
-
     session = _session(request)
     if session is None:
         return _login_needed()
     svc, task_id = session.svc, task_id[:200]
-    known_task(svc.store, svc.settings.tasks_dirs or DEFAULT_TASKS_DIR, task_id, session.owner)
+    known_task(svc.store, svc.settings.tasks_dirs, task_id, session.owner)
     found = board(svc.store, task_id, session.owner, session.operator, svc.settings.public_board)
     return _page("board.html", session, board=found)
 
