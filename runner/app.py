@@ -26,6 +26,7 @@ from kcoral.runner.connections import guarded_protocol
 from kcoral.runner.evaluations import backfill
 from kcoral.runner.evaluations_api import router as evaluations_router
 from kcoral.runner.keys_api import router as keys_router
+from kcoral.runner.recalibration import Recalibrator
 from kcoral.runner.services import Services
 from kcoral.runner.settings import Settings
 from kcoral.runner.warmup import submit_warm_ups
@@ -57,11 +58,14 @@ def create_app(settings: Settings, services: Services | None = None) -> FastAPI:
         # evaluations finished before the store kept their digests and scores get them, off the start's path
         threading.Thread(target=backfill, args=(svc.store,), name="kcoral-backfill", daemon=True).start()
         svc.scheduler.start()
-        from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+        from kcoral.tasks.registry import all_tasks
 
-        svc.pack_probe.start(all_tasks(settings.tasks_dirs or DEFAULT_TASKS_DIR))  # packs' problems, in the job image
+        svc.pack_probe.start(all_tasks(settings.tasks_dirs))  # packs' problems, in the job image
         svc.warm_ups = submit_warm_ups(svc, settings.warm_up, settings.calibrate)
+        recalibrator = Recalibrator(svc)  # calibrated tasks measured again while idle, so floors span time
+        recalibrator.start()
         yield
+        recalibrator.stop()
         svc.scheduler.stop(settings.shutdown_grace_s)
         svc.store.close()
 

@@ -31,9 +31,9 @@ def request_calibrations(svc: Services, owner: str, asked: CalibrationRequest) -
     (TooManyJobs when they would pass the owner's cap of waiting jobs)."""
     from kcoral.tasks.calibration import DEFAULT_REQUESTS, MIN_REQUESTS
     from kcoral.tasks.contract import template_source
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
+    from kcoral.tasks.registry import find_task
 
-    tasks_dir = svc.settings.tasks_dirs or DEFAULT_TASKS_DIR
+    tasks_dir = svc.settings.tasks_dirs
     task = find_task(tasks_dir, asked.task)  # BadRequest naming the tasks there are
     if template_source(task) is None:
         raise BadRequest(f"task {task.id} has no template: an A/A request evaluates the task's template")
@@ -88,16 +88,30 @@ def calibration_floors(svc: Services, task: str | None = None, current_only: boo
     return rows
 
 
+def latest_requests(svc: Services) -> dict[str, float]:
+    """Each task's latest stored A/A request (epoch s) of its current content and timing method, on any
+    slot: the tasks runner.recalibration keeps measuring."""
+    keys = svc.store.calibration_keys()
+    now_measured = _measured_as(svc, {k.task for k in keys})
+    latest: dict[str, float] = {}
+    for key in keys:
+        if now_measured.get(key.task) != (key.task_sha256, key.method_sha256):
+            continue
+        for run in svc.store.calibration_runs(key):
+            latest[key.task] = max(latest.get(key.task, run.at), run.at)
+    return latest
+
+
 def _measured_as(svc: Services, task_ids: set[str]) -> dict[str, tuple[str, str]]:
     """Each of these tasks' content digest and timing method digest on this server now (a task whose
     manifest's timing is wrong has none: no calibration of it is current)."""
     from kcoral.tasks.calibration import method_sha256
     from kcoral.tasks.cases import timing_method
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR, all_tasks
+    from kcoral.tasks.registry import all_tasks
 
     found: dict[str, tuple[str, str]] = {}
     defaults = svc.settings.limits.eval_timing
-    for t in all_tasks(svc.settings.tasks_dirs or DEFAULT_TASKS_DIR):
+    for t in all_tasks(svc.settings.tasks_dirs):
         if t.id in task_ids:
             with contextlib.suppress(ValueError):
                 found[t.id] = (t.content_hash(), method_sha256(timing_method(defaults, t.manifest)))

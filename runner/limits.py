@@ -41,6 +41,9 @@ values a server runs with.
 | calibration_confidence| ratio | 0.9   | the floor takes the A/A requests' spread at its upper     |
 |                     |       |         | bound at this confidence (a few requests can spread less  |
 |                     |       |         | than the slot does by chance; from 0.5 to 0.99)           |
+| calibration_every_s | s     | 900     | while the server is idle, one more A/A request of a task  |
+|                     |       |         | calibrated here once its latest is this old, so a floor   |
+|                     |       |         | spans time (runner.recalibration; 0: never)               |
 
 An evaluation's timing method and the judge's rules (:class:`kcoral.tasks.harness.schema.TimingMethod`,
 whose defaults these are; an operator sets them as ``timing_NAME`` (``--limit timing_budget_s=60``,
@@ -208,6 +211,8 @@ _RATIOS = (
     "inconclusive_ratio",
     "batch_gain_limit",
 )
+#: limits whose 0 turns what they time off (any other limit with a default above 0 must stay above 0)
+_ZERO_OFF = ("calibration_every_s",)
 _SIZES = {"kib": KiB, "mib": MiB, "gib": GiB, "k": KiB, "m": MiB, "g": GiB, "b": 1}
 
 
@@ -285,7 +290,7 @@ def _parse(name: str, text: str, default: int | float, unit: str) -> int | float
         value = float(raw) * scale
     except ValueError:
         raise ValueError(f"limit {name}: {text!r} is not a number ({unit})") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and default > 0):
+    if not math.isfinite(value) or value < 0 or (value == 0 and default > 0 and name not in _ZERO_OFF):
         raise ValueError(f"limit {name}: {text!r} must be {'above' if default > 0 else 'at least'} 0 ({unit})")
     if isinstance(default, int):
         if value != int(value):

@@ -77,9 +77,7 @@ def template(tasks_dir: Path | Sequence[Path], task_id: str) -> bytes:
 def submit_warm_ups(svc: Services, task_ids: Sequence[str], calibrate: int = 0) -> list[WarmUp]:
     """Queue one evaluation of each task's template and ``calibrate`` more after it, less those of
     the task queued or running already (the oldest of them is its warm-up)."""
-    from kcoral.tasks.registry import DEFAULT_TASKS_DIR
-
-    tasks_dir = svc.settings.tasks_dirs or DEFAULT_TASKS_DIR
+    tasks_dir = svc.settings.tasks_dirs
     waiting: dict[str, list[str]] = {}
     for job in reversed(svc.store.list(owner=WARM_UP_OWNER, limit=1000)):  # oldest first
         if job.state in (JobState.queued, JobState.running):

@@ -85,6 +85,10 @@ class CalibrationPolicy:
     #: At most 0.99: above ~0.996 the bound's approximation (:func:`sd_bound`) has no finite value at
     #: MIN_REQUESTS, and an infinite floor would make every interval [0, inf]
     confidence: float = 0.9
+    #: while the server has nothing to run, one more A/A request of a calibrated task once its latest is
+    #: this old (runner.recalibration; 0: never): the floor's requests then span the host's time, not
+    #: the one window of it a burst of requests sees (docs/eval.md)
+    every_s: float = 900.0
 
     def __post_init__(self) -> None:
         if not 0.5 <= self.confidence <= 0.99:

@@ -83,6 +83,16 @@ def test_an_operators_policy_decides_which_requests_count() -> None:
     assert floors(runs, NOW + 9, policy) == {}  # 9 s later only the two newest are 10 s old or less: too few
 
 
+def test_an_operator_may_turn_the_servers_own_spaced_requests_off_and_no_other_limit() -> None:
+    """``calibration_every_s`` 0 is never (runner.recalibration); a limit whose 0 means nothing stays refused."""
+    from kcoral.runner.limits import with_limits
+
+    assert with_limits({"calibration_every_s": "0"})[0].calibration.every_s == 0.0
+    assert with_limits({"calibration_every_s": "60"})[0].calibration.every_s == 60.0
+    with pytest.raises(ValueError, match="calibration_keep: '0' must be above 0"):
+        with_limits({"calibration_keep": "0"})
+
+
 def test_floors_are_per_workload() -> None:
     runs = [run(0.9, workload="a") for _ in range(3)] + [run(1.1, workload="b") for _ in range(2)]
     assert set(floors(runs, NOW)) == {"a"}

@@ -1,0 +1,101 @@
+"""The server keeps its noise floors spanning its time (tasks.calibration): while it has nothing to run,
+it makes one more A/A request of a task calibrated here once that task's latest is
+``calibration_every_s`` old.
+
+A floor measured in one burst of requests sees one window of the host's time: on the 2-core dev VM ten
+requests in a row spread 1.1% where the slot's requests spread ~4% over the next hour, and a floor on
+them let a false gain through under load (bench/results/issue29-h100-2026-12-07-stop62). A floor rests
+on the latest ``calibration_keep`` requests, so on a server that is idle now and then those come to be
+spaced over hours. Only tasks with an A/A request of their current content and timing method on this
+server are made again (the operator's warm-ups, ``kcoral calibrate``); one request at a time, and only
+after QUIET_S with nothing queued or running, so a client's job waits at most one A/A request for it.
+The request runs on whatever slot is free, as ``kcoral calibrate``'s do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from kcoral.protocol.errors import KcoralError
+from kcoral.protocol.models import JobState
+from kcoral.runner.calibrations import latest_requests
+from kcoral.runner.warmup import queue_template
+
+if TYPE_CHECKING:
+    from kcoral.runner.services import Services
+
+log = logging.getLogger("kcoral.recalibration")
+
+#: the owner of the server's own spaced A/A requests (runner.auth refuses token names that start with "kcoral:")
+RECALIBRATION_OWNER = "kcoral:calibration"
+#: seconds between looks at the queue
+CHECK_S = 10.0
+#: seconds with nothing queued or running (nor made here) before a request is made
+QUIET_S = 60.0
+
+
+def due(latest: Mapping[str, float], now: float, every_s: float) -> str | None:
+    """The task whose latest A/A request is the oldest, where that is at least ``every_s`` old (None: none
+    is, or ``every_s`` is 0: never)."""
+    if every_s <= 0 or not latest:
+        return None
+    task = min(latest, key=lambda t: (latest[t], t))
+    return task if now - latest[task] >= every_s else None
+
+
+class Recalibrator:
+    """Looks at the queue every CHECK_S in a thread of its own and makes the request that is due
+    (:meth:`tick`)."""
+
+    def __init__(self, svc: Services, quiet_s: float = QUIET_S, clock: Callable[[], float] = time.time) -> None:
+        self.svc = svc
+        self.quiet_s = quiet_s
+        self.clock = clock
+        #: when the server last had something to run (its start counts: no request at once)
+        self.busy_at = clock()
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        """Look in a daemon thread until :meth:`stop` (not at all where ``calibration_every_s`` is 0)."""
+        if self.svc.settings.limits.calibration.every_s > 0:
+            threading.Thread(target=self._loop, name="kcoral-recalibration", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(CHECK_S):
+            try:
+                self.tick()
+            except Exception:  # the store briefly unreadable, say: the next look tries again
+                log.exception("the spaced A/A request could not be made; trying again")
+
+    def tick(self) -> str | None:
+        """Queue the task's A/A request that is due, once the server has had nothing to run for
+        ``quiet_s``; its job id, or None."""
+        now = self.clock()
+        every_s = self.svc.settings.limits.calibration.every_s
+        store = self.svc.store
+        if every_s <= 0 or not self.svc.scheduler.accepting:
+            return None
+        if store.in_state(JobState.queued) or store.in_state(JobState.running):
+            self.busy_at = now
+            return None
+        if now - self.busy_at < self.quiet_s:
+            return None
+        latest = latest_requests(self.svc)
+        task = due(latest, now, every_s)
+        if task is None:
+            return None
+        self.busy_at = now  # made or refused: the next is looked for only after another quiet spell
+        try:
+            job = queue_template(self.svc, self.svc.settings.tasks_dirs, task, RECALIBRATION_OWNER)
+        except KcoralError as exc:  # a full disk, say: the server runs on
+            log.warning("no spaced A/A request of %s: %s", task, exc.message)
+            return None
+        log.info("spaced A/A request %s of %s: its latest was %.0f s ago", job, task, now - latest[task])
+        return job

@@ -1,0 +1,69 @@
+"""The server measures a calibrated task again while it is idle (runner.recalibration), so that a slot's
+noise floor comes to span its time: one A/A request of the task whose latest is oldest, once that is
+``calibration_every_s`` old and nothing has been queued or running for the quiet spell; never a task
+measured with other content or another timing method. On a real server's store and queue."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from kcoral.protocol.models import EvalSpec
+from kcoral.runner.jobkinds import spec_as
+from kcoral.runner.limits import Limits
+from kcoral.runner.recalibration import RECALIBRATION_OWNER, Recalibrator, due
+from kcoral.tasks.calibration import AaRun, CalibrationKey, method_sha256
+from kcoral.tasks.cases import timing_method
+from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
+
+#: no timing asserted, nothing done to the engine that another file would see (scripts/test.sh)
+pytestmark = pytest.mark.concurrent
+
+TASK = "demo/softmax"
+SLOT = "cpu0+cpu1@0:0:1"
+
+
+def test_the_task_measured_longest_ago_is_due_once_it_is_old_enough() -> None:
+    latest = {"a/x": 100.0, "b/y": 50.0}
+    assert due(latest, now=1000.0, every_s=900.0) == "b/y"
+    assert due(latest, now=949.0, every_s=900.0) is None
+    assert due({"a/x": 100.0, "b/y": 100.0}, now=1000.0, every_s=900.0) == "a/x"  # a tie: by name
+    assert due(latest, now=1e12, every_s=0.0) is None  # 0: never
+    assert due({}, now=1e12, every_s=1.0) is None
+
+
+def _run(job: str, at: float) -> list[AaRun]:
+    return [AaRun("standard", job, at, 1.0, 2.0, 2.0, 0.98, 1.02)]
+
+
+def test_an_idle_server_measures_a_calibrated_task_again(server_factory: Any) -> None:
+    srv = server_factory()
+    svc = srv.services
+    task = find_task(DEFAULT_TASKS_DIR, TASK)
+    method = method_sha256(timing_method(Limits().eval_timing, task.manifest))
+    key = CalibrationKey(SLOT, TASK, task.content_hash(), method)
+    now = time.time()
+    every_s = svc.settings.limits.calibration.every_s
+
+    def looking_at(t: float) -> Recalibrator:
+        return Recalibrator(svc, quiet_s=0.0, clock=lambda: t)
+
+    assert looking_at(now).tick() is None  # nothing calibrated here
+    svc.store.add_calibration(key._replace(task_sha256="0" * 64), _run("old-content", now - 2 * every_s))
+    svc.store.add_calibration(key._replace(method_sha256="1" * 64), _run("old-method", now - 2 * every_s))
+    assert looking_at(now).tick() is None  # only another content's and another method's requests, long ago
+    svc.store.add_calibration(key, _run("recent", now - every_s / 2))
+    assert looking_at(now).tick() is None  # its latest is not old enough
+    # just started: the quiet spell has not passed, whatever is due
+    assert Recalibrator(svc, clock=lambda: now + every_s).tick() is None
+
+    job = looking_at(now + every_s).tick()
+    assert job is not None
+    record = svc.store.get(job)
+    spec = spec_as(record.spec, EvalSpec)
+    assert record.owner == RECALIBRATION_OWNER and spec.task == TASK and spec.calibration
+    # one at a time: while it is queued or running, nothing more
+    assert looking_at(now + 2 * every_s).tick() is None
+    svc.scheduler.cancel(job)
