@@ -52,6 +52,7 @@ from kcoral.runner.sandbox import LABEL_INSTANCE, LABEL_JOB  # noqa: E402
 from kcoral.runner.services import Services  # noqa: E402
 from kcoral.runner.settings import Settings  # noqa: E402
 from kcoral.runner.standby import LABEL_SLOT, LABEL_STANDBY  # noqa: E402
+from kcoral.tasks.calibration import CalibrationPolicy  # noqa: E402
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR  # noqa: E402
 from tests.serverproc import free_port  # noqa: E402
 
@@ -186,9 +187,14 @@ def start_server(settings: Settings) -> RunningServer:
 
 
 def server_settings(data_dir: Path, image: str, limits: Limits | None = None, **overrides: Any) -> Settings:
-    """A test server's settings: loopback on a free port, no GPU, two CPU slots, then ``overrides``."""
+    """A test server's settings: loopback on a free port, no GPU, two CPU slots, no A/A request of its own
+    (runner.recalibration: a test's ``limits`` with another ``every_s`` than the default's asks for them),
+    then ``overrides``."""
     settings = Settings(data_dir=data_dir, port=free_port(), image=image, gpus="none", cpu_slots=2)
-    return replace(settings, limits=limits or Limits(), **overrides)
+    limits = limits or Limits()
+    if limits.calibration.every_s == CalibrationPolicy().every_s:
+        limits = replace(limits, calibration=replace(limits.calibration, every_s=0.0))
+    return replace(settings, limits=limits, **overrides)
 
 
 #: demo/softmax timed briefly: ten timed iterations in a second at most (15 s more at most on a busy host,

@@ -14,7 +14,7 @@ from kcoral.protocol.models import EvalSpec
 from kcoral.runner.jobkinds import spec_as
 from kcoral.runner.limits import Limits
 from kcoral.runner.recalibration import RECALIBRATION_OWNER, Recalibrator, due
-from kcoral.tasks.calibration import AaRun, CalibrationKey, method_sha256
+from kcoral.tasks.calibration import AaRun, CalibrationKey, CalibrationPolicy, method_sha256
 from kcoral.tasks.cases import timing_method
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
 
@@ -39,7 +39,7 @@ def _run(job: str, at: float) -> list[AaRun]:
 
 
 def test_an_idle_server_measures_a_calibrated_task_again(server_factory: Any) -> None:
-    srv = server_factory()
+    srv = server_factory(limits=Limits(calibration=CalibrationPolicy(every_s=3600.0)))
     svc = srv.services
     task = find_task(DEFAULT_TASKS_DIR, TASK)
     method = method_sha256(timing_method(Limits().eval_timing, task.manifest))
@@ -67,3 +67,9 @@ def test_an_idle_server_measures_a_calibrated_task_again(server_factory: Any) ->
     # one at a time: while it is queued or running, nothing more
     assert looking_at(now + 2 * every_s).tick() is None
     svc.scheduler.cancel(job)
+
+
+def test_a_test_server_makes_none_of_its_own(server: Any) -> None:
+    """tests.conftest's servers leave their queues to the tests (a default ``every_s`` becomes 0)."""
+    assert server.settings.limits.calibration.every_s == 0.0
+    assert Recalibrator(server.services, quiet_s=0.0, clock=lambda: 1e12).tick() is None
