@@ -28,10 +28,19 @@ def floor_words(workload: str, floor: dict[str, Any]) -> str:
         span = f" over {fmt_duration(seconds)}"
         if seconds < ONE_WINDOW_S:
             span += ", one window of the host's time: calibrate again minutes apart"
+    half = _figure(floor, "half_width")
+    share = math.expm1(half) if half < 700 else math.inf  # past ~709 expm1 overflows; a floor that wide is none
+    count = _figure(floor, "requests")
     width = (
-        f"spread {float(floor['spread']):.4f}, floor +-{math.expm1(float(floor['half_width'])):.2%} "
-        f"({int(floor['requests'])} requests{span})"
+        f"spread {_figure(floor, 'spread'):.4f}, floor +-{share:.2%} "
+        f"({int(count) if math.isfinite(count) else '?'} requests{span})"
     )
     if workload.endswith(GAIN_SUFFIX):
-        return f"{workload}: {float(floor['corrected']):.4f}x in an honest request, {width}"
-    return f"{workload}: position cost {float(floor['position_ms']):+.4f} ms per call, {width}"
+        return f"{workload}: {_figure(floor, 'corrected'):.4f}x in an honest request, {width}"
+    return f"{workload}: position cost {_figure(floor, 'position_ms'):+.4f} ms per call, {width}"
+
+
+def _figure(floor: dict[str, Any], key: str) -> float:
+    """A floor document's number (a NaN where the server sent none, or something else: shown as nan)."""
+    value = floor.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else math.nan

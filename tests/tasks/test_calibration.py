@@ -315,6 +315,12 @@ def test_the_words_of_a_floor_say_how_much_time_its_requests_span() -> None:
     for first, last in [(0.0, float("nan")), (0.0, float("inf")), (-1e308, 1e308), (200.0, 100.0), ("0", "9")]:
         odd = floor | {"first": first, "last": last}  # a hostile or broken server's times: no span, no error
         assert floor_words("standard", odd).endswith("floor +-3.94% (10 requests)"), (first, last)
+    # a hostile or broken server's figures: shown as nan, never an error (kcoral calibrate once ended in
+    # "internal error: ValueError" on a NaN count)
+    for key, value in [("requests", float("nan")), ("requests", "10"), ("half_width", 1e308), ("spread", None)]:
+        assert "requests" in floor_words("standard", floor | {key: value}), (key, value)
+    assert floor_words("standard", floor | {"requests": float("inf")}).endswith("floor +-3.94% (? requests)")
+    assert "floor +-inf%" in floor_words("standard", floor | {"half_width": 1e308})
 
 
 def test_a_raw_basis_slots_position_is_measured_on_the_raw_scale_and_then_covered() -> None:
