@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -77,7 +78,30 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         )
     if walls:
         out.update(seconds_per_evaluation=statistics.median(walls))
+    out.update(_sides(scored))
     return out
+
+
+def _sides(scored: list[dict[str, Any]]) -> dict[str, float]:
+    """Where the spread between requests comes from (requests with one timed workload): the sd of the log
+    ratio of the two sides' medians (near the speedup's), and of each side's log median ms (a common drift, a clock state, moves both and cancels in
+    the ratio), and the two sides' correlation."""
+    pairs = [
+        (sides[0]["baseline_ms"], sides[0]["kernel_ms"])
+        for r in scored
+        if len(sides := r.get("sides_ms") or []) == 1 and (sides[0].get("baseline_ms") or 0) > 0
+        if (sides[0].get("kernel_ms") or 0) > 0
+    ]
+    if len(pairs) < 3:
+        return {}
+    base = [math.log(b) for b, _ in pairs]
+    kern = [math.log(k) for _, k in pairs]
+    return {
+        "sd_log_medians_ratio": statistics.stdev(b - k for b, k in zip(base, kern, strict=True)),
+        "sd_log_baseline_ms": statistics.stdev(base),
+        "sd_log_kernel_ms": statistics.stdev(kern),
+        "sides_correlation": statistics.correlation(base, kern) if len(set(base)) > 1 and len(set(kern)) > 1 else 0.0,
+    }
 
 
 def main() -> None:

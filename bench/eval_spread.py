@@ -70,6 +70,9 @@ def evaluate(client: KcoralClient, task: str, tar: Path) -> dict[str, Any]:
         # reads smaller): read these before comparing two runs' spreads
         "basis": [w.get("basis") for w in timed],
         "protocol_share": [w.get("protocol_share") for w in timed],
+        # each side's median ms (the empty call's taken off) and the empty call's: which side the spread
+        # between requests comes from
+        "sides_ms": [{k: w.get(k) for k in ("baseline_ms", "kernel_ms", "protocol_ms")} for w in timed],
         "calibration": [w.get("calibration") for w in timed],
         "gpu": [{k: w.get(k) for k in GPU_FIGURES} for w in timed],
         "wall_s": wall,
