@@ -84,8 +84,8 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _sides(scored: list[dict[str, Any]]) -> dict[str, float]:
     """Where the spread between requests comes from (requests with one timed workload): the sd of the log
-    ratio of the two sides' medians (near the speedup's), and of each side's log median ms (a common drift, a clock state, moves both and cancels in
-    the ratio), and the two sides' correlation."""
+    ratio of the two sides' medians (near the speedup's), and of each side's log median ms (a common
+    drift, a clock state, moves both and cancels in the ratio), and the two sides' correlation."""
     pairs = [
         (sides[0]["baseline_ms"], sides[0]["kernel_ms"])
         for r in scored
