@@ -1,7 +1,7 @@
 """Where the spread between two A/A requests comes from, on the bare GPU host (issue 29).
 
     python3 bench/variance_source.py [--task kda/forward_b1_t8192_h96] [--pairs 4] [--instances 6]
-                                     [--rounds 40] [--sequential] [--json FILE]
+                                     [--rounds 40] [--sequential] [--vary all|buffers|scratch] [--json FILE]
 
 kcoral's graph mode times one captured batch per side per request: the baseline's in one process, the
 candidate's in another, each batch on buffers allocated once for the request. Two requests of the
@@ -17,8 +17,10 @@ allocation's draw) against what the replays' own noise explains, and B over A wi
 each (what a request sees today) and with all instances pooled. ``--sequential``: each worker holds one
 instance at a time and builds the next only after the rounds on the last (its memory given back to the
 driver first, a spacer of a random size allocated before it): whether a placement drawn again in the
-same process is a new draw, which a measurement could average without holding more memory. Run on the
-GPU host, not in CI.
+same process is a new draw, which a measurement could average without holding more memory.
+``--vary``: which part of an instance is drawn anew, its buffers (inputs and outputs: the supervisor's,
+in kcoral) or its graph's scratch pool (what the call allocates: one pool per worker in kcoral), to
+find the part whose placement the spread between requests follows. Run on the GPU host, not in CI.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _worker(conn: Any, task_name: str, seed: int, batch: int) -> None:
+def _worker(conn: Any, task_name: str, seed: int, batch: int, vary: str = "all") -> None:
     """One process: instances of captured batches of the baseline's call, built and replayed on request
     (``("build", count, salt)``: every instance held so far dropped and its memory given back to the
     driver, a spacer of a random size allocated, then ``count`` new ones; an int: that instance's replay,
@@ -64,18 +66,23 @@ def _worker(conn: Any, task_name: str, seed: int, batch: int) -> None:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()  # the dropped instances' memory back to the driver: the new ones lie elsewhere
         kept.append(torch.empty(rng.randrange(1024) * 2**21, dtype=torch.int8, device="cuda"))
+        sets: list[Any] = []
         for g in range(count):
-            runs = []
-            for j in range(batch):
-                data = mod.make_inputs(params, seed * 1000 + (salt + g) * 100 + j, "cuda")
-                data.update(mod.make_outputs(data, "cuda"))
-                runs.append(mod.baseline(data))
-                kept.append(data)
+            if vary != "scratch" or not sets:  # "scratch": every instance on the first one's buffers
+                sets = []
+                for j in range(batch):
+                    data = mod.make_inputs(params, seed * 1000 + (salt + g) * 100 + j, "cuda")
+                    data.update(mod.make_outputs(data, "cuda"))
+                    sets.append(data)
+                kept.extend(sets)
+            runs = [mod.baseline(data) for data in sets]
             for run in runs:  # compile, autotune, warm
                 run()
             torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            # "buffers": every graph's scratch in the first one's pool, as kcoral's workers share one
+            shared = graphs[0].pool() if vary == "buffers" and graphs else None
+            with torch.cuda.graph(graph, pool=shared):
                 for run in runs:
                     run()
             for _ in range(3):
@@ -99,7 +106,9 @@ def _worker(conn: Any, task_name: str, seed: int, batch: int) -> None:
         conn.send((time.perf_counter_ns() - t0) / 1e6 / batch)
 
 
-def _pair(task: str, seed: int, instances: int, rounds: int, batch: int, sequential: bool) -> dict[str, Any]:
+def _pair(
+    task: str, seed: int, instances: int, rounds: int, batch: int, sequential: bool, vary: str = "all"
+) -> dict[str, Any]:
     """One pair of fresh workers: every replay's ms by worker and instance. ``sequential``: each worker
     holds one instance at a time, rebuilt ``instances`` times (rounds on each before the next), instead
     of all of them at once, replayed in turn."""
@@ -108,7 +117,7 @@ def _pair(task: str, seed: int, instances: int, rounds: int, batch: int, sequent
     procs = []
     for k, name in enumerate("AB"):
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, task, seed * 2 + k, batch), daemon=True)
+        proc = ctx.Process(target=_worker, args=(child, task, seed * 2 + k, batch, vary), daemon=True)
         proc.start()
         ends[name] = parent
         procs.append(proc)
@@ -170,13 +179,21 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--sequential", action="store_true", help="one instance at a time, rebuilt elsewhere")
+    ap.add_argument(
+        "--vary",
+        choices=("all", "buffers", "scratch"),
+        default="all",
+        help="what an instance draws anew: its buffers and its graph's scratch pool (all); its buffers, "
+        "every graph's scratch in one pool as kcoral's workers keep it (buffers); its graph's scratch pool, "
+        "on the first instance's buffers (scratch)",
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if min(args.pairs, args.instances, args.batch) < 1 or args.rounds < 2:
         ap.error("--pairs, --instances and --batch must be at least 1, --rounds at least 2 (a replay's noise)")
     pairs = []
     for p in range(args.pairs):
-        s = _summary(_pair(args.task, 7919 + p, args.instances, args.rounds, args.batch, args.sequential))
+        s = _summary(_pair(args.task, 7919 + p, args.instances, args.rounds, args.batch, args.sequential, args.vary))
         pairs.append(s)
         print(f"pair {p + 1}: B/A pooled {s['ratio_pooled']:.5f}; one instance each: {s['ratio_one_instance']}")
         for name in "AB":
