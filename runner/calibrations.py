@@ -88,18 +88,18 @@ def calibration_floors(svc: Services, task: str | None = None, current_only: boo
     return rows
 
 
-def latest_requests(svc: Services) -> dict[str, float]:
-    """Each task's latest stored A/A request (epoch s) of its current content and timing method, on any
-    slot: the tasks runner.recalibration keeps measuring."""
+def request_times(svc: Services) -> dict[str, list[float]]:
+    """When each task's stored A/A requests of its current content and timing method were made (epoch s;
+    the latest the store keeps, on any slot): the tasks runner.recalibration keeps measuring."""
     keys = svc.store.calibration_keys()
     now_measured = _measured_as(svc, {k.task for k in keys})
-    latest: dict[str, float] = {}
+    times: dict[str, dict[str, float]] = {}
     for key in keys:
         if now_measured.get(key.task) != (key.task_sha256, key.method_sha256):
             continue
-        for run in svc.store.calibration_runs(key):
-            latest[key.task] = max(latest.get(key.task, run.at), run.at)
-    return latest
+        for run in svc.store.calibration_runs(key):  # one per workload: one time per request (job)
+            times.setdefault(key.task, {})[run.job] = run.at
+    return {task: list(by_job.values()) for task, by_job in times.items()}
 
 
 def _measured_as(svc: Services, task_ids: set[str]) -> dict[str, tuple[str, str]]:

@@ -7,23 +7,26 @@ requests in a row spread 1.1% where the slot's requests spread ~4% over the next
 them let a false gain through under load (bench/results/issue29-h100-2026-12-07-stop62). A floor rests
 on the latest ``calibration_keep`` requests, so on a server that is idle now and then those come to be
 spaced over hours. Only tasks with an A/A request of their current content and timing method on this
-server are made again (the operator's warm-ups, ``kcoral calibrate``); one request at a time, and only
-after QUIET_S with nothing queued or running, so a client's job waits at most one A/A request for it.
+server are made again (the operator's warm-ups, ``kcoral calibrate``), until the requests a floor rests
+on lie in ``calibration_keep`` windows of time (:func:`due`); one request at a time, and only after
+QUIET_S with nothing queued or running, so a client's job waits at most one A/A request for it.
 The request runs on whatever slot is free, as ``kcoral calibrate``'s do.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kcoral.protocol.errors import KcoralError
 from kcoral.protocol.models import JobState
-from kcoral.runner.calibrations import latest_requests
+from kcoral.runner.calibrations import request_times
 from kcoral.runner.warmup import queue_template
+from kcoral.tasks.calibration import CalibrationPolicy
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
@@ -38,13 +41,30 @@ CHECK_S = 10.0
 QUIET_S = 60.0
 
 
-def due(latest: Mapping[str, float], now: float, every_s: float) -> str | None:
-    """The task whose latest A/A request is the oldest, where that is at least ``every_s`` old (None: none
-    is, or ``every_s`` is 0: never)."""
-    if every_s <= 0 or not latest:
+def windows(times: Sequence[float], every_s: float) -> int:
+    """How many windows of time ``times`` (epoch s) fall in: runs of requests each less than ``every_s``
+    after the one before."""
+    ordered = sorted(times)
+    return sum(1 for i, t in enumerate(ordered) if i == 0 or t - ordered[i - 1] >= every_s)
+
+
+def due(requests: Mapping[str, Sequence[float]], now: float, policy: CalibrationPolicy) -> str | None:
+    """Of the tasks whose A/A requests were made at ``requests`` (epoch s, each task's own), the one to
+    measure again: its latest request at least ``every_s`` old, and the requests its floor rests on (no
+    older than ``max_age_s``, the latest ``keep``) in fewer than ``keep`` windows of time; of several, the
+    one whose latest is oldest. None: none is, or ``every_s`` is 0 (never). A floor whose requests are all
+    spaced apart asks for no more until one of them ages out, so an idle server makes at most ``keep``
+    such requests of a task each ``max_age_s``."""
+    every_s = policy.every_s
+    if every_s <= 0:
         return None
-    task = min(latest, key=lambda t: (latest[t], t))
-    return task if now - latest[task] >= every_s else None
+    waiting = []
+    for task, times in requests.items():
+        latest = max(times, default=-math.inf)
+        usable = sorted((t for t in times if now - t <= policy.max_age_s), reverse=True)[: policy.keep]
+        if now - latest >= every_s and windows(usable, every_s) < policy.keep:
+            waiting.append((latest, task))
+    return min(waiting)[1] if waiting else None
 
 
 class Recalibrator:
@@ -78,17 +98,17 @@ class Recalibrator:
         """Queue the task's A/A request that is due, once the server has had nothing to run for
         ``quiet_s``; its job id, or None."""
         now = self.clock()
-        every_s = self.svc.settings.limits.calibration.every_s
+        policy = self.svc.settings.limits.calibration
         store = self.svc.store
-        if every_s <= 0 or not self.svc.scheduler.accepting:
+        if policy.every_s <= 0 or not self.svc.scheduler.accepting:
             return None
         if store.in_state(JobState.queued) or store.in_state(JobState.running):
             self.busy_at = now
             return None
         if now - self.busy_at < self.quiet_s:
             return None
-        latest = latest_requests(self.svc)
-        task = due(latest, now, every_s)
+        requests = request_times(self.svc)
+        task = due(requests, now, policy)
         if task is None:
             return None
         self.busy_at = now  # made or refused: the next is looked for only after another quiet spell
@@ -97,5 +117,5 @@ class Recalibrator:
         except KcoralError as exc:  # a full disk, say: the server runs on
             log.warning("no spaced A/A request of %s: %s", task, exc.message)
             return None
-        log.info("spaced A/A request %s of %s: its latest was %.0f s ago", job, task, now - latest[task])
+        log.info("spaced A/A request %s of %s: its latest was %.0f s ago", job, task, now - max(requests[task]))
         return job

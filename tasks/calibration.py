@@ -86,8 +86,8 @@ class CalibrationPolicy:
     #: MIN_REQUESTS, and an infinite floor would make every interval [0, inf]
     confidence: float = 0.9
     #: while the server has nothing to run, one more A/A request of a calibrated task once its latest is
-    #: this old (runner.recalibration; 0: never): the floor's requests then span the host's time, not
-    #: the one window of it a burst of requests sees (docs/eval.md)
+    #: this old, until the floor's ``keep`` requests are each this far apart (runner.recalibration; 0:
+    #: never): the floor's requests then span the host's time, not the one window a burst sees
     every_s: float = 900.0
 
     def __post_init__(self) -> None:

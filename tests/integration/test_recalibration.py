@@ -1,11 +1,13 @@
 """The server measures a calibrated task again while it is idle (runner.recalibration), so that a slot's
 noise floor comes to span its time: one A/A request of the task whose latest is oldest, once that is
-``calibration_every_s`` old and nothing has been queued or running for the quiet spell; never a task
-measured with other content or another timing method. On a real server's store and queue."""
+``calibration_every_s`` old and nothing has been queued or running for the quiet spell, until its floor's
+requests lie in ``calibration_keep`` windows of time; never a task measured with other content or
+another timing method. On a real server's store and queue."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from kcoral.protocol.models import EvalSpec
 from kcoral.runner.jobkinds import spec_as
 from kcoral.runner.limits import Limits
-from kcoral.runner.recalibration import RECALIBRATION_OWNER, Recalibrator, due
+from kcoral.runner.recalibration import RECALIBRATION_OWNER, Recalibrator, due, windows
 from kcoral.tasks.calibration import AaRun, CalibrationKey, CalibrationPolicy, method_sha256
 from kcoral.tasks.cases import timing_method
 from kcoral.tasks.registry import DEFAULT_TASKS_DIR, find_task
@@ -25,13 +27,28 @@ TASK = "demo/softmax"
 SLOT = "cpu0+cpu1@0:0:1"
 
 
+POLICY = CalibrationPolicy(keep=3, every_s=900.0, max_age_s=10_000.0)
+
+
 def test_the_task_measured_longest_ago_is_due_once_it_is_old_enough() -> None:
-    latest = {"a/x": 100.0, "b/y": 50.0}
-    assert due(latest, now=1000.0, every_s=900.0) == "b/y"
-    assert due(latest, now=949.0, every_s=900.0) is None
-    assert due({"a/x": 100.0, "b/y": 100.0}, now=1000.0, every_s=900.0) == "a/x"  # a tie: by name
-    assert due(latest, now=1e12, every_s=0.0) is None  # 0: never
-    assert due({}, now=1e12, every_s=1.0) is None
+    requests = {"a/x": [100.0, 90.0], "b/y": [50.0]}
+    assert due(requests, now=1000.0, policy=POLICY) == "b/y"
+    assert due(requests, now=949.0, policy=POLICY) is None
+    assert due({"a/x": [100.0], "b/y": [100.0]}, now=1000.0, policy=POLICY) == "a/x"  # a tie: by name
+    assert due(requests, now=1e12, policy=replace(POLICY, every_s=0.0)) is None  # 0: never
+    assert due({}, now=1e12, policy=POLICY) is None
+
+
+def test_a_floor_whose_requests_are_spaced_apart_asks_for_no_more_until_one_ages_out() -> None:
+    burst = [0.0, 10.0, 20.0]  # one window
+    assert windows(burst, 900.0) == 1 and windows([0.0, 900.0, 905.0, 2000.0], 900.0) == 3
+    assert due({"a/x": burst}, now=1000.0, policy=POLICY) == "a/x"
+    spaced = [0.0, 1000.0, 2000.0]  # keep (3) windows
+    assert due({"a/x": spaced}, now=5000.0, policy=POLICY) is None
+    # only the latest keep count: a burst after spaced requests is due again
+    assert due({"a/x": [*spaced, 2010.0, 2020.0]}, now=5000.0, policy=POLICY) == "a/x"
+    # the oldest past max_age_s: the floor rests on two windows, and one more is due
+    assert due({"a/x": spaced}, now=10_500.0, policy=POLICY) == "a/x"
 
 
 def _run(job: str, at: float) -> list[AaRun]:
