@@ -77,6 +77,9 @@ class Recalibrator:
         self.clock = clock
         #: when the server last had something to run (its start counts: no request at once)
         self.busy_at = clock()
+        #: when this server last made each task's request: one that stored nothing (it failed, or was
+        #: interrupted) is not made again before ``every_s``, however old the task's stored ones are
+        self.made: dict[str, float] = {}
         self._stop = threading.Event()
 
     def start(self) -> None:
@@ -107,11 +110,15 @@ class Recalibrator:
             return None
         if now - self.busy_at < self.quiet_s:
             return None
-        requests = request_times(self.svc)
+        requests = {
+            task: times
+            for task, times in request_times(self.svc).items()
+            if now - self.made.get(task, -math.inf) >= policy.every_s
+        }
         task = due(requests, now, policy)
         if task is None:
             return None
-        self.busy_at = now  # made or refused: the next is looked for only after another quiet spell
+        self.busy_at = self.made[task] = now  # made or refused: nothing before another quiet spell
         try:
             job = queue_template(self.svc, self.svc.settings.tasks_dirs, task, RECALIBRATION_OWNER)
         except KcoralError as exc:  # a full disk, say: the server runs on
