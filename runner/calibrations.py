@@ -19,6 +19,7 @@ from kcoral.runner.warmup import queue_template
 
 if TYPE_CHECKING:
     from kcoral.runner.services import Services
+    from kcoral.tasks.calibration import CalibrationKey
 
 SLOT_NOTE = (
     "each request runs on the first free slot that can take an evaluation; a noise floor is kept per slot and "
@@ -62,14 +63,9 @@ def calibration_floors(svc: Services, task: str | None = None, current_only: boo
     of the tasks' current contents alone)."""
     from kcoral.tasks.calibration import floors, usable
 
-    keys = [k for k in svc.store.calibration_keys() if task is None or k.task == task]
-    if not keys:
-        return []
-    now_measured = _measured_as(svc, {k.task for k in keys})
     now = time.time()
     rows = []
-    for key in keys:
-        current = now_measured.get(key.task) == (key.task_sha256, key.method_sha256)
+    for key, current in _keys(svc, task):
         if current_only and not current:
             continue
         runs = svc.store.calibration_runs(key)
@@ -91,15 +87,21 @@ def calibration_floors(svc: Services, task: str | None = None, current_only: boo
 def request_times(svc: Services) -> dict[str, list[float]]:
     """When each task's stored A/A requests of its current content and timing method were made (epoch s;
     the latest the store keeps, on any slot): the tasks runner.recalibration keeps measuring."""
-    keys = svc.store.calibration_keys()
-    now_measured = _measured_as(svc, {k.task for k in keys})
     times: dict[str, dict[str, float]] = {}
-    for key in keys:
-        if now_measured.get(key.task) != (key.task_sha256, key.method_sha256):
-            continue
+    for key in (key for key, current in _keys(svc) if current):
         for run in svc.store.calibration_runs(key):  # one per workload: one time per request (job)
             times.setdefault(key.task, {})[run.job] = run.at
     return {task: list(by_job.values()) for task, by_job in times.items()}
+
+
+def _keys(svc: Services, task: str | None = None) -> list[tuple[CalibrationKey, bool]]:
+    """Every stored calibration key (of ``task`` alone, when given), each with whether it is of its task's
+    content and timing method now."""
+    keys = [k for k in svc.store.calibration_keys() if task is None or k.task == task]
+    if not keys:
+        return []
+    now_measured = _measured_as(svc, {k.task for k in keys})
+    return [(k, now_measured.get(k.task) == (k.task_sha256, k.method_sha256)) for k in keys]
 
 
 def _measured_as(svc: Services, task_ids: set[str]) -> dict[str, tuple[str, str]]:
