@@ -21,8 +21,7 @@ def floor_words(workload: str, floor: dict[str, Any]) -> str:
     """One workload's floor as ``kcoral calibrate`` and ``kcoral doctor`` show it (``floor``: a
     tasks.calibration.NoiseFloor document, as /v1/health gives it): a speedup's position cost and floor,
     or a batch-gain ratio's honest value and floor, with the time its requests span."""
-    times = [float(floor[k]) for k in ("first", "last") if isinstance(floor.get(k), int | float)]
-    seconds = times[1] - times[0] if len(times) == 2 else math.nan  # an older server's floor has none
+    seconds = _figure(floor, "last") - _figure(floor, "first")  # NaN: an older server's floor has no times
     span = ""
     if 0 <= seconds <= MAX_SPAN_S:  # a NaN, an infinity or a reversed pair from a server says nothing
         span = f" over {fmt_duration(seconds)}"
