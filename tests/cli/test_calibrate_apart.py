@@ -40,7 +40,7 @@ class Client:
 
 def test_apart_asks_for_each_request_once_the_last_has_ended_and_the_time_has_passed() -> None:
     client = Client()
-    note, done = ask(client, "demo/softmax", 3, 90.0, quiet=True, sleep=lambda s: client.calls.append(("sleep", s)))  # type: ignore[arg-type]
+    note, done = ask(client, "demo/softmax", 3, 90.0, quiet=True, sleep=client.slept)  # type: ignore[arg-type]
     assert (
         note == "one slot" and [r.view.id for r in done] == ["j0", "j1", "j2"] and [r.number for r in done] == [1, 2, 3]
     )
