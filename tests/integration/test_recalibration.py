@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kcoral.protocol.models import EvalSpec, JobState, Verdict
+from kcoral.protocol.models import EvalSpec, JobState
 from kcoral.runner.jobkinds import spec_as
 from kcoral.runner.limits import Limits
 from kcoral.runner.recalibration import RECALIBRATION_OWNER, Recalibrator, due, windows
@@ -76,7 +76,8 @@ def test_an_idle_server_measures_a_calibrated_task_again(server_factory: Any) ->
     # just started: the quiet spell has not passed, whatever is due
     assert Recalibrator(svc, clock=lambda: now + every_s).tick() is None
 
-    maker = looking_at(now + every_s)
+    clock = [now + every_s]
+    maker = Recalibrator(svc, quiet_s=0.0, clock=lambda: clock[0])
     job = maker.tick()
     assert job is not None
     record = svc.store.get(job)
@@ -88,10 +89,13 @@ def test_an_idle_server_measures_a_calibrated_task_again(server_factory: Any) ->
     deadline = time.monotonic() + 60
     while svc.store.get(job).state != JobState.finished and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert svc.store.get(job).verdict == Verdict.cancelled
-    # it stored nothing, so the task is as due as before: but not made again before every_s has passed
+    assert svc.store.get(job).state == JobState.finished
+    # whether it stored a run (it passed before the cancel came) or none (cancelled), every stored one is
+    # over every_s old on this clock: due, but not made again before every_s from when it was made
+    clock[0] = now + 1.5 * every_s
     assert maker.tick() is None
-    assert looking_at(now + every_s).tick() is not None  # (a recalibrator of its own, which made none)
+    clock[0] = now + 2 * every_s + 1
+    assert maker.tick() is not None
 
 
 def test_a_test_server_makes_none_of_its_own(server: Any) -> None:
