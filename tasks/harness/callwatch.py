@@ -6,9 +6,10 @@
   is switched out only when the call's worker takes the core shows that work later, in the call. On a
   candidate of one core the call cannot use more CPU than its wall time, so what the counter shows for the
   call beyond that is early work too (a forked helper working then scored 1.07-1.15x unseen);
-- others' work on the candidate's core during its calls, less the candidate's own and its core's
-  keeper's (tasks.harness.keeper) (``shared``:
-  tasks.harness.cpuwatch.shared_core; over the method's limits the workload is not scored);
+- others' work on the candidate's core during its calls (``shared``: tasks.harness.cpuwatch.shared_core;
+  over the method's limits the workload is not scored): where the kernel keeps them, the time its
+  processes were held up (tasks.harness.cpuwatch.HeldWatch), exactly; elsewhere the core's busy time
+  less the candidate's own and its core's keeper's (tasks.harness.keeper), in clock ticks;
 - the trusted side's unbilled waits for a CPU during the calls of the iteration being timed
   (``waited``: tasks.harness.interference; a disturbed iteration is left out).
 
@@ -52,9 +53,9 @@ class Window:
     candidate: bool
     #: the candidate container's CPU ns as the window opened
     cpu_opened: int
-    #: (ns, ms the candidate's core had run, ms its keeper had) as it opened: a candidate's call on a
-    #: core of its own only
-    core_opened: tuple[int, float, float] | None
+    #: (ns, ms the candidate's core had run, ms its keeper had, ns the candidate had been held up) as it
+    #: opened: a candidate's call on a core of its own only
+    core_opened: tuple[int, float, float, int] | None
     #: ... once its inputs were written, and the clock then and as its answer came (ns; a candidate's only)
     cpu_written: int = 0
     written_at: int = 0
@@ -71,6 +72,9 @@ class CallWatch:
     judge: CoreCounters | None = None
     #: the candidate container's CPU (None until it has joined, or where it cannot be read)
     watch: CpuCounter | None = None
+    #: ns the candidate's processes were held up by others (tasks.harness.cpuwatch.HeldWatch; None: its
+    #: kernel keeps no such figure, and its core's busy time stands for it)
+    held: CpuCounter | None = None
     #: per candidate call: (ns of its CPU since its previous call, ns while its inputs were written)
     gaps: list[tuple[int, int]] = field(default_factory=list)
     #: per candidate call: (ms its core ran others' work, ms the window lasted)
@@ -85,6 +89,9 @@ class CallWatch:
 
     def cpu(self) -> int:
         return self.watch.ns() if self.watch is not None else 0
+
+    def _held(self) -> int:
+        return self.held.ns() if self.held is not None else 0
 
     def kept_ms(self) -> float:
         return self.kept() if self.kept is not None else 0.0
@@ -109,7 +116,9 @@ class CallWatch:
         cpu = self.cpu()
         core, judge = self.cores.candidate_core, self.judge
         core_opened = (
-            (self.clock(), judge.busy_ms(core), self.kept_ms()) if candidate and judge and core is not None else None
+            (self.clock(), judge.busy_ms(core), self.kept_ms(), self._held())
+            if candidate and judge and core is not None
+            else None
         )
         return Window(candidate, cpu, core_opened)
 
@@ -136,9 +145,14 @@ class CallWatch:
         cpu_closed = self.cpu()
         core = self.cores.candidate_core
         if w.core_opened is not None and self.judge is not None and core is not None:
-            window_ms = (self.clock() - w.core_opened[0]) / 1e6
-            busy = self.judge.busy_ms(core) - w.core_opened[1] - (self.kept_ms() - w.core_opened[2])
-            self.shared.append((busy - (cpu_closed - w.cpu_opened) / 1e6, window_ms))
+            opened, busy_then, kept_then, held_then = w.core_opened
+            window_ms = (self.clock() - opened) / 1e6
+            if self.held is not None:
+                others = (self._held() - held_then) / 1e6
+            else:
+                busy = self.judge.busy_ms(core) - busy_then - (self.kept_ms() - kept_then)
+                others = busy - (cpu_closed - w.cpu_opened) / 1e6
+            self.shared.append((others, window_ms))
         if w.candidate:
             early = w.cpu_written - w.cpu_opened + self._beyond_the_call(w, cpu_closed)
             self.gaps.append((w.cpu_opened - self.last_cpu, early))

@@ -16,6 +16,7 @@ to learn when the supervisor reads it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import statistics
 from pathlib import Path
@@ -56,16 +57,78 @@ class CpuWatch:
         raise ValueError(f"{self.counter} has no usage_usec")
 
 
+def _folder(leaf: str, mount: Path) -> Path:
+    if not _LEAF.fullmatch(leaf) or leaf in (".", ".."):
+        raise ValueError(f"unexpected cgroup folder {leaf!r}")
+    return mount / leaf
+
+
 def for_leaf(leaf: str, version: str, mount: Path = MOUNT) -> CpuWatch:
     """The watch over the container cgroup ``leaf`` (its folder under MOUNT, cgroup ``version`` "1"
     or "2"), or ValueError."""
-    if not _LEAF.fullmatch(leaf) or leaf in (".", ".."):
-        raise ValueError(f"unexpected cgroup folder {leaf!r}")
+    _folder(leaf, mount)
     if version == "2":
         return CpuWatch(mount / leaf / "cpu.stat", 1000, "usage_usec")
     if version == "1":
         return CpuWatch(mount / leaf / "cpuacct.usage", 1, "ns")
     raise ValueError(f"no cgroup v{version} CPU accounting")
+
+
+class HeldWatch:
+    """Nanoseconds so far that the candidate container's processes were held up by others, exactly: the
+    kernel's pressure stall totals of its cgroup (cgroup v2 PSI, microseconds), ``full`` of CPU (every
+    runnable process of the container waiting for a core someone else had) and of IRQ (its running
+    process interrupted: the host's interrupts and softirqs served on its core).
+
+    What took the candidate's core from its calls, where the core's own clock ticks
+    (:meth:`tasks.harness.interference.JudgeWatch.busy_ms`, 10 ms each) say only that others ran there,
+    less the candidate's own CPU: on an idle H100 host a GPU call of 3.3 ms read 19 ms of others' work
+    over 38 batches, noise of the ticks, and the interval's upper bound rose 1-3% for it
+    (tasks.harness.stats.others_slack). ``full``, not ``some``: a process of the candidate's own waiting
+    while another of its runs is not held up by anyone. Work the candidate makes the host do on its core
+    can still raise these totals: they only ever widen its interval upwards or leave the workload
+    unscored, never gain it anything."""
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = files
+        self.last = 0
+
+    def ns(self) -> int:
+        """The totals so far; once the cgroup is gone (its processes exited), the last reading."""
+        with contextlib.suppress(OSError, ValueError):
+            self.last = sum(_stall_us(f.read_text()) for f in self.files) * 1000
+        return self.last
+
+
+def _stall_us(text: str) -> int:
+    """The ``full`` line's ``total=`` (microseconds) of a pressure file, or ValueError."""
+    for line in text.splitlines():
+        kind, *fields = line.split()
+        if kind == "full":
+            for field in fields:
+                key, _, value = field.partition("=")
+                if key == "total":
+                    return int(value)
+    raise ValueError(f"no full stall total in {text[:200]!r}")
+
+
+def held_for_leaf(leaf: str, version: str, mount: Path = MOUNT) -> HeldWatch | None:
+    """The container cgroup ``leaf``'s :class:`HeldWatch`, or None where its kernel keeps no such totals
+    (cgroup v1; a kernel without PSI, or without its IRQ figure: then CPU alone). ValueError for a leaf
+    that is no folder name."""
+    folder = _folder(leaf, mount)
+    if version != "2":
+        return None
+    files = []
+    for name in ("cpu.pressure", "irq.pressure"):
+        try:
+            _stall_us((folder / name).read_text())
+        except (OSError, ValueError):
+            if name == "cpu.pressure":
+                return None
+            continue
+        files.append(folder / name)
+    return HeldWatch(files)
 
 
 def outside_calls(gaps: list[tuple[int, int]], baseline_ms: float) -> dict[str, float]:

@@ -319,9 +319,10 @@ class Measuring(Calling):
         timing.early_cpu_ms, timing.early_cpu_share = cpu["early_cpu_ms"], cpu["early_cpu_share"]
         if self.calls.shared:
             timing.shared_core_ms, timing.shared_core_share = cpuwatch.shared_core(self.calls.shared)
+            how = "held them up (its cgroup's pressure stalls)" if self.calls.held else "ran there (clock ticks)"
             print(
                 f"{workload}: others' work on the candidate's core during its calls: "
-                f"{timing.shared_core_ms:.0f} ms, {timing.shared_core_share:.1%} of their time",
+                f"{timing.shared_core_ms:.3f} ms, {timing.shared_core_share:.2%} of their time; {how}",
                 file=sys.stderr,
             )
 

@@ -212,8 +212,9 @@ class Sampled:
     idle_cpu_share: float = 0.0
     early_cpu_ms: float = 0.0
     early_cpu_share: float = 0.0
-    #: others' work on the candidate's core while its calls ran (tasks.harness.interference): ms in all,
-    #: and as a share of those calls' time (0 where the candidate has no core of its own)
+    #: others' work on the candidate's core while its calls ran (tasks.harness.callwatch: the time it held
+    #: them up where the kernel says, else its time there): ms in all, and as a share of those calls' time
+    #: (0 where the candidate has no core of its own)
     shared_core_ms: float = 0.0
     shared_core_share: float = 0.0
     #: a first measurement raised a flag, so these figures are a second, independent one

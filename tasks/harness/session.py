@@ -20,7 +20,7 @@ from kcoral.tasks.harness import schema
 from kcoral.tasks.harness.channel import Channel, ChannelError, accept
 from kcoral.tasks.harness.cores import CoreLayout
 from kcoral.tasks.harness.cores import parse as parse_cores
-from kcoral.tasks.harness.cpuwatch import CpuWatch, for_leaf
+from kcoral.tasks.harness.cpuwatch import CpuWatch, HeldWatch, for_leaf, held_for_leaf
 from kcoral.tasks.harness.interference import JudgeWatch
 from kcoral.tasks.harness.keeper import Keeper
 from kcoral.tasks.harness.link import Worker, hello
@@ -90,7 +90,7 @@ def main(
         deadline=doc.deadline,
         margin=doc.timing.deadline_margin_s,
     )
-    watch, watch_note = _watch_candidate(sock_path, cgroup)
+    watch, held, watch_note = _watch_candidate(sock_path, cgroup)
     laps.lap("candidate connects")
     write_progress(out, phase="start", step="the candidate's worker imports solution.py")
     with contextlib.suppress(ChannelError):  # gone: its hello says so
@@ -100,7 +100,7 @@ def main(
     if error:
         print(f"start took: {laps.line()}", file=sys.stderr)
         return finish([CaseResult(c.id, Outcome.ERROR, error) for c in doc.cases], watch_note)
-    sup.join(candidate, watch)
+    sup.join(candidate, watch, held)
     write_progress(out, phase="start", step="the candidate's first call")
     sup.warm_up_candidate()
     laps.lap("candidate's first call")
@@ -149,17 +149,20 @@ def _trusted_side(
     return sup, trusted
 
 
-def _watch_candidate(sock_path: str, cgroup: str) -> tuple[CpuWatch | None, str]:
-    """The candidate container's CPU watch (its cgroup, which the server named beside the socket), and
-    what the report says of it: its cgroup version, or why it is unavailable."""
+def _watch_candidate(sock_path: str, cgroup: str) -> tuple[CpuWatch | None, HeldWatch | None, str]:
+    """The candidate container's CPU watch and held-up watch (its cgroup, which the server named beside the
+    socket), and what the report says of them: its cgroup version and whether its pressure stalls are
+    read, or why it is unavailable."""
     if cgroup not in ("1", "2"):
-        return None, "unavailable"
+        return None, None, "unavailable"
     try:
-        watch = for_leaf(candidate_cgroup(Path(sock_path).parent), cgroup)
+        leaf = candidate_cgroup(Path(sock_path).parent)
+        watch = for_leaf(leaf, cgroup)
         watch.ns()
+        held = held_for_leaf(leaf, cgroup)
     except (OSError, ValueError) as exc:
-        return None, f"unavailable: {exc}"
-    return watch, f"cgroup v{cgroup}"
+        return None, None, f"unavailable: {exc}"
+    return watch, held, f"cgroup v{cgroup}" + (", pressure stalls" if held is not None else "")
 
 
 def _finish(

@@ -38,7 +38,7 @@ import torch
 from kcoral.tasks.harness import autotune, checks, pinning, schema
 from kcoral.tasks.harness.callwatch import CallWatch
 from kcoral.tasks.harness.cores import CoreLayout
-from kcoral.tasks.harness.cpuwatch import CpuWatch
+from kcoral.tasks.harness.cpuwatch import CpuWatch, HeldWatch
 from kcoral.tasks.harness.gpuclock import GpuClock
 from kcoral.tasks.harness.gpuguard import GpuGuard
 from kcoral.tasks.harness.keeper import Keeper
@@ -135,9 +135,10 @@ class Supervisor(Measuring):
         mine = self.keepers.get(self.cores.candidate_core) if self.cores.candidate_core is not None else None
         self.calls.kept = mine.cpu_ms if mine is not None else None
 
-    def join(self, candidate: Worker, watch: CpuWatch | None) -> None:
-        """The candidate's worker has connected and said hello: the cases can run."""
-        self.candidate, self.calls.watch = candidate, watch
+    def join(self, candidate: Worker, watch: CpuWatch | None, held: HeldWatch | None = None) -> None:
+        """The candidate's worker has connected and said hello: the cases can run (``watch``: its CPU,
+        ``held``: how long others held it up; tasks.harness.cpuwatch)."""
+        self.candidate, self.calls.watch, self.calls.held = candidate, watch, held
         self.calls.settled()
 
     def _candidate(self) -> Worker:

@@ -108,6 +108,29 @@ def test_the_keeper_of_the_candidates_core_is_not_others_work_there() -> None:
     assert w.shared == [(0.5, 10.0)]
 
 
+def test_where_the_kernel_says_how_long_the_candidate_was_held_up_that_is_others_work_not_the_ticks() -> None:
+    """tasks.harness.cpuwatch.HeldWatch: the core's busy time in clock ticks is noise around a GPU call that
+    waits (19 ms over 38 batches of an idle H100 host); the stall totals are what took the core from it."""
+    w, c = watch()
+    held = Held()
+    w.held = held
+    window = w.open(candidate=True)
+    c.now, c.core_ms, c.cpu_ns, held.at = 10_000_000, 7.0, 4_000_000, 1_250_000  # the ticks say 3 ms, held 1.25
+    w.close(window)
+    window = w.open(candidate=True)
+    c.now += 5_000_000  # held up no more
+    w.close(window)
+    assert w.shared == [(1.25, 10.0), (0.0, 5.0)]
+
+
+class Held:
+    def __init__(self) -> None:
+        self.at = 0
+
+    def ns(self) -> int:
+        return self.at
+
+
 def test_no_core_of_its_own_or_no_judge_watch_keeps_no_shared_figure() -> None:
     for layout in (CoreLayout(None, None, ()), CoreLayout(0, 0, ())):
         w, c = watch(layout)

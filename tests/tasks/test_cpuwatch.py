@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kcoral.tasks.harness import cpuwatch
-from kcoral.tasks.harness.cpuwatch import MOUNT, CpuWatch, for_leaf
+from kcoral.tasks.harness.cpuwatch import MOUNT, CpuWatch, for_leaf, held_for_leaf
 
 
 def test_cgroup_v2_reads_usage_usec_from_cpu_stat_in_nanoseconds(tmp_path: Path) -> None:
@@ -77,6 +77,51 @@ def test_the_longest_plain_name_is_taken() -> None:
 def test_an_unknown_cgroup_version_is_refused(version: str) -> None:
     with pytest.raises(ValueError, match=f"^no cgroup v{version} CPU accounting$"):
         for_leaf("leaf", version)
+
+
+def _pressure(some: int | None, full: int) -> str:
+    line = "{} avg10=0.00 avg60=0.12 avg300=0.05 total={}\n"
+    return (line.format("some", some) if some is not None else "") + line.format("full", full)
+
+
+def test_held_up_is_the_full_cpu_and_irq_stall_totals_of_the_containers_cgroup_in_ns(tmp_path: Path) -> None:
+    """``some`` (one of the candidate's processes waiting while another of its own runs) is not held up by
+    anyone: only ``full`` counts, of CPU and IRQ, read afresh each time."""
+    leaf = tmp_path / "docker-abc.scope"
+    leaf.mkdir()
+    (leaf / "cpu.pressure").write_text(_pressure(900_000, 1_500))
+    (leaf / "irq.pressure").write_text(_pressure(None, 250))
+    held = held_for_leaf("docker-abc.scope", "2", tmp_path)
+    assert held is not None and held.ns() == 1_750_000
+    (leaf / "irq.pressure").write_text(_pressure(None, 300))
+    assert held.ns() == 1_800_000
+
+
+def test_a_kernel_without_the_irq_figure_holds_cpu_alone_and_one_without_cpus_none(tmp_path: Path) -> None:
+    leaf = tmp_path / "c"
+    leaf.mkdir()
+    (leaf / "cpu.pressure").write_text(_pressure(10, 20))
+    held = held_for_leaf("c", "2", tmp_path)
+    assert held is not None and held.files == [leaf / "cpu.pressure"] and held.ns() == 20_000
+    (leaf / "cpu.pressure").write_text("some avg10=0.00 avg60=0.00 avg300=0.00 total=10\n")  # before 5.13: no full
+    assert held_for_leaf("c", "2", tmp_path) is None
+    (leaf / "cpu.pressure").unlink()  # no PSI at all
+    assert held_for_leaf("c", "2", tmp_path) is None
+    assert held_for_leaf("c", "1", tmp_path) is None  # cgroup v1 keeps none
+    with pytest.raises(ValueError, match=r"^unexpected cgroup folder '\.\.'$"):
+        held_for_leaf("..", "2", tmp_path)
+
+
+def test_held_up_keeps_its_last_reading_once_the_cgroup_is_gone_or_reads_as_nonsense(tmp_path: Path) -> None:
+    leaf = tmp_path / "gone"
+    leaf.mkdir()
+    (leaf / "cpu.pressure").write_text(_pressure(1, 7))
+    held = held_for_leaf("gone", "2", tmp_path)
+    assert held is not None and held.ns() == 7_000
+    (leaf / "cpu.pressure").write_text("full total=x\n")
+    assert held.ns() == 7_000
+    (leaf / "cpu.pressure").unlink()
+    assert held.ns() == 7_000
 
 
 def test_cpu_outside_calls_is_each_gaps_median_and_its_total_over_the_baselines_time() -> None:
