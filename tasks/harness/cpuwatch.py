@@ -167,9 +167,10 @@ def outside_flags(name: str, figures: dict[str, float], limit_ms: float, share: 
 
 
 def shared_core(windows: list[tuple[float, float]]) -> tuple[float, float]:
-    """Others' work on the candidate's core over its calls (tasks.harness.interference), from
-    ``windows`` (per call: ms the core ran others' work, ms the call's window lasted): (ms in all, never
-    below 0: the core's clock ticks are coarse, share of the windows' time)."""
+    """Others' work on the candidate's core over its calls (tasks.harness.callwatch), from ``windows`` (per
+    call: ms others' work held the candidate up or ran on its core, ms the call's window lasted): (ms in
+    all, never below 0: the core's clock ticks, where they stand for it, are coarse, share of the
+    windows' time)."""
     ms = max(0.0, sum(w[0] for w in windows))
     return ms, ms / max(sum(w[1] for w in windows), 1e-9)
 
