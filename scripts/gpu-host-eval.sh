@@ -9,7 +9,9 @@
 #        k: issue 29's second step: kcoral calibrate, then A/A requests with the floor (CAL_N, CAL_APART, AA_N, STORM);
 #        p: the pinned task alone (the template three times, the work-twice candidate); o: bench/overhead.py;
 #        q: side streams in the field's formats, on the pack's problems (KCORAL_TASKS_DIRS="tasks bench/packs/h200");
-#        e: answers before the work is done, per call (the small task) and in batch mode (the pinned task)]
+#        e: answers before the work is done, per call (the small task) and in batch mode (the pinned task);
+#        v: where the spread between A/A requests comes from (bench/variance_source.py, each --vary in VARY:
+#        default "buffers scratch"; VARY_ARGS, default "--pairs 4 --instances 4 --rounds 30")]
 set -u
 out=${OUT:-/tmp/kcoral-eval}
 source scripts/gpu-host-serve.sh "$1" "$2" "$3" "$out"
@@ -134,7 +136,7 @@ if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat p
       --json "$out/aa-k-cotenant.json" | tail -22
   fi
   judge=$(ls -t /tmp/kc/jobs/*/eval/judge.log | head -n 1); cp "$judge" "$out/judge-last.log"
-  grep -h "per core\|GPU slowed\|samples (\|batches of" "$judge" | cut -c1-400
+  grep -h "per core\|GPU slowed\|samples (\|batches of\|others' work" "$judge" | cut -c1-400
   if [ "${STORM:-0}" = 1 ]; then
     storm=$(mktemp -d)
     cp $attacks/irq_storm/solution.py tests/attacks/candidates/irq_storm/storm.py "$storm/"
@@ -147,6 +149,14 @@ if has k; then  # issue 29, step 2: where the host's interrupts go (/proc/stat p
       --json "$out/peers.json" 2>&1 | grep -v "^pair " | tail -8
   fi
   grep '^cpu' /proc/stat > "$out/proc-stat-$(date +%s).txt"
+fi
+if has v; then  # issue 29: whose placement the per-request draw follows, on the bare GPU (no kcoral in the way)
+  for v in ${VARY:-buffers scratch}; do
+    # shellcheck disable=SC2086  # VARY_ARGS: several arguments
+    PYTHONPATH=/opt/kcoral-site:${PYTHONPATH:-} python3 bench/variance_source.py --vary "$v" \
+      ${VARY_ARGS:---pairs 4 --instances 4 --rounds 30} --json "$out/vary-$v.json" > "$out/vary-$v.log" 2>&1
+    echo "variance_source --vary $v: exit $?"; tail -n 14 "$out/vary-$v.log"
+  done
 fi
 if has q; then  # issue 32: a side stream in KernelBench's and GPU MODE's own forms (each must gain nothing)
   ev pack-side-stream-kb kernelbench/level1/1_Square_matrix_multiplication $attacks/pack_side_stream_kb no-gain
