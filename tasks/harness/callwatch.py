@@ -77,7 +77,8 @@ class CallWatch:
     held: CpuCounter | None = None
     #: per candidate call: (ns of its CPU since its previous call, ns while its inputs were written)
     gaps: list[tuple[int, int]] = field(default_factory=list)
-    #: per candidate call: (ms its core ran others' work, ms the window lasted)
+    #: per candidate call: (ms others' work held it up, or ran on its core where that is not kept; ms the
+    #: window lasted)
     shared: list[tuple[float, float]] = field(default_factory=list)
     #: ms the trusted side waited during the calls of the iteration being timed
     waited: float = 0.0

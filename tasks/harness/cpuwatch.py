@@ -66,11 +66,11 @@ def _folder(leaf: str, mount: Path) -> Path:
 def for_leaf(leaf: str, version: str, mount: Path = MOUNT) -> CpuWatch:
     """The watch over the container cgroup ``leaf`` (its folder under MOUNT, cgroup ``version`` "1"
     or "2"), or ValueError."""
-    _folder(leaf, mount)
+    folder = _folder(leaf, mount)
     if version == "2":
-        return CpuWatch(mount / leaf / "cpu.stat", 1000, "usage_usec")
+        return CpuWatch(folder / "cpu.stat", 1000, "usage_usec")
     if version == "1":
-        return CpuWatch(mount / leaf / "cpuacct.usage", 1, "ns")
+        return CpuWatch(folder / "cpuacct.usage", 1, "ns")
     raise ValueError(f"no cgroup v{version} CPU accounting")
 
 
@@ -113,9 +113,9 @@ def _stall_us(text: str) -> int:
 
 
 def held_for_leaf(leaf: str, version: str, mount: Path = MOUNT) -> HeldWatch | None:
-    """The container cgroup ``leaf``'s :class:`HeldWatch`, or None where its kernel keeps no such totals
-    (cgroup v1; a kernel without PSI, or without its IRQ figure: then CPU alone). ValueError for a leaf
-    that is no folder name."""
+    """The container cgroup ``leaf``'s :class:`HeldWatch` (of CPU alone where the kernel keeps no IRQ
+    stalls), or None where it keeps no CPU ``full`` stalls for it (cgroup v1, no PSI, a kernel before
+    5.13). ValueError for a leaf that is no folder name."""
     folder = _folder(leaf, mount)
     if version != "2":
         return None
