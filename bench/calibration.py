@@ -73,13 +73,23 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
             speedup_min=min(speedups),
             speedup_median=statistics.median(speedups),
             speedup_max=max(speedups),
-            spread=(max(speedups) - min(speedups)) / statistics.fmean(speedups),
+            spread=_spread(speedups),
+            # item 4's measure: the widest spread of any 5 requests in a row (all of them where fewer)
+            spread_of_5_in_a_row=max(_spread(speedups[i : i + 5]) for i in range(max(1, len(speedups) - 4))),
             median_half_width=statistics.median(widths),
+            # each side on its own (log): the floor below, the floor and others' work on the candidate's
+            # core above (tasks.harness.stats.others_slack raises the upper bound alone)
+            median_half_width_down=statistics.median(math.log(r["speedup"] / r["ci"][0]) for r in scored),
+            median_half_width_up=statistics.median(math.log(r["ci"][1] / r["speedup"]) for r in scored),
         )
     if walls:
         out.update(seconds_per_evaluation=statistics.median(walls))
     out.update(_sides(scored))
     return out
+
+
+def _spread(speedups: list[float]) -> float:
+    return (max(speedups) - min(speedups)) / statistics.fmean(speedups)
 
 
 def _sides(scored: list[dict[str, Any]]) -> dict[str, float]:
