@@ -3,12 +3,13 @@ and what a trustworthy judge must show for it: intervals that contain 1.0, no fa
 of the speedups between requests, the intervals' width, and the time per evaluation.
 
     python bench/calibration.py [--task demo/softmax] [-n 20] [--load N] [--cotenant] [--remote URL]
-                                [--candidate DIR] [--calibrate N] [--json FILE]
+                                [--candidate DIR] [--calibrate N] [--apart S] [--json FILE]
 
 --load N: N busy loops on this host for the whole run (-1: one per core). --cotenant: a `kcoral
 python` job that keeps every core of its own slot busy runs beside each evaluation (a co-tenant in
 the other slot). --calibrate N: N A/A requests of `kcoral calibrate TASK` first (under the same load), so
-that every evaluation folds the slot's measured floor in. Without --remote a server is started on a
+that every evaluation folds the slot's measured floor in. --apart S: S seconds between requests
+(back to back by default, as an agent's loop asks). Without --remote a server is started on a
 temporary data dir (one CPU slot).
 
 A false gain is an evaluation that passed (exit 0) with its whole interval above 1.0; an A/A
@@ -124,6 +125,7 @@ def main() -> None:
     parser.add_argument("--image", default="kcoral-job:cpu")
     parser.add_argument("--remote")
     parser.add_argument("--calibrate", type=int, default=0, metavar="N")
+    parser.add_argument("--apart", type=float, default=0.0, metavar="S", help="seconds between requests")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     runs: list[dict[str, Any]] = []
@@ -138,6 +140,8 @@ def main() -> None:
                     floors = [to_data(f) for f in client.calibrations(args.task)]
                     print(f"calibrated: {ended}; {json.dumps(floors)}", flush=True)
                 for i in range(args.n):
+                    if i and args.apart:
+                        time.sleep(args.apart)  # spaced as kcoral calibrate --apart spaces a floor's requests
                     tenant = None
                     if args.cotenant:
                         folder = Path(tmp) / "tenant"
