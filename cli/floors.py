@@ -7,23 +7,16 @@ import math
 from typing import Any
 
 from kcoral.cli.render import fmt_duration
-from kcoral.tasks.calibration import GAIN_SUFFIX
-
-#: a floor whose requests all ran within this many seconds saw one window of the host's time, which
-#: ``kcoral calibrate`` and ``kcoral doctor`` say (on the dev VM 10 requests within a minute spread 1.1%,
-#: the 40 after them 3.8-4.1%: docs/eval.md)
-ONE_WINDOW_S = 600.0
-#: a floor's requests said to span more than this (a year) are a server's nonsense: no span is shown
-MAX_SPAN_S = 366 * 86400.0
+from kcoral.tasks.calibration import GAIN_SUFFIX, ONE_WINDOW_S, span_s
 
 
 def floor_words(workload: str, floor: dict[str, Any]) -> str:
     """One workload's floor as ``kcoral calibrate`` and ``kcoral doctor`` show it (``floor``: a
     tasks.calibration.NoiseFloor document, as /v1/health gives it): a speedup's position cost and floor,
     or a batch-gain ratio's honest value and floor, with the time its requests span."""
-    seconds = _figure(floor, "last") - _figure(floor, "first")  # NaN: an older server's floor has no times
+    seconds = span_s(floor)
     span = ""
-    if 0 <= seconds <= MAX_SPAN_S:  # a NaN, an infinity or a reversed pair from a server says nothing
+    if seconds is not None:
         span = f" over {fmt_duration(seconds)}"
         if seconds < ONE_WINDOW_S:
             span += ", one window of the host's time: calibrate again minutes apart"

@@ -188,6 +188,27 @@ class NoiseFloor:
         return math.expm1(self.half_width)
 
 
+#: a floor whose requests all ran within this many seconds saw one window of the host's time, which
+#: ``kcoral calibrate``, ``kcoral doctor`` and every report resting on it say (on the dev VM 10 requests
+#: within a minute spread 1.1%, the 40 after them 3.8-4.1%; 10 over 4 minutes 1.4%, and a noisier spell
+#: right after them let a false gain through: docs/eval.md)
+ONE_WINDOW_S = 600.0
+#: a floor's requests said to span more than this (a year) are a server's nonsense: no span is shown
+MAX_SPAN_S = 366 * 86400.0
+
+
+def span_s(floor: dict[str, Any]) -> float | None:
+    """Seconds from a floor document's first request to its last, or None where its times say nothing
+    (an older server's floor has none; a NaN, an infinity, a reversed pair or text from a server)."""
+    first, last = floor.get("first"), floor.get("last")
+    if not isinstance(first, int | float) or not isinstance(last, int | float):
+        return None
+    if isinstance(first, bool) or isinstance(last, bool):  # a true or false from a server: no time
+        return None
+    seconds = float(last) - float(first)
+    return seconds if 0 <= seconds <= MAX_SPAN_S else None
+
+
 #: after a batch-mode workload's id: its batch-gain ratio's runs and floor (:func:`gain_key`)
 GAIN_SUFFIX = " batch over one call"
 

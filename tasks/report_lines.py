@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from kcoral.tasks.calibration import ONE_WINDOW_S, span_s
 from kcoral.tasks.documents import EvalReport, WorkloadRow
 from kcoral.tasks.harness.schema import Outcome
 from kcoral.tasks.harness.stats import compare_intervals
@@ -201,8 +202,12 @@ def calibration_line(row: WorkloadRow) -> str:
     """What the slot's A/A calibration added to a timed workload's figures."""
     floor = row.calibration or {}
     lo, hi = row.speedup_within or (row.speedup_lo, row.speedup_hi)
+    seconds = span_s(floor)
+    span = "" if seconds is None else f" over {seconds / 60:.1f} min"
+    if seconds is not None and seconds < ONE_WINDOW_S:
+        span += " (one window of the host's time: a noisier spell can lie outside it)"
     return (
-        f"calibrated: {floor['requests']} A/A requests on this slot put the candidate's position at "
+        f"calibrated: {floor['requests']} A/A requests{span} on this slot put the candidate's position at "
         f"{floor['position_ms']:+.4f} ms per call (taken off its calls) and the noise between requests at "
         f"+-{math.expm1(floor['half_width']):.2%}; this request alone: [{lo:.4f}, {hi:.4f}]"
     )

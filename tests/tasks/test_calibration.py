@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from kcoral.cli.floors import ONE_WINDOW_S, floor_words
+from kcoral.cli.floors import floor_words
 from kcoral.tasks import calibration
-from kcoral.tasks.calibration import AaRun, NoiseFloor, floors, noise_floor, widen
+from kcoral.tasks.calibration import ONE_WINDOW_S, AaRun, NoiseFloor, floors, noise_floor, widen
 from kcoral.tasks.documents import EvalReport, WorkloadRow, parse
 from kcoral.tasks.harness.schema import Outcome, Timing
 from kcoral.tasks.harness.stats import estimate

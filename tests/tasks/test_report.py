@@ -999,7 +999,11 @@ def test_a_calibrated_workload_keeps_its_floor_and_the_report_says_so_in_its_own
     assert large.get("calibration") is None and large["assumed_floor"] == pytest.approx(0.11)
     lines = report_lines(doc)
     assert any(
-        line.startswith("    calibrated: 5 A/A requests on this slot put the candidate's position") for line in lines
+        line.startswith(
+            "    calibrated: 5 A/A requests over 0.0 min (one window of the host's time: a noisier spell can lie "
+            "outside it) on this slot put the candidate's position"
+        )
+        for line in lines
     )
     assert "uncalibrated: this slot has no A/A calibration for the task: its interval holds an assumed +-11% of " in (
         "\n".join(lines)
@@ -1074,3 +1078,24 @@ def test_a_batch_whose_single_calls_give_no_interval_is_inconclusive_not_uncheck
     doc = report_module.build_report({}, two_timed(), all_pass(timing, const_timing(2.0, 2.0))).document()
     assert doc.get("summary") is None
     assert any(line.startswith("small: the single calls") for line in doc["inconclusive"]), doc["inconclusive"]
+
+
+def test_a_reports_floor_says_how_much_of_the_hosts_time_its_requests_span() -> None:
+    """On the dev VM a floor of 10 requests over 4 minutes (spread 1.4%) let a false gain through in the
+    noisier spell right after it (bench/results/issue29-dev-vm-2026-12-07-stop64): every report resting on
+    a floor says over how long its requests ran, and where that is one window of the host's time, so;
+    times a server sent that say nothing (none, reversed, text) show no span."""
+    floor = calibration.NoiseFloor("w", 10, 0.336, 0.014, 0.049, 1.0, 100.0, 341.0).document()
+    row = WorkloadRow(
+        id="w", params={}, timed=True, verdict=Outcome.PASS, speedup=1.0, speedup_within=[0.99, 1.01], calibration=floor
+    )
+    line = lines_module.calibration_line(row)
+    assert line.startswith(
+        "calibrated: 10 A/A requests over 4.0 min (one window of the host's time: a noisier spell can lie outside it) "
+        "on this slot put the candidate's position at +0.3360 ms per call"
+    )
+    spaced = replace(row, calibration=floor | {"last": 100.0 + calibration.ONE_WINDOW_S + 3600})
+    assert lines_module.calibration_line(spaced).startswith("calibrated: 10 A/A requests over 70.0 min on this slot")
+    for first, last in [(None, None), (200.0, 100.0), ("0", "9"), (0.0, float("inf")), (True, 5.0)]:
+        odd = replace(row, calibration=floor | {"first": first, "last": last})
+        assert lines_module.calibration_line(odd).startswith("calibrated: 10 A/A requests on this slot"), (first, last)
