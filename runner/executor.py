@@ -29,7 +29,7 @@ from kcoral.protocol.models import ImageInfo, StepTimes, Verdict
 from kcoral.runner.archive import dir_usage
 from kcoral.runner.containers import DOCKER_ERRORS, prepare_output_dir, remove, rename
 from kcoral.runner.enginelog import ContainerOutput
-from kcoral.runner.jobcgroup import JobCgroup
+from kcoral.runner.jobcgroup import JobCgroup, pressure_stalls
 from kcoral.runner.jobcgroup import prepare as prepare_job_cgroup
 from kcoral.runner.joblog import LogWriter
 from kcoral.runner.leases import Lease
@@ -148,6 +148,7 @@ class DockerExecutor:
                 "storage": info.get("Driver", ""),
                 "job_cgroup": self._job_cgroup.describe(),
                 "job_cpu_weight": bool(self._job_cgroup.parent),
+                "pressure_stalls": pressure_stalls(str(info.get("CgroupVersion", ""))),
             }
         except (InfrastructureError, *DOCKER_ERRORS) as exc:
             return {"ok": False, "error": str(exc)}

@@ -81,6 +81,14 @@ def prepare(name: str, version: str, driver: str, root: Path = CGROUP_ROOT) -> J
     return JobCgroup(parent=f"/{name}", weight=f"{knob} {value}")
 
 
+def pressure_stalls(version: str, root: Path = CGROUP_ROOT) -> bool:
+    """Whether this host's kernel keeps each cgroup's CPU pressure stalls, ``full`` among them (cgroup v2
+    with PSI, kernel 5.13 or later): an evaluation's judge then reads exactly how long others held the
+    candidate up (tasks.harness.cpuwatch.HeldWatch); elsewhere its core's busy clock ticks stand for it,
+    and a waiting call's upper bound rises by their noise (1-3% on an H100)."""
+    return version == "2" and "full" in _words(root / "cpu.pressure")
+
+
 def _v1_cpu(root: Path) -> Path:
     """cgroup v1's cpu hierarchy (mounted alone or with cpuacct)."""
     for name in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):

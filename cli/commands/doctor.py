@@ -103,6 +103,7 @@ def run_checks(remote: str | None, token: str | None, facts: dict[str, Any] | No
     checks.append(_clock(health, (asked + answered) / 2))
     checks.append(_engine(health.get("docker") or {}))
     checks += _job_cgroup(health.get("docker") or {})
+    checks += _held_up(health.get("docker") or {})
     checks += _gpus(health)
     checks += _images(health.get("images") or [])
     checks += _profilers(health.get("profiling") or {})
@@ -148,6 +149,16 @@ def _job_cgroup(docker: dict[str, Any]) -> list[Check]:
         return [Check("leased cores", "ok", docker["job_cgroup"])]
     fix = "run the server as root with Docker's cgroupfs driver (a loaded host's evaluations end inconclusive)"
     return [Check("leased cores", "warn", docker["job_cgroup"], fix)]
+
+
+def _held_up(docker: dict[str, Any]) -> list[Check]:
+    """How the judge reads others' work on a candidate's core (runner.jobcgroup.pressure_stalls)."""
+    if "pressure_stalls" not in docker:  # an older server
+        return []
+    if docker["pressure_stalls"] is True:
+        return [Check("others' work", "ok", "on a candidate's core: its cgroup's pressure stalls, to the microsecond")]
+    detail = "on a candidate's core: its clock ticks (10 ms each): an interval's upper bound rises by their noise"
+    return [Check("others' work", "warn", detail, "a cgroup v2 host whose kernel keeps pressure stalls (PSI, 5.13+)")]
 
 
 def _gpus(health: dict[str, Any]) -> list[Check]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kcoral.runner.jobcgroup import pressure_stalls
 from kcoral.runner.wakeqos import NO_DRIVER_FIX, unheeded
 from tests.serverproc import ROOT, free_port
 
@@ -52,6 +53,11 @@ def test_a_healthy_server_passes_every_check(server_factory: Any) -> None:
     # this host (root, Docker's cgroupfs driver) gives evaluations a cgroup of the largest CPU weight
     cores = checks["leased cores"]
     assert cores["status"] == "ok" and cores["detail"].startswith("evaluations under cgroup /kcoral, "), cores
+    # how the judge reads others' work on a candidate's core: exactly where the kernel keeps pressure stalls
+    # (cgroup v2 with PSI), else from clock ticks, which doctor warns of (CI's cgroup v1)
+    version = "2" if "cgroup v2)" in checks["engine"]["detail"] else "1"
+    held = checks["others' work"]
+    assert held["status"] == ("ok" if pressure_stalls(version) else "warn") and "candidate's core" in held["detail"]
     # this host (root, Linux) lets the server hold its cores awake while an evaluation runs (runner.wakeqos),
     # unless it has no cpuidle driver to heed it: then doctor warns and says how to fix it
     wake, why = checks["cpu wake-up"], unheeded()

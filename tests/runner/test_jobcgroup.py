@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kcoral.runner.jobcgroup import V1_SHARES_MAX, V2_WEIGHT_MAX, prepare
+from kcoral.runner.jobcgroup import V1_SHARES_MAX, V2_WEIGHT_MAX, prepare, pressure_stalls
 
 
 def v2_root(tmp_path: Path, controllers: str = "cpuset cpu io memory pids", subtree: str = "") -> Path:
@@ -74,3 +74,18 @@ def test_no_cpu_controller_or_a_weight_that_cannot_be_written_keeps_the_default(
     (v1 / "cpu" / "kcoral" / "cpu.shares").mkdir(parents=True)  # a folder where the file should be
     got = prepare("kcoral", "1", "cgroupfs", v1)
     assert got.parent == "" and "cannot set" in got.reason and "cpu.shares" in got.reason
+
+
+def test_pressure_stalls_are_kept_where_cgroup_v2s_cpu_pressure_has_a_full_line(tmp_path: Path) -> None:
+    """What doctor says of how the judge reads others' work on a candidate's core (tasks.harness.cpuwatch):
+    the root's cpu.pressure of the H100 host, a kernel before 5.13 (no full line), no PSI, cgroup v1."""
+    pressure = tmp_path / "cpu.pressure"
+    pressure.write_text(
+        "some avg10=0.51 avg60=0.80 avg300=0.23 total=1285892\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+    )
+    assert pressure_stalls("2", tmp_path) is True
+    assert pressure_stalls("1", tmp_path) is False
+    pressure.write_text("some avg10=0.00 avg60=0.00 avg300=0.00 total=10\n")
+    assert pressure_stalls("2", tmp_path) is False
+    pressure.unlink()
+    assert pressure_stalls("2", tmp_path) is False
