@@ -54,7 +54,8 @@ class Window:
     #: the candidate container's CPU ns as the window opened
     cpu_opened: int
     #: (ns, ms the candidate's core had run, ms its keeper had, ns the candidate had been held up) as it
-    #: opened: a candidate's call on a core of its own only
+    #: opened, the core's and keeper's read only where the held-up time is not kept (0 there): a
+    #: candidate's call on a core of its own only
     core_opened: tuple[int, float, float, int] | None
     #: ... once its inputs were written, and the clock then and as its answer came (ns; a candidate's only)
     cpu_written: int = 0
@@ -91,9 +92,6 @@ class CallWatch:
     def cpu(self) -> int:
         return self.watch.ns() if self.watch is not None else 0
 
-    def _held(self) -> int:
-        return self.held.ns() if self.held is not None else 0
-
     def kept_ms(self) -> float:
         return self.kept() if self.kept is not None else 0.0
 
@@ -116,11 +114,13 @@ class CallWatch:
         """Before a call's inputs are written."""
         cpu = self.cpu()
         core, judge = self.cores.candidate_core, self.judge
-        core_opened = (
-            (self.clock(), judge.busy_ms(core), self.kept_ms(), self._held())
-            if candidate and judge and core is not None
-            else None
-        )
+        core_opened = None
+        if candidate and judge and core is not None:  # the held-up time, or the core's ticks where it is not kept
+            opened = self.clock()
+            if self.held is not None:
+                core_opened = (opened, 0.0, 0.0, self.held.ns())
+            else:
+                core_opened = (opened, judge.busy_ms(core), self.kept_ms(), 0)
         return Window(candidate, cpu, core_opened)
 
     def judging(self, w: Window, watched: list[str]) -> None:
@@ -149,7 +149,7 @@ class CallWatch:
             opened, busy_then, kept_then, held_then = w.core_opened
             window_ms = (self.clock() - opened) / 1e6
             if self.held is not None:
-                others = (self._held() - held_then) / 1e6
+                others = (self.held.ns() - held_then) / 1e6
             else:
                 busy = self.judge.busy_ms(core) - busy_then - (self.kept_ms() - kept_then)
                 others = busy - (cpu_closed - w.cpu_opened) / 1e6

@@ -117,18 +117,19 @@ def held_for_leaf(leaf: str, version: str, mount: Path = MOUNT) -> HeldWatch | N
     stalls), or None where it keeps no CPU ``full`` stalls for it (cgroup v1, no PSI, a kernel before
     5.13). ValueError for a leaf that is no folder name."""
     folder = _folder(leaf, mount)
-    if version != "2":
+    cpu, irq = folder / "cpu.pressure", folder / "irq.pressure"
+    if version != "2" or not _stalls(cpu):
         return None
-    files = []
-    for name in ("cpu.pressure", "irq.pressure"):
-        try:
-            _stall_us((folder / name).read_text())
-        except (OSError, ValueError):
-            if name == "cpu.pressure":
-                return None
-            continue
-        files.append(folder / name)
-    return HeldWatch(files)
+    return HeldWatch([cpu, irq] if _stalls(irq) else [cpu])
+
+
+def _stalls(path: Path) -> bool:
+    """Whether the pressure file at ``path`` reads, with a ``full`` stall total."""
+    try:
+        _stall_us(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def outside_calls(gaps: list[tuple[int, int]], baseline_ms: float) -> dict[str, float]:
